@@ -1,0 +1,158 @@
+"""goat from Python: the same parse -> check -> evaluate pipeline the command line uses.
+
+    >>> import goat
+    >>> goat.run_source("print [[1, 2]] @ [[3], [4]]")
+    [array([[11.]])]
+
+Every function raises :class:`goat.GoatError` for a problem in the program (its ``str`` is the
+``PATH:LINE: error: MESSAGE`` line, ``render()`` adds the source excerpt).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from .diagnostics import GoatError, Source
+from .gpu import get_backend
+from .interp.evaluator import Evaluator
+from .lexer import ast
+from .lexer.parser import parse
+from .typecheck.checker import Checker
+from .typecheck.program import Program
+
+# Deeply nested expressions (a 10,000-level bracket nest, a 10,000-term sum) recurse in the
+# checker; they run on a thread with a large stack so that they are checked, not crashed on.
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION_LIMIT = 120_000
+
+
+def with_deep_stack(fn, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` on a thread whose stack allows deep recursion."""
+    result = {}
+
+    def target():
+        try:
+            result["value"] = fn(*args, **kwargs)
+        except BaseException as e:      # re-raised in the caller's thread
+            result["error"] = e
+
+    old_limit = sys.getrecursionlimit()
+    old_size = threading.stack_size()
+    try:
+        threading.stack_size(_STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+        t = threading.Thread(target=target, name="goat", daemon=True)
+        t.start()
+    finally:
+        threading.stack_size(old_size)
+    try:
+        t.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+def read_source(path: str) -> Source:
+    """Read a program file as UTF-8 text.  Raises GoatError if it cannot be read or decoded."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except IsADirectoryError:
+        raise GoatError("cannot read %s: it is a directory" % path, path=path) from None
+    except OSError as e:
+        raise GoatError("cannot read %s: %s" % (path, e.strerror or e), path=path) from None
+    return decode_source(data, path)
+
+
+def decode_source(data: bytes, path: str) -> Source:
+    """Program bytes as a Source; a clear GoatError for text that is not UTF-8."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        from .diagnostics import Loc
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise GoatError("the file is not UTF-8 text (byte 0x%02x cannot be decoded)"
+                        % data[e.start], Loc(None, line, col), path=path) from None
+    return Source(path, text)
+
+
+def parse_source(source: Source) -> ast.Module:
+    return parse(source)
+
+
+def _check_module(module: ast.Module, program: Program | None = None) -> Program:
+    checker = Checker(program)
+    for stmt in module.stmts:
+        try:
+            checker.check_stmt(stmt)
+        except RecursionError:
+            raise GoatError("this statement is nested too deeply to check", stmt.loc) from None
+    return checker.program
+
+
+def load(text: str, path: str = "<string>", timings: dict | None = None) -> Program:
+    """Parse and check a program; the checked :class:`Program` (nothing runs yet)."""
+    return with_deep_stack(_load, Source(path, text), timings)
+
+
+def _load(source: Source, timings: dict | None = None) -> Program:
+    t0 = time.perf_counter()
+    try:
+        module = parse(source)
+    except RecursionError:
+        raise GoatError("the program is nested too deeply to parse", path=source.path) from None
+    t1 = time.perf_counter()
+    program = _check_module(module)
+    t2 = time.perf_counter()
+    if timings is not None:
+        timings["parse"] = t1 - t0
+        timings["check"] = t2 - t1
+    return program
+
+
+def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None):
+    """Run a checked program; returns the printed values as NumPy float64 arrays."""
+    t0 = time.perf_counter()
+    ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True)
+    ev.run()
+    if timings is not None:
+        timings["run"] = time.perf_counter() - t0
+    return ev.printed
+
+
+def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
+               timings: dict | None = None) -> list:
+    """Check and run a program given as text.
+
+    Returns one NumPy float64 array per ``print``, in order, at full precision.  ``stdout``
+    (a text stream) also receives the printed memref text; None prints nothing.
+    """
+    program = load(text, path, timings)
+    return execute(program, stdout, backend, timings)
+
+
+def run_file(path: str, stdout=None, backend: str = "numpy", timings: dict | None = None) -> list:
+    """Like :func:`run_source`, reading the program from ``path``."""
+    source = read_source(path)
+    program = with_deep_stack(_load, source, timings)
+    return execute(program, stdout, backend, timings)
+
+
+def check_source(text: str, path: str = "<string>") -> Program:
+    """Check a program without running it; the typed :class:`Program` (``.lets`` gives every
+    let's node and so its ``.shape``)."""
+    return load(text, path)
+
+
+def check_file(path: str) -> Program:
+    return with_deep_stack(_load, read_source(path))
+
+
+__all__ = ["GoatError", "load", "execute", "run_source", "run_file", "check_source",
+           "check_file", "read_source", "with_deep_stack"]

@@ -1,0 +1,120 @@
+"""The ``goat`` command: ``goat run``, ``goat check``.
+
+Exit status: 0 success; 1 an error in the program or its input (reported as
+``PATH:LINE: error: MESSAGE``); 2 a bug in goat itself (one line asking for a report) or a
+command-line mistake.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import __version__
+from .diagnostics import GoatError, internal_error_line
+
+DESCRIPTION = """\
+goat runs Mountain Goat programs: a small tensor language in which shapes are types.
+Every shape error is found, with its line, before anything runs."""
+
+EPILOG = """\
+examples:
+  goat run examples/lm35/train_200.mg     train the book's transformer for 200 steps
+  goat check --shapes model.mg            check without running; show every let's shape
+
+exit status: 0 ok, 1 an error in the program (PATH:LINE: error: ...), 2 a bug in goat"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="goat", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="goat %s" % __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="check a program, then run it",
+                         description="Check FILE, then run it, writing each print to standard output.")
+    run.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
+    run.add_argument("--backend", default="numpy", choices=["numpy"],
+                     help="the array back end (default: numpy)")
+    run.add_argument("--time", action="store_true",
+                     help="report parse, check and run times on standard error")
+
+    check = sub.add_parser("check", help="check a program without running it",
+                           description="Check FILE without running it: syntax, names and every shape.")
+    check.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
+    check.add_argument("--shapes", action="store_true",
+                       help="print the shape of every let (and the signature of every def)")
+    return p
+
+
+def _read(path: str):
+    from .api import decode_source, read_source
+    if path == "-":
+        return decode_source(sys.stdin.buffer.read(), "<stdin>")
+    return read_source(path)
+
+
+def _cmd_run(args) -> int:
+    from .api import _load, execute, with_deep_stack
+    timings = {} if args.time else None
+    source = _read(args.file)
+    program = with_deep_stack(_load, source, timings)
+    execute(program, stdout=sys.stdout, backend=args.backend, timings=timings)
+    sys.stdout.flush()
+    if timings is not None:
+        sys.stderr.write("goat: parse %.3f s, check %.3f s, run %.3f s (%d nodes)\n"
+                         % (timings["parse"], timings["check"], timings["run"], len(program.nodes)))
+    return 0
+
+
+def _cmd_check(args) -> int:
+    from .api import _load, with_deep_stack
+    from .typecheck.shapes import format_type
+    source = _read(args.file)
+    program = with_deep_stack(_load, source)
+    if args.shapes:
+        out = []
+        for name, tmpl in program.defs.items():
+            out.append("def %s" % tmpl.signature())
+        for name, node in program.lets.items():
+            out.append("%s : %s" % (name, format_type(node.shape)))
+        sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_check(args)
+    except GoatError as e:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        sys.stderr.write(e.render() + "\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("goat: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # the reader went away (goat run x.mg | head): not an error of the program
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except MemoryError:
+        sys.stderr.write("goat: error: out of memory\n")
+        return 1
+    except Exception as e:  # a bug in goat
+        sys.stderr.write(internal_error_line(e) + "\n")
+        return 2
+
+
+def entry() -> None:
+    """The console script."""
+    sys.exit(main())

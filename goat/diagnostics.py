@@ -1,0 +1,127 @@
+"""The one error type of goat, and how it is shown to a person.
+
+Every problem a user can cause -- a syntax error, a shape error, an unreadable file, a shape
+that turns out wrong at run time -- is a :class:`GoatError`.  It renders as the book's line::
+
+    PATH:LINE: error: MESSAGE
+
+followed, when the source is known, by an excerpt with a caret under the offending
+expression.  Anything else that escapes is a bug in goat (see :func:`internal_error_line`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REPORT_URL = "the goat issue tracker"
+
+
+class Source:
+    """A program text and the path it was read from (as the user wrote it)."""
+
+    __slots__ = ("path", "text", "_lines")
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self._lines = None
+
+    def line(self, n: int) -> str:
+        """Line ``n`` (1-based) without its newline; '' past the end."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        if 1 <= n <= len(self._lines):
+            return self._lines[n - 1].rstrip("\r")
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """Where an expression is: 1-based line and column, end column exclusive."""
+
+    source: Source | None
+    line: int
+    col: int = 0
+    end_line: int = 0
+    end_col: int = 0
+
+    def to(self, other: "Loc") -> "Loc":
+        """The span from the start of ``self`` to the end of ``other``."""
+        return Loc(self.source, self.line, self.col, other.end_line, other.end_col)
+
+
+class GoatError(Exception):
+    """A problem in the user's program or input, reported as ``PATH:LINE: error: MESSAGE``.
+
+    ``loc`` may be None (no position known, e.g. an unreadable file); ``path`` then names the
+    file.  ``str(err)`` is the first line only; :meth:`render` adds the source excerpt.
+    """
+
+    def __init__(self, message: str, loc: Loc | None = None, path: str | None = None,
+                 notes: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self._path = path
+        self.notes = notes
+
+    @property
+    def path(self) -> str | None:
+        if self._path is not None:
+            return self._path
+        if self.loc is not None and self.loc.source is not None:
+            return self.loc.source.path
+        return None
+
+    @property
+    def line(self) -> int | None:
+        return self.loc.line if self.loc is not None else None
+
+    def headline(self) -> str:
+        where = self.path or "goat"
+        if self.loc is not None and self.loc.line:
+            where = "%s:%d" % (where, self.loc.line)
+        return "%s: error: %s" % (where, self.message)
+
+    def __str__(self) -> str:
+        return self.headline()
+
+    def render(self) -> str:
+        """The headline, then the source line with a caret under the expression, then notes."""
+        out = [self.headline()]
+        loc = self.loc
+        if loc is not None and loc.source is not None and loc.line:
+            text = loc.source.line(loc.line)
+            if text.strip():
+                # tabs would misalign the caret; show them as single spaces
+                text = text.replace("\t", " ")
+                if len(text) > 200:      # a 12,000-number literal is not worth echoing whole
+                    start = max(0, loc.col - 60)
+                    shown = text[start:start + 160]
+                    prefix = "..." if start else ""
+                    shift = start - len(prefix)
+                    text = prefix + shown + ("..." if start + 160 < len(text) else "")
+                else:
+                    shift = 0
+                gutter = str(loc.line)
+                out.append("%s | %s" % (gutter, text))
+                if loc.col:
+                    first = loc.col - 1 - shift
+                    if loc.end_line == loc.line and loc.end_col > loc.col:
+                        width = loc.end_col - loc.col
+                    else:
+                        width = max(1, len(text) - first)
+                    width = max(1, min(width, len(text) - first))
+                    out.append("%s | %s^%s" % (" " * len(gutter), " " * first, "~" * (width - 1)))
+        for note in self.notes:
+            out.append("note: %s" % note)
+        return "\n".join(out)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """The single line shown when goat itself fails (exit status 2)."""
+    detail = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+    detail = detail.replace("\n", " ")
+    if len(detail) > 300:
+        detail = detail[:300] + "..."
+    return ("goat: internal error (%s); this is a bug in goat, please report it to %s "
+            "with the program that caused it" % (detail, REPORT_URL))

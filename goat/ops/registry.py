@@ -1,0 +1,57 @@
+"""The op registry: every operator and built-in function is one :class:`Op` entry.
+
+An entry declares, side by side (after JAX's primitives): its name and arity, a one-line doc
+with shapes in and out, its **shape rule** (used by the checker, the REPL's hints and the
+run-time re-check of ``?`` dimensions), and its **evaluation** on an array back end (``xp`` is
+NumPy or CuPy).  Autodiff's vector-Jacobian product and the LLVM lowering will sit beside them
+(``vjp`` and ``lowering`` are reserved for those).
+
+The parser's token table, the highlighter and completion read the names from here
+(:func:`builtin_names`), so a new op needs no edit anywhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True, eq=False)    # identity hash: ops are keys of hash-consing
+class Op:
+    name: str                       # the name a program calls it by, or the operator's name
+    arity: int
+    signature: str                  # e.g. "row_sum(x: RxC) -> Rx1"
+    doc: str                        # one line: what it computes, and its source
+    shape: Callable                 # (*shapes) -> shape; raises ShapeError
+    evaluate: Callable              # (backend) -> (*arrays) -> array
+    symbol: str | None = None       # "+", "@", ... for operators; None for functions
+    callable_by_name: bool = True   # False for operators (written as symbols only)
+    vjp: Callable | None = None     # reserved: reverse-mode derivative (autodiff issue)
+    lowering: Callable | None = None  # reserved: LLVM lowering (AOT issue)
+    tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
+
+
+REGISTRY: dict[str, Op] = {}
+OPERATORS: dict[str, Op] = {}       # symbol -> op, binary operators
+UNARY_OPERATORS: dict[str, Op] = {}  # symbol -> op
+
+
+def register(op: Op) -> Op:
+    if op.name in REGISTRY:
+        raise ValueError("op %s registered twice" % op.name)
+    REGISTRY[op.name] = op
+    if op.symbol is not None:
+        (OPERATORS if op.arity == 2 else UNARY_OPERATORS)[op.symbol] = op
+    return op
+
+
+def lookup(name: str) -> Op | None:
+    """The built-in function called ``name`` in a program, or None."""
+    op = REGISTRY.get(name)
+    if op is None or not op.callable_by_name:
+        return None
+    return op
+
+
+def builtin_names() -> list[str]:
+    """Every built-in function name a program may call, sorted."""
+    return sorted(name for name, op in REGISTRY.items() if op.callable_by_name)

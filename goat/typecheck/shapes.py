@@ -1,0 +1,176 @@
+"""Shapes: the types of goat.
+
+A shape is a tuple of dimensions, outermost first (row-major), of any rank; ``()`` is a scalar.
+A dimension is
+
+* an ``int`` -- known before the program runs;
+* ``None`` -- written ``?``: unknown until run time, so every operation on it is checked again
+  when it runs (LANGUAGE.md, Part A);
+* a :class:`SizeVar` -- a size variable such as ``N`` in ``tensor[N, K]``: unknown inside a
+  ``def`` body, bound at each call (Part B2).
+
+Every shape rule raises :class:`ShapeError` with the message the user sees; the checker adds
+the position.  The same rules run again at run time on actual shapes wherever a ``?`` made the
+static check incomplete, so a run-time failure reads exactly like a static one.
+"""
+from __future__ import annotations
+
+
+class ShapeError(Exception):
+    """A shape rule's complaint, in the user's terms (no position yet)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class SizeVar:
+    """A named, rigid size: equal only to itself."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __eq__(self, other):
+        return isinstance(other, SizeVar) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("SizeVar", self.name))
+
+
+def format_dim(d) -> str:
+    if d is None:
+        return "?"
+    return str(d)
+
+
+def format_shape(shape) -> str:
+    """``6x6``, ``?x4``, ``NxK``, ``scalar`` -- as the book writes shapes."""
+    if len(shape) == 0:
+        return "scalar"
+    return "x".join(format_dim(d) for d in shape)
+
+
+def format_type(shape) -> str:
+    """The annotation syntax: ``tensor[112x8]``, ``tensor[N, K]``, ``scalar``."""
+    if len(shape) == 0:
+        return "scalar"
+    if any(isinstance(d, SizeVar) for d in shape):
+        return "tensor[%s]" % ", ".join(format_dim(d) for d in shape)
+    return "tensor[%s]" % format_shape(shape)
+
+
+def is_static(shape) -> bool:
+    """True when every dimension is a known int."""
+    for d in shape:
+        if type(d) is not int:
+            return False
+    return True
+
+
+def _same(a, b) -> bool:
+    """Provably equal dimensions."""
+    return a is not None and b is not None and a == b
+
+
+def broadcast(verb: str, a: tuple, b: tuple) -> tuple:
+    """The shape of an elementwise ``a OP b`` under NumPy's broadcasting rules.
+
+    Dimensions are aligned from the right; each pair must be equal or contain a 1.  A ``?``
+    paired with anything is accepted here (it is checked again at run time).  ``verb`` names
+    the operation in the message: ``cannot add shapes 6x6 and 4x4: dimensions 6 and 4 differ
+    and neither is 1`` (the book's wording; the first differing pair is named).
+    """
+    if a == b:
+        return a
+    ra, rb = len(a), len(b)
+    if ra == 0:
+        return b
+    if rb == 0:
+        return a
+    r = max(ra, rb)
+    pa = (1,) * (r - ra) + tuple(a)
+    pb = (1,) * (r - rb) + tuple(b)
+    out = []
+    for da, db in zip(pa, pb):
+        if da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        elif _same(da, db):
+            out.append(da)
+        elif da is None:
+            out.append(db)
+        elif db is None:
+            out.append(da)
+        else:
+            why = "differ" if type(da) is int and type(db) is int else "may differ"
+            raise ShapeError("cannot %s shapes %s and %s: dimensions %s and %s %s and neither is 1"
+                             % (verb, format_shape(a), format_shape(b), format_dim(da),
+                                format_dim(db), why))
+    return tuple(out)
+
+
+def matmul(a: tuple, b: tuple) -> tuple:
+    """The shape of ``a @ b``: ``MxK @ KxN -> MxN``; leading (batch) dimensions broadcast."""
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError("cannot matrix-multiply shapes %s and %s: both operands of @ must be "
+                         "matrices (rank 2 or more)" % (format_shape(a), format_shape(b)))
+    k1, k2 = a[-1], b[-2]
+    if not (_same(k1, k2) or k1 is None or k2 is None):
+        raise ShapeError("cannot matrix-multiply shapes %s and %s: the inner dimensions %s and "
+                         "%s differ" % (format_shape(a), format_shape(b), format_dim(k1), format_dim(k2)))
+    batch = broadcast("matrix-multiply", a[:-2], b[:-2]) if (len(a) > 2 or len(b) > 2) else ()
+    return tuple(batch) + (a[-2], b[-1])
+
+
+def compatible(declared: tuple, actual: tuple):
+    """Does a value of shape ``actual`` fit a declared shape?
+
+    Returns (ok, needs_runtime_check).  ``?`` on either side matches anything (on the actual
+    side, only at run time).  Size variables must be bound before this is asked (see
+    :func:`bind`).
+    """
+    if len(declared) != len(actual):
+        return False, False
+    runtime = False
+    for d, x in zip(declared, actual):
+        if d is None:
+            continue
+        if x is None:
+            runtime = True
+            continue
+        if d != x:
+            return False, False
+    return True, runtime
+
+
+def bind(declared: tuple, actual: tuple, env: dict, what: str) -> tuple:
+    """Bind the size variables of ``declared`` to the dimensions of ``actual`` in ``env``.
+
+    Returns ``declared`` with bound variables replaced.  Raises ShapeError when a variable
+    already bound to another size meets a different one (``what`` names the argument).
+    """
+    out = []
+    for d, x in zip(declared, actual) if len(declared) == len(actual) else ():
+        if isinstance(d, SizeVar):
+            if d.name in env:
+                prev, prev_what = env[d.name]
+                if prev is not None and x is not None and prev != x:
+                    raise ShapeError("size variable %s is %s for %s but %s for %s"
+                                     % (d.name, format_dim(prev), prev_what, format_dim(x), what))
+                if prev is None and x is not None:
+                    env[d.name] = (x, what)
+                out.append(env[d.name][0])
+            else:
+                env[d.name] = (x, what)
+                out.append(x)
+        else:
+            out.append(d)
+    if len(declared) != len(actual):
+        return tuple(declared)
+    return tuple(out)
