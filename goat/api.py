@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from .diagnostics import GoatError, Source
+from .diagnostics import GoatError, Loc, Source
 from .gpu import get_backend
 from .interp.evaluator import Evaluator
 from .lexer import ast
@@ -74,11 +74,11 @@ def decode_source(data: bytes, path: str) -> Source:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        from .diagnostics import Loc
-        line = data.count(b"\n", 0, e.start) + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        # show the line with the bad byte replaced, and point at it
+        before = data[:e.start].decode("utf-8", "replace")
+        shown = Source(path, before + data[e.start:].decode("utf-8", "replace"))
         raise GoatError("the file is not UTF-8 text (byte 0x%02x cannot be decoded)"
-                        % data[e.start], Loc(None, line, col), path=path) from None
+                        % data[e.start], Loc(shown, len(before), len(before) + 1)) from None
     return Source(path, text)
 
 

@@ -10,7 +10,7 @@ expression.  Anything else that escapes is a bug in goat (see :func:`internal_er
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
 
 REPORT_URL = "the goat issue tracker"
 
@@ -18,12 +18,13 @@ REPORT_URL = "the goat issue tracker"
 class Source:
     """A program text and the path it was read from (as the user wrote it)."""
 
-    __slots__ = ("path", "text", "_lines")
+    __slots__ = ("path", "text", "_lines", "_starts")
 
     def __init__(self, path: str, text: str):
         self.path = path
         self.text = text
         self._lines = None
+        self._starts = None
 
     def line(self, n: int) -> str:
         """Line ``n`` (1-based) without its newline; '' past the end."""
@@ -33,20 +34,56 @@ class Source:
             return self._lines[n - 1].rstrip("\r")
         return ""
 
+    def position(self, offset: int):
+        """(line, column) of a character offset, both 1-based."""
+        if self._starts is None:
+            starts = [0]
+            find = self.text.find
+            i = find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._starts = starts
+        line = bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
 
-@dataclass(frozen=True, slots=True)
+
 class Loc:
-    """Where an expression is: 1-based line and column, end column exclusive."""
+    """Where an expression is written: character offsets ``start``..``end`` (exclusive) in
+    ``source``.  Line and column are worked out only when asked for (an error is being shown),
+    since the parser makes one Loc per token of a program that may have a few hundred thousand.
+    """
 
-    source: Source | None
-    line: int
-    col: int = 0
-    end_line: int = 0
-    end_col: int = 0
+    __slots__ = ("source", "start", "end")
+
+    def __init__(self, source, start, end):
+        self.source = source
+        self.start = start
+        self.end = end
 
     def to(self, other: "Loc") -> "Loc":
         """The span from the start of ``self`` to the end of ``other``."""
-        return Loc(self.source, self.line, self.col, other.end_line, other.end_col)
+        return Loc(self.source, self.start, other.end)
+
+    @property
+    def line(self) -> int:
+        return self.source.position(self.start)[0]
+
+    @property
+    def col(self) -> int:
+        return self.source.position(self.start)[1]
+
+    @property
+    def end_line(self) -> int:
+        return self.source.position(max(self.start, self.end - 1))[0]
+
+    @property
+    def end_col(self) -> int:
+        """Column just past the last character."""
+        return self.source.position(max(self.start, self.end - 1))[1] + (self.end > self.start)
+
+    def __repr__(self):
+        return "Loc(%s:%d:%d)" % (getattr(self.source, "path", None), self.line, self.col)
 
 
 class GoatError(Exception):
@@ -68,7 +105,7 @@ class GoatError(Exception):
     def path(self) -> str | None:
         if self._path is not None:
             return self._path
-        if self.loc is not None and self.loc.source is not None:
+        if self.loc is not None:
             return self.loc.source.path
         return None
 
@@ -78,7 +115,7 @@ class GoatError(Exception):
 
     def headline(self) -> str:
         where = self.path or "goat"
-        if self.loc is not None and self.loc.line:
+        if self.loc is not None:
             where = "%s:%d" % (where, self.loc.line)
         return "%s: error: %s" % (where, self.message)
 
@@ -89,7 +126,7 @@ class GoatError(Exception):
         """The headline, then the source line with a caret under the expression, then notes."""
         out = [self.headline()]
         loc = self.loc
-        if loc is not None and loc.source is not None and loc.line:
+        if loc is not None:
             text = loc.source.line(loc.line)
             if text.strip():
                 # tabs would misalign the caret; show them as single spaces

@@ -1,7 +1,9 @@
-"""Turns program text into tokens for the lark parser.
+"""Turns program text into tokens for the parser, one list of tokens per statement.
 
-One regular expression per token kind (from :mod:`goat.lexer.tokens`), matched in a loop.
-Besides the usual work it does three things the grammar cannot do well:
+The text is cut into pieces by one regular expression (every character belongs to exactly one
+piece: a number, a name, a punctuation mark, a run of blanks, a comment, a newline, or a single
+character goat does not know), and each piece is classified.  Besides the usual work the lexer
+does three things the grammar cannot do well:
 
 * newlines inside ``( )`` and ``[ ]`` are dropped, so a literal or a call may span lines, and a
   bracket that is never closed (or closed by the wrong bracket) is reported where it opened;
@@ -15,36 +17,76 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
+from itertools import accumulate
 
 import numpy as np
-from lark import Token
 
 from ..diagnostics import GoatError, Loc, Source
 from .tokens import KEYWORDS, PUNCTUATION, TYPE_WORDS
 
-_MASTER = re.compile(r"""
-    (?P<ws>[ \t\f\r]+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<nl>\n)
-  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[-+*/@()\[\],=:])
-""", re.VERBOSE)
+_PIECES = re.compile(r"""
+    [ \t\f\r]+                                  # blanks
+  | \#[^\n]*                                    # a comment
+  | \n
+  | (?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?        # a number
+  | [A-Za-z_][A-Za-z0-9_]*                      # a name or keyword
+  | [-+*/@()\[\],=:]                            # punctuation
+  | .                                           # anything else: an error
+""", re.VERBOSE | re.DOTALL)
+
+# what a piece is, by its first character
+_BLANK, _COMMENT, _NEWLINE, _NUMBER, _WORD, _PUNCT, _OTHER = range(7)
+_KIND = {}
+for _c in " \t\f\r":
+    _KIND[_c] = _BLANK
+_KIND["#"] = _COMMENT
+_KIND["\n"] = _NEWLINE
+for _c in "0123456789.":
+    _KIND[_c] = _NUMBER
+for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_":
+    _KIND[_c] = _WORD
+for _c in PUNCTUATION:
+    _KIND[_c] = _PUNCT
 
 # the characters a numbers-only list literal is made of
 _LITERAL_RUN = re.compile(r"[\[\]0-9eE+\-.,\s]*")
 _BRACKETS = re.compile(r"[\[\]]")
 _OPEN = {"(": ")", "[": "]"}
 _CLOSE = {")": "(", "]": "["}
-_DIM_X = re.compile(r"\s*(\d+|\?)\s*(?:x|$)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class ArrayToken(Token):
-    """An ARRAY token; ``array`` holds the literal's values."""
+class Tok:
+    """A token: its terminal name, text, and character offsets in the source.
+
+    ``extra`` carries the value of an ARRAY (the NumPy array) or a TYPE (the dims tuple).  The
+    line/column attributes exist for lark, which copies them onto its end-of-input token.
+    """
+
+    __slots__ = ("type", "value", "start_pos", "end_pos", "extra")
+    line = column = end_line = end_column = None
+
+    def __init__(self, type, value, start_pos, end_pos, extra=None):
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+        self.extra = extra
+
+    def __str__(self):
+        return self.value
+
+    def __repr__(self):
+        return "Tok(%s, %r, @%d)" % (self.type, self.value, self.start_pos)
 
 
 def _dims_of(inner: str):
-    """The dimensions written inside ``tensor[...]``, or None if malformed."""
+    """The dimensions written inside ``tensor[...]``, or None if malformed.
+
+    ``6x6`` and ``?x4`` (the book's form), ``N, K`` or ``2, 3, 4`` (commas, which size variables
+    need), a single ``N``, or nothing (a scalar).
+    """
     inner = inner.strip()
     if not inner:
         return ()
@@ -56,119 +98,107 @@ def _dims_of(inner: str):
                 dims.append(int(part))
             elif part == "?":
                 dims.append(None)
-            elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            elif _IDENT.fullmatch(part):
                 dims.append(part)
             else:
                 return None
         return tuple(dims)
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", inner) and not re.fullmatch(r"[0-9?x]+", inner):
+    if re.fullmatch(r"(?:\d+|\?)(?:\s*x\s*(?:\d+|\?))*", inner):
+        return tuple(None if d == "?" else int(d) for d in re.split(r"\s*x\s*", inner))
+    if _IDENT.fullmatch(inner):
         return (inner,)
-    if not re.fullmatch(r"(?:\d+|\?)(?:\s*x\s*(?:\d+|\?))*", inner):
-        return None
-    return tuple(None if d == "?" else int(d) for d in re.split(r"\s*x\s*", inner))
+    return None
 
 
 def _fast_array(text: str):
     """Parse a numbers-only literal such as ``[[1, -2.5], [3, 1e-05]]``; None if not simple."""
     try:
-        value = json.loads(text)
-        arr = np.array(value, dtype=np.float64)
+        arr = np.array(json.loads(text), dtype=np.float64)
     except (ValueError, OverflowError, TypeError, RecursionError):
-        return None
-    if arr.dtype != np.float64:
         return None
     return arr
 
 
 def tokenize(source: Source) -> list:
-    """The tokens of ``source`` for the parser, statements separated by ``_NL``.
+    """The tokens of ``source``, one list per statement, each ending in an ``_NL`` token.
 
     Raises GoatError for a character goat does not know, a malformed type, or brackets that do
     not match.
     """
     text = source.text
+    pieces = _PIECES.findall(text)
+    ends = list(accumulate(map(len, pieces)))
+    kind_of = _KIND.get
+    keywords = KEYWORDS
+    punctuation = PUNCTUATION
+    statements = []
     out = []
-    append = out.append
-    match = _MASTER.match
-    pos = 0
-    n = len(text)
-    line = 1
-    line_start = 0
-    stack = []            # open brackets: (char, Loc)
-    last_nl = True        # the last emitted token ended a statement (or nothing emitted yet)
-
-    def loc_at(start, end, l=None, ls=None):
-        l = line if l is None else l
-        ls = line_start if ls is None else ls
-        return Loc(source, l, start - ls + 1, l, end - ls + 1)
-
-    while pos < n:
-        m = match(text, pos)
-        if m is None:
-            ch = text[pos]
-            shown = repr(ch) if ch.isprintable() and not ch.isspace() else "U+%04X" % ord(ch)
-            raise GoatError("unexpected character %s" % shown, loc_at(pos, pos + 1))
-        kind = m.lastgroup
-        end = m.end()
-        if kind == "ws" or kind == "comment":
-            pos = end
+    stack = []              # open brackets: (char, offset)
+    i = 0
+    n = len(pieces)
+    while i < n:
+        piece = pieces[i]
+        kind = kind_of(piece[0], _OTHER)
+        if kind == _BLANK or kind == _COMMENT:
+            i += 1
             continue
-        col = pos - line_start + 1
-        if kind == "nl":
-            if not stack and not last_nl:
-                append(Token("_NL", "\n", pos, line, col, line, col + 1, end))
-                last_nl = True
-            line += 1
-            line_start = end
-            pos = end
-            continue
-        value = m.group()
-        if kind == "number":
-            tok = Token("NUMBER", value, pos, line, col, line, end - line_start + 1, end)
-        elif kind == "name":
-            if value in TYPE_WORDS:
-                tok, end, line, line_start = _type_token(source, text, value, pos, end, line, line_start)
+        end = ends[i]
+        start = end - len(piece)
+        if kind == _WORD:
+            if piece in TYPE_WORDS:
+                tok = _type_token(source, piece, start, end)
+                i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
             else:
-                tok = Token(KEYWORDS.get(value, "NAME"), value, pos, line, col, line,
-                            end - line_start + 1, end)
-        else:
-            if value == "[":
-                fast = _try_array(source, text, pos, line, line_start)
-                if fast is not None:
-                    tok, end, line, line_start = fast
-                    append(tok)
-                    last_nl = False
-                    pos = end
+                tok = Tok(keywords.get(piece, "NAME"), piece, start, end)
+        elif kind == _NUMBER:
+            if piece == ".":
+                raise GoatError("unexpected character '.'", Loc(source, start, end))
+            tok = Tok("NUMBER", piece, start, end)
+        elif kind == _PUNCT:
+            if piece == "[":
+                tok = _try_array(text, start)
+                if tok is not None:
+                    out.append(tok)
+                    i = bisect_left(ends, tok.end_pos, i) + 1
                     continue
-            if value in _OPEN:
-                stack.append((value, loc_at(pos, end)))
-            elif value in _CLOSE:
+            if piece in _OPEN:
+                stack.append((piece, start))
+            elif piece in _CLOSE:
                 if not stack:
-                    raise GoatError("unmatched '%s': no bracket is open here" % value, loc_at(pos, end))
-                opener, oloc = stack.pop()
-                if _CLOSE[value] != opener:
+                    raise GoatError("unmatched '%s': no bracket is open here" % piece,
+                                    Loc(source, start, end))
+                opener, at = stack.pop()
+                if _CLOSE[piece] != opener:
                     raise GoatError("'%s' does not close the '%s' opened on line %d"
-                                    % (value, opener, oloc.line), loc_at(pos, end))
-            tok = Token(PUNCTUATION[value], value, pos, line, col, line, end - line_start + 1, end)
-        append(tok)
-        last_nl = False
-        pos = end
+                                    % (piece, opener, source.position(at)[0]),
+                                    Loc(source, start, end))
+            tok = Tok(punctuation[piece], piece, start, end)
+        elif kind == _NEWLINE:
+            if not stack and out:
+                out.append(Tok("_NL", "\n", start, end))
+                statements.append(out)
+                out = []
+            i += 1
+            continue
+        else:
+            shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
+            raise GoatError("unexpected character %s" % shown, Loc(source, start, end))
+        out.append(tok)
+        i += 1
     if stack:
-        opener, oloc = stack[-1]
-        raise GoatError("'%s' is never closed" % opener, oloc)
-    if not last_nl:
-        col = pos - line_start + 1
-        append(Token("_NL", "", pos, line, col, line, col, pos))
-    return out
+        opener, at = stack[-1]
+        raise GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1))
+    if out:
+        out.append(Tok("_NL", "", len(text), len(text)))
+        statements.append(out)
+    return statements
 
 
-def _type_token(source, text, word, pos, end, line, line_start):
-    """``scalar`` or ``tensor[...]`` as one TYPE token (value: the dims tuple in ``.dims``)."""
-    col = pos - line_start + 1
+def _type_token(source, word, start, end):
+    """``scalar`` or ``tensor[...]`` as one TYPE token (its dims tuple in ``extra``)."""
     if word == "scalar":
-        tok = ArrayToken("TYPE", word, pos, line, col, line, end - line_start + 1, end)
-        tok.dims = ()
-        return tok, end, line, line_start
+        return Tok("TYPE", word, start, end, ())
+    text = source.text
     j = end
     while j < len(text) and text[j] in " \t":
         j += 1
@@ -176,25 +206,21 @@ def _type_token(source, text, word, pos, end, line, line_start):
     nl = text.find("\n", j)
     if j >= len(text) or text[j] != "[" or close < 0 or (0 <= nl < close):
         raise GoatError("'tensor' must be followed by its dimensions, as in tensor[2x3]",
-                        Loc(source, line, col, line, end - line_start + 1))
+                        Loc(source, start, end))
     inner = text[j + 1:close]
     dims = _dims_of(inner)
-    end = close + 1
-    loc = Loc(source, line, col, line, end - line_start + 1)
     if dims is None:
         raise GoatError("malformed type tensor[%s]: write its dimensions as 6x6, ?x4 or N, K"
-                        % inner.strip(), loc)
-    tok = ArrayToken("TYPE", text[pos:end], pos, line, col, line, end - line_start + 1, end)
-    tok.dims = dims
-    return tok, end, line, line_start
+                        % inner.strip(), Loc(source, start, close + 1))
+    return Tok("TYPE", text[start:close + 1], start, close + 1, dims)
 
 
-def _try_array(source, text, pos, line, line_start):
-    """The fast path for numbers-only literals: (token, end, line, line_start) or None."""
-    run_end = _LITERAL_RUN.match(text, pos).end()
+def _try_array(text, start):
+    """The fast path for numbers-only literals: an ARRAY token, or None."""
+    run_end = _LITERAL_RUN.match(text, start).end()
     depth = 0
     close = -1
-    for b in _BRACKETS.finditer(text, pos, run_end):
+    for b in _BRACKETS.finditer(text, start, run_end):
         if b.group() == "[":
             depth += 1
         else:
@@ -204,14 +230,8 @@ def _try_array(source, text, pos, line, line_start):
                 break
     if close < 0:
         return None
-    literal = text[pos:close]
+    literal = text[start:close]
     arr = _fast_array(literal)
     if arr is None:
         return None
-    newlines = literal.count("\n")
-    end_line = line + newlines
-    end_line_start = line_start if not newlines else pos + literal.rfind("\n") + 1
-    tok = ArrayToken("ARRAY", literal, pos, line, pos - line_start + 1, end_line,
-                     close - end_line_start + 1, close)
-    tok.array = arr
-    return tok, close, end_line, end_line_start
+    return Tok("ARRAY", literal, start, close, arr)

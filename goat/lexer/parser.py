@@ -1,8 +1,16 @@
 """Source text -> syntax tree, with lark's LALR(1) parser.
 
-The tree is built while parsing (lark's inline transformer), so no intermediate parse tree
-is kept.  Syntax errors become :class:`~goat.diagnostics.GoatError` naming what was expected and
-what was found.
+The grammar (grammar.lark) is LALR(1), so the sequence of shifts and reductions for a
+statement depends only on the sequence of its token *kinds*.  The parser uses that: the first
+statement of each kind-sequence is parsed by lark, which records the reductions it makes (which
+callback, on which tokens and earlier results); every later statement with the same
+kind-sequence replays that record on its own tokens.  A 12,000-line unrolled training program
+has a few dozen distinct statement shapes, so lark's parse tables are consulted for those only,
+and the program is read several times faster than token-by-token -- with the same syntax tree
+and the same errors, since a statement lark rejects is never recorded.
+
+Syntax errors become :class:`~goat.diagnostics.GoatError` naming what was expected and what
+was found.
 """
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ import threading
 from importlib import resources
 
 import numpy as np
-from lark import Lark, Transformer, UnexpectedInput, UnexpectedToken
+from lark import Lark, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer as LarkLexer
 
 from ..diagnostics import GoatError, Loc, Source
@@ -23,7 +31,7 @@ STATEMENT_START = {"DEF", "LET", "PRINT"}
 
 
 class _TokenListLexer(LarkLexer):
-    """Feeds lark the token list :func:`tokenize` made (lark's custom-lexer interface 2)."""
+    """Feeds lark a list of tokens made by :func:`tokenize` (lark's custom-lexer interface 2)."""
 
     __future_interface__ = 2
 
@@ -34,69 +42,66 @@ class _TokenListLexer(LarkLexer):
         return iter(lexer_state.text)
 
 
-def _loc(source, tok) -> Loc:
-    return Loc(source, tok.line, tok.column, tok.end_line, tok.end_column)
+class _Build:
+    """Builds goat.lexer.ast nodes; one method per grammar rule, each given the rule's
+    children (tokens and earlier results) as a list."""
 
+    def __init__(self, source: Source):
+        self.source = source
 
-class _Build(Transformer):
-    """Builds goat.lexer.ast nodes as lark reduces rules."""
-
-    source: Source = None
-
-    def __default_token__(self, tok):
-        return tok
+    def _loc(self, tok) -> Loc:
+        return Loc(self.source, tok.start_pos, tok.end_pos)
 
     # ---- statements
-    def start(self, stmts):
-        return stmts
+    def single(self, c):
+        return c[0]
 
     def def_stmt(self, c):
         kw, name, _lp, params, _rp, body = c
-        return ast.Def(str(name), params or [], body, _loc(self.source, kw).to(body.loc),
-                       _loc(self.source, name))
+        return ast.Def(name.value, params or [], body, self._loc(kw).to(body.loc), self._loc(name))
 
     def let_stmt(self, c):
         kw, name, typ, expr = c
-        ann = ast.TypeAnn(typ.dims, _loc(self.source, typ)) if typ is not None else None
-        return ast.Let(str(name), ann, expr, _loc(self.source, kw).to(expr.loc), _loc(self.source, name))
+        ann = ast.TypeAnn(typ.extra, self._loc(typ)) if typ is not None else None
+        return ast.Let(name.value, ann, expr, self._loc(kw).to(expr.loc), self._loc(name))
 
     def print_stmt(self, c):
         kw, expr = c
-        return ast.Print(expr, _loc(self.source, kw).to(expr.loc))
+        return ast.Print(expr, self._loc(kw).to(expr.loc))
 
     def params(self, c):
         return c
 
     def param(self, c):
         name, typ = c
-        tloc = _loc(self.source, typ)
-        return ast.Param(str(name), ast.TypeAnn(typ.dims, tloc), _loc(self.source, name).to(tloc))
+        tloc = self._loc(typ)
+        return ast.Param(name.value, ast.TypeAnn(typ.extra, tloc), self._loc(name).to(tloc))
 
     # ---- expressions
     def binary(self, c):
         left, op, right = c
-        return ast.Binary(str(op), left, right, left.loc.to(right.loc), _loc(self.source, op))
+        return ast.Binary(op.value, left, right, left.loc.to(right.loc), self._loc(op))
 
     def negate(self, c):
         op, operand = c
-        return ast.Unary("-", operand, _loc(self.source, op).to(operand.loc))
+        return ast.Unary("-", operand, self._loc(op).to(operand.loc))
 
     def number(self, c):
         tok = c[0]
-        return ast.Number(float(tok), _loc(self.source, tok))
+        return ast.Number(float(tok.value), self._loc(tok))
 
     def signed_number(self, c):
         minus, tok = c
-        return ast.Number(-float(tok), _loc(self.source, minus).to(_loc(self.source, tok)))
+        return ast.Number(-float(tok.value), self._loc(minus).to(self._loc(tok)))
 
     def name(self, c):
         tok = c[0]
-        return ast.Name(str(tok), _loc(self.source, tok))
+        return ast.Name(tok.value, self._loc(tok))
 
     def call(self, c):
         name, _lp, args, rp = c
-        nloc = _loc(self.source, name)
-        return ast.Call(str(name), args or [], nloc.to(_loc(self.source, rp)), nloc)
+        nloc = self._loc(name)
+        return ast.Call(name.value, args or [], nloc.to(self._loc(rp)), nloc)
 
     def args(self, c):
         return c
@@ -106,11 +111,11 @@ class _Build(Transformer):
 
     def array(self, c):
         tok = c[0]
-        return ast.Array(tok.array, _loc(self.source, tok))
+        return ast.Array(tok.extra, self._loc(tok))
 
     def list(self, c):
         lsq, *elements, rsq = c
-        loc = _loc(self.source, lsq).to(_loc(self.source, rsq))
+        loc = self._loc(lsq).to(self._loc(rsq))
         elements = [e for e in elements if e is not None]
         if not elements:
             return ast.Array(np.zeros((0,), dtype=np.float64), loc)
@@ -129,29 +134,72 @@ class _Build(Transformer):
         return ast.Array(np.stack([e.array for e in elements]), loc)
 
 
+RULES = [name for name in vars(_Build) if not name.startswith("_")]
+
+
 def _count(shape) -> str:
     if len(shape) == 1:
         return "%d number%s" % (shape[0], "" if shape[0] == 1 else "s")
     return "shape " + "x".join(map(str, shape))
 
 
-_BUILD = _Build()
+class _Recorder:
+    """lark's callbacks while a statement is parsed for the first time: each rule is applied
+    for real (to a :class:`_Build`) and written down as a line of Python, so that the whole
+    statement becomes a function of its tokens."""
+
+    def __init__(self):
+        self.build = None
+        self.names = {}       # id(object) -> the Python expression that yields it
+        self.lines = []
+        self.keep = []        # results stay alive so their ids stay unique
+
+    def start(self, build, tokens):
+        self.build = build
+        self.names = {id(t): "t[%d]" % i for i, t in enumerate(tokens)}
+        self.lines = []
+        self.keep = []
+
+    def _rule(self, rule):
+        def callback(children):
+            result = getattr(self.build, rule)(children)
+            refs = ", ".join("None" if c is None else self.names[id(c)] for c in children)
+            var = "r%d" % len(self.lines)
+            self.lines.append("    %s = b.%s([%s])" % (var, rule, refs))
+            self.names[id(result)] = var
+            self.keep.append(result)
+            return result
+        return callback
+
+    def compile(self):
+        """The recorded statement as ``f(b, t) -> Stmt`` (b: a _Build, t: the tokens)."""
+        code = "def replay(b, t):\n%s\n    return r%d\n" % ("\n".join(self.lines), len(self.lines) - 1)
+        scope = {}
+        exec(compile(code, "<goat statement shape>", "exec"), scope)
+        return scope["replay"]
+
+
+_RECORDER = _Recorder()
 _LOCK = threading.Lock()
 _PARSER = Lark(
     resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8"),
-    parser="lalr", lexer=_TokenListLexer, transformer=_BUILD, maybe_placeholders=True,
+    parser="lalr", lexer=_TokenListLexer, start="single", maybe_placeholders=True,
+    transformer=type("_RecordingTransformer", (), {
+        rule: staticmethod(_RECORDER._rule(rule)) for rule in RULES})(),
 )
+_SHAPES: dict = {}          # tuple of token kinds -> replay function
+_MAX_SHAPES = 50_000
 
 
 def _describe_found(tok) -> str:
     kind = tok.type
     if kind == "NAME":
-        return "name '%s'" % tok
+        return "name '%s'" % tok.value
     if kind == "NUMBER":
-        return "number %s" % tok
+        return "number %s" % tok.value
     if kind == "TYPE":
-        return "the type %s" % tok
-    return DESCRIPTIONS.get(kind, repr(str(tok)))
+        return "the type %s" % tok.value
+    return DESCRIPTIONS.get(kind, repr(str(tok.value)))
 
 
 def _describe_expected(expected) -> str:
@@ -176,30 +224,49 @@ def _describe_expected(expected) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def _first_parse(build: _Build, tokens: list):
+    """Parse one statement with lark, recording it; returns (stmt, replay function)."""
+    source = build.source
+    with _LOCK:
+        _RECORDER.start(build, tokens)
+        try:
+            stmt = _PARSER.parse(tokens)
+        except UnexpectedToken as e:
+            tok = e.token
+            if tok.type == "$END":
+                raise GoatError("syntax error: the statement ends early; expected %s"
+                                % _describe_expected(e.expected), build._loc(tokens[-1])) from None
+            raise GoatError("syntax error: expected %s, found %s"
+                            % (_describe_expected(e.expected), _describe_found(tok)),
+                            build._loc(tok)) from None
+        except UnexpectedInput as e:       # any other lark complaint
+            raise GoatError("syntax error: %s" % str(e).splitlines()[0],
+                            build._loc(tokens[0])) from None
+        except Exception as e:
+            # lark wraps errors raised in our callbacks (e.g. a ragged literal)
+            inner = getattr(e, "orig_exc", None)
+            if isinstance(inner, GoatError):
+                raise inner from None
+            raise
+        replay = _RECORDER.compile()
+        _RECORDER.start(None, ())
+    return stmt, replay
+
+
 def parse(source: Source) -> ast.Module:
-    """Parse a whole program.  Raises GoatError for any syntax error."""
-    tokens = tokenize(source)
-    try:
-        with _LOCK:
-            _BUILD.source = source
-            stmts = _PARSER.parse(tokens)
-    except UnexpectedToken as e:
-        tok = e.token
-        if tok.type == "$END":
-            last = tokens[-1] if tokens else None
-            loc = _loc(source, last) if last is not None else Loc(source, 1, 1, 1, 1)
-            raise GoatError("syntax error: the program ends early; expected %s"
-                            % _describe_expected(e.expected), loc) from None
-        raise GoatError("syntax error: expected %s, found %s"
-                        % (_describe_expected(e.expected), _describe_found(tok)),
-                        _loc(source, tok)) from None
-    except UnexpectedInput as e:       # any other lark complaint
-        raise GoatError("syntax error: %s" % str(e).splitlines()[0],
-                        Loc(source, getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1)) from None
-    except Exception as e:
-        # lark wraps errors raised in our callbacks (e.g. a ragged literal)
-        inner = getattr(e, "orig_exc", None)
-        if isinstance(inner, GoatError):
-            raise inner from None
-        raise
+    """Parse a whole program.  Raises GoatError for the first syntax error."""
+    build = _Build(source)
+    stmts = []
+    append = stmts.append
+    shapes = _SHAPES
+    for tokens in tokenize(source):
+        key = tuple([t.type for t in tokens])
+        replay = shapes.get(key)
+        if replay is not None:
+            append(replay(build, tokens))
+            continue
+        stmt, replay = _first_parse(build, tokens)
+        if len(shapes) < _MAX_SHAPES:
+            shapes[key] = replay
+        append(stmt)
     return ast.Module(source, stmts)
