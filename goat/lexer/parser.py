@@ -213,6 +213,9 @@ def _describe_expected(expected) -> str:
     if {"NUMBER", "MINUS", "LSQB"} <= expected and "NAME" not in expected:
         words.append("a number")           # inside a list literal
         expected -= {"NUMBER", "MINUS", "LSQB", "ARRAY"}
+    if {"PLUS", "MINUS", "STAR", "SLASH", "AT"} <= expected:
+        words.append("an operator")
+        expected -= {"PLUS", "MINUS", "STAR", "SLASH", "AT"}
     if STATEMENT_START <= expected:
         words.append("a statement (def, let or print)")
         expected -= STATEMENT_START
@@ -233,6 +236,10 @@ def _first_parse(build: _Build, tokens: list):
             stmt = _PARSER.parse(tokens)
         except UnexpectedToken as e:
             tok = e.token
+            try:        # LALR's merged lookaheads over-report; ask which tokens really fit
+                e.expected = e.interactive_parser.accepts() or e.expected
+            except Exception:
+                pass
             if tok.type == "$END":
                 raise GoatError("syntax error: the statement ends early; expected %s"
                                 % _describe_expected(e.expected), build._loc(tokens[-1])) from None

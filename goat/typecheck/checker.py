@@ -119,11 +119,11 @@ class _Global:
                                                        check, what=what))
 
     def call(self, tmpl: Template, args, loc):
-        args, env = self.checker.bind_arguments(tmpl, args, loc, self)
-        key = (tmpl.index,) + tuple(a.id for a in args)
+        key = (tmpl.index,) + tuple([a.id for a in args])
         hit = self._memo.get(key)
         if hit is not None:
             return hit
+        args, env = self.checker.bind_arguments(tmpl, args, loc, self)
         slots = list(args)
         append = slots.append
         has_vars = tmpl.has_vars
@@ -320,6 +320,12 @@ class Checker:
         """Cast the argument nodes to the declared parameter shapes (checked at run time
         where a ``?`` leaves it open); returns (args, size-variable bindings)."""
         env = {}
+        if not tmpl.has_vars:       # the common case: every argument already has its shape
+            for (_, declared, _), a in zip(tmpl.params, args):
+                if a.shape != declared:
+                    break
+            else:
+                return args, env
         out = []
         for (pname, declared, _), a in zip(tmpl.params, args):
             bound, runtime, what = self.check_argument(tmpl, pname, declared, a.shape, env, loc)
@@ -376,7 +382,8 @@ class Checker:
             env = {}
             for (pname, declared, _), a, a_ast in zip(target.params, args, e.args):
                 # static mistakes are shown under the argument itself
-                self.check_argument(target, pname, declared, b.shape(a), env, a_ast.loc)
+                if target.has_vars or b.shape(a) != declared:
+                    self.check_argument(target, pname, declared, b.shape(a), env, a_ast.loc)
             return b.call(target, args, e.loc)
         if isinstance(target, Node):
             raise GoatError("'%s' is a value, not a function" % name, e.name_loc)

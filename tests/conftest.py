@@ -1,0 +1,31 @@
+"""Shared helpers: run a program through the Python API or the real command line."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import goat
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(src, path="t.mg"):
+    """The printed values of a program, as NumPy arrays."""
+    return goat.run_source(src, path=path)
+
+
+def error(src, path="t.mg"):
+    """The GoatError a program raises (checked or run)."""
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src, path=path)
+    return info.value
+
+
+def cli(*args, stdin=None, cwd=None, timeout=120):
+    """Run the real `python -m goat` and return (status, stdout, stderr)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "goat", *args], input=stdin, capture_output=True,
+                       cwd=cwd or ROOT, env=env, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")

@@ -1,0 +1,167 @@
+"""Every error message, its line, and its caret; static errors come before any output."""
+import io
+
+import pytest
+
+import goat
+from conftest import error, run
+
+BOOK_MESSAGES = [
+    ("print [[1, 1], [1, 1]] + [[1, 2, 3]]", "cannot add shapes 2x2 and 1x3: dimensions 2 and 3 differ and neither is 1"),
+    ("print [[1, 2, 3]] * [[1], [2]] * [[1, 2]]", "cannot multiply shapes 2x3 and 1x2: dimensions 3 and 2 differ and neither is 1"),
+    ("let a = [[1, 2, 3], [4, 5, 6]]\nlet b = [[1, 2], [3, 4]]\nprint a - b", "cannot subtract shapes 2x3 and 2x2: dimensions 3 and 2 differ and neither is 1"),
+    ("print [[1, 2]] / [[1, 2, 3]]", "cannot divide shapes 1x2 and 1x3: dimensions 2 and 3 differ and neither is 1"),
+    ("print ge([[1, 2]], [[1, 2, 3]])", "cannot compare shapes 1x2 and 1x3: dimensions 2 and 3 differ and neither is 1"),
+]
+
+
+@pytest.mark.parametrize("src, message", BOOK_MESSAGES)
+def test_broadcast_messages_in_the_books_words(src, message):
+    e = error(src)
+    assert e.message == message
+    assert str(e) == "t.mg:%d: error: %s" % (src.count("\n") + 1, message)
+
+
+def test_the_first_differing_dimension_is_named():
+    e = error("print [[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 1]] + [[1, 2], [3, 4]]")
+    assert "dimensions 4 and 2" in e.message
+
+
+def test_arity():
+    src = ("def f(a: tensor[1x2], b: tensor[1x2], c: tensor[1x2]) = a + b + c\n"
+           "print f([[1, 2]], [[1, 2]])")
+    assert str(error(src)) == "t.mg:2: error: f takes 3 arguments, got 2"
+    assert error("print exp([[1]], [[2]])").message == "exp takes 1 argument, got 2"
+    assert error("print ge([[1]])").message == "ge takes 2 arguments, got 1"
+
+
+def test_matrix_product_inner_dimensions():
+    e = error("let a = [[1, 2, 3]]\nlet b = [[1, 2, 3]]\nprint a @ b")
+    assert e.line == 3
+    assert e.message == "cannot matrix-multiply shapes 1x3 and 1x3: the inner dimensions 3 and 1 differ"
+    assert "both operands of @ must be matrices" in error("print 2 @ [[1]]").message
+
+
+def test_argument_shape_names_the_parameter_and_points_at_the_argument():
+    src = "def first(m: tensor[2x2]) = row_sum(m)\nprint first([[1, 2, 3], [4, 5, 6]])"
+    e = error(src)
+    assert str(e) == "t.mg:2: error: argument m of first must have shape 2x2, got 2x3"
+    lines = e.render().splitlines()
+    assert lines[1] == "2 | print first([[1, 2, 3], [4, 5, 6]])"
+    assert lines[2] == "  |             ^~~~~~~~~~~~~~~~~~~~~~"
+
+
+def test_caret_under_the_offending_expression():
+    e = error("let s = [[1, 1], [1, 1]]\nlet m = [[1, 2, 3]]\nprint exp(s + m)")
+    assert e.render().splitlines()[1:] == ["3 | print exp(s + m)", "  |           ^~~~~"]
+
+
+def test_names():
+    assert error("let a = [[1]]\nprint a + b").message == "unknown name 'b'"
+    assert error("let alpha = [[1]]\nprint alpah").message == "unknown name 'alpah'; did you mean 'alpha'?"
+    assert error("print foo([[1]])").message == "unknown function 'foo'"
+    assert error("print row_summ([[1]])").message == "unknown function 'row_summ'; did you mean 'row_sum'?"
+    assert error("let a = [[1]]\nprint a([[1]])").message == "'a' is a value, not a function"
+    assert error("def f(x: tensor[1x1]) = x\nprint f").message == "f is a function; call it as f(...)"
+    assert error("print exp").message == "exp is a built-in function; call it as exp(...)"
+
+
+def test_use_before_definition():
+    e = error("print a\nlet a = [[1]]")
+    assert (e.line, e.message) == (1, "unknown name 'a'")
+
+
+def test_redefinition():
+    e = error("let a = [[1]]\nlet b = a\nlet a = [[2]]")
+    assert str(e) == "t.mg:3: error: 'a' is already defined on line 1; a name can be defined only once in a file"
+    assert error("def f(x: tensor[1x1]) = x\nlet f = [[1]]").line == 2
+    assert "built-in function" in error("let exp = [[1]]").message
+    assert "appears twice" in error("def f(x: tensor[1x1], x: tensor[1x1]) = x").message
+
+
+def test_recursion_is_an_error():
+    e = error("def f(x: tensor[1x1]) = f(x)")
+    assert e.message.startswith("f calls itself: recursion is not allowed")
+
+
+def test_def_body_errors_are_found_at_the_def():
+    e = error("def f(x: tensor[2x2]) = x @ [[1, 2, 3]]\nprint [[1]]")
+    assert e.line == 1 and "inner dimensions 2 and 1" in e.message
+
+
+def test_rank_errors():
+    assert error("print row_sum(3)").message == "row_sum needs a tensor (rank 1 or more), got a scalar"
+    assert error("print transpose([1, 2])").message == "transpose needs a matrix (rank 2 or more), got shape 2 (rank 1)"
+    assert error("print col_sum([1, 2])").message.startswith("col_sum needs a matrix")
+
+
+def test_literals():
+    e = error("let t = [[1, 2, 3],\n         [4, 5]]")
+    assert e.line == 2
+    assert e.message == "the rows of a list literal must have equal length: this row has 2 numbers, the first row has 3 numbers"
+    assert error("print [1, [2]]").message == "a list literal cannot mix numbers and lists"
+    assert error("print [[1, x]]").message == "syntax error: expected a number, found name 'x'"
+
+
+@pytest.mark.parametrize("src, line, message", [
+    ("let = 3", 1, "syntax error: expected a name, found '='"),
+    ("let a = [[1]]\nprint a +", 2, "syntax error: expected an expression, found the end of the line"),
+    ("x = 3", 1, "syntax error: expected a statement (def, let or print), found name 'x'"),
+    ("print (1 + 2", 1, "'(' is never closed"),
+    ("print 1 + 2)", 1, "unmatched ')': no bracket is open here"),
+    ("print [(1]", 1, "']' does not close the '(' opened on line 1"),
+    ("print 1 $ 2", 1, "unexpected character '$'"),
+    ("print 1\nprint 2 3", 2, "syntax error: expected an operator or the end of the line, found number 3"),
+    ("def f(m: tensor[2y2]) = m", 1, "malformed type tensor[2y2]: write its dimensions as 6x6, ?x4 or N, K"),
+    ("def f(m: tensor) = m", 1, "'tensor' must be followed by its dimensions, as in tensor[2x3]"),
+    ("def f(m) = m", 1, "syntax error: expected ':', found ')'"),
+])
+def test_syntax_errors(src, line, message):
+    e = error(src)
+    assert (e.line, e.message) == (line, message)
+
+
+def test_unclosed_bracket_is_reported_where_it_opened():
+    e = error("let a = [[1]]\nprint exp(a\nlet b = a\nprint b")
+    assert (e.line, e.message) == (2, "'(' is never closed")
+
+
+def test_annotations():
+    assert run("let a: tensor[1x2] = [[1, 2]]\nprint a")[0].shape == (1, 2)
+    e = error("let a: tensor[2x2] = [[1, 2]]")
+    assert e.message == "'a' is declared tensor[2x2], but its value has shape 1x2"
+    assert "size variable N can only appear" in error("let a: tensor[N, 2] = [[1, 2]]").message
+
+
+def test_static_errors_come_before_any_output():
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("print [[1]]\nprint [[1, 2]] + [[1, 2, 3]]", path="t.mg", stdout=out)
+    assert out.getvalue() == ""
+    assert info.value.line == 2
+
+
+def test_runtime_check_of_unknown_dimensions_keeps_earlier_output():
+    src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\n"
+           "print add_rows([[1, 2]], [[3, 4]])\n"
+           "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src, path="t.mg", stdout=out)
+    assert str(info.value) == ("t.mg:1: error: cannot add shapes 2x2 and 3x2: dimensions 2 and 3 "
+                               "differ and neither is 1")
+    assert out.getvalue().endswith("[[4,   6]]\n")
+
+
+def test_runtime_check_of_an_argument():
+    src = ("def rows(a: tensor[?x2]) = a\n"
+           "def exact(m: tensor[3x2]) = row_sum(m)\n"
+           "let r = rows([[1, 2]])\n"
+           "print exact(r)\n")
+    e = error(src)
+    assert str(e) == "t.mg:4: error: argument m of exact must have shape 3x2, got 1x2"
+
+
+def test_unknown_dimension_that_fits_runs():
+    (got,) = run("def norm_rows(m: tensor[?x2]) = m / row_sum(m)\nprint norm_rows([[1, 3], [2, 2]])")
+    assert got.tolist() == [[0.25, 0.75], [0.5, 0.5]]

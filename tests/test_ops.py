@@ -1,0 +1,123 @@
+"""Every operator and built-in against NumPy written out independently, including
+broadcasting, IEEE division, reductions on higher ranks, and precedence."""
+import numpy as np
+import pytest
+
+from conftest import run
+
+A = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+ROW = np.array([[10.0, 20.0, 30.0]])
+COL = np.array([[1.0], [2.0]])
+
+
+def lit(a):
+    """A goat literal for a NumPy array (repr keeps every digit)."""
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 0:
+        return repr(float(a))
+    return "[" + ", ".join(lit(x) for x in a) + "]"
+
+
+@pytest.mark.parametrize("op, f", [("+", np.add), ("-", np.subtract), ("*", np.multiply),
+                                   ("/", np.divide)])
+@pytest.mark.parametrize("left, right", [(A, A), (A, ROW), (ROW, A), (A, COL), (COL, ROW),
+                                         (A, np.array(2.5)), (np.array(-4.0), A)])
+def test_elementwise_operators_broadcast_like_numpy(op, f, left, right):
+    (got,) = run("print %s %s %s" % (lit(left), op, lit(right)))
+    np.testing.assert_array_equal(got, f(left, right))
+
+
+@pytest.mark.parametrize("name, f", [
+    ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("abs", np.abs), ("tanh", np.tanh),
+    ("sin", np.sin), ("cos", np.cos),
+    ("relu", lambda x: np.where(x > 0, x, 0.0)),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+])
+def test_elementwise_functions(name, f):
+    x = np.array([[0.5, -1.0, 2.0], [0.0, 3.0, 1e-3]])
+    (got,) = run("print %s(%s)" % (name, lit(x)))
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(got, f(x), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("name, f", [("ge", np.greater_equal), ("gt", np.greater),
+                                     ("le", np.less_equal), ("lt", np.less), ("eq", np.equal),
+                                     ("ne", np.not_equal), ("maximum", np.maximum),
+                                     ("minimum", np.minimum)])
+def test_binary_functions_broadcast(name, f):
+    (got,) = run("print %s(%s, %s)" % (name, lit(A), lit(np.array([[0.0, -2.0, 4.0]]))))
+    np.testing.assert_array_equal(got, f(A, np.array([[0.0, -2.0, 4.0]])).astype(float))
+
+
+@pytest.mark.parametrize("name, f", [
+    ("row_sum", lambda a: a.sum(axis=-1, keepdims=True)),
+    ("row_max", lambda a: a.max(axis=-1, keepdims=True)),
+    ("row_min", lambda a: a.min(axis=-1, keepdims=True)),
+    ("row_mean", lambda a: a.mean(axis=-1, keepdims=True)),
+    ("col_sum", lambda a: a.sum(axis=-2, keepdims=True)),
+    ("col_max", lambda a: a.max(axis=-2, keepdims=True)),
+    ("col_min", lambda a: a.min(axis=-2, keepdims=True)),
+    ("col_mean", lambda a: a.mean(axis=-2, keepdims=True)),
+])
+@pytest.mark.parametrize("x", [A, np.arange(24.0).reshape(2, 3, 4) / 7])
+def test_reductions_keep_the_reduced_axis(name, f, x):
+    (got,) = run("print %s(%s)" % (name, lit(x)))
+    assert got.shape == f(x).shape
+    np.testing.assert_allclose(got, f(x), rtol=1e-15)
+
+
+def test_matmul_and_transpose():
+    b = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.25]])
+    got = run("let a = %s\nlet b = %s\nprint a @ b\nprint transpose(a)\nprint a @ transpose(a)"
+              % (lit(A), lit(b)))
+    np.testing.assert_array_equal(got[0], A @ b)
+    np.testing.assert_array_equal(got[1], A.T)
+    np.testing.assert_array_equal(got[2], A @ A.T)
+
+
+def test_batched_matmul_broadcasts_leading_dimensions():
+    x = np.arange(12.0).reshape(2, 2, 3)
+    w = np.arange(6.0).reshape(3, 2)
+    (got,) = run("print %s @ %s" % (lit(x), lit(w)))
+    np.testing.assert_array_equal(got, x @ w)
+
+
+def test_division_is_ieee():
+    (got,) = run("print [[1], [-1], [0]] / [[0]]")
+    assert got[0, 0] == np.inf and got[1, 0] == -np.inf and np.isnan(got[2, 0])
+
+
+def test_precedence_and_associativity():
+    got = run("print 1 + 2 * 3\nprint 8 / 2 / 2\nprint 10 - 3 - 2\nprint -2 * 3\n"
+              "print [[1, 2]] @ [[3], [4]] * 2 + 1\nprint -(1 - 3)\nprint 2 - -3")
+    assert [float(np.asarray(g).ravel()[0]) for g in got] == [7.0, 2.0, 5.0, -6.0, 23.0, 2.0, 5.0]
+
+
+def test_scalar_results_have_rank_zero():
+    (got,) = run("print 1 + 2")
+    assert got.shape == ()
+
+
+def test_literals():
+    (t,) = run("let t = [[1e-05, 2.5E3, 1e+2],\n   [0.125, -7, 0.35355339059327373]]\nprint t")
+    np.testing.assert_array_equal(t, [[1e-05, 2500.0, 100.0], [0.125, -7.0, 0.35355339059327373]])
+    (deep,) = run("print [[[1, 2]], [[3, 4]]]")
+    assert deep.shape == (2, 1, 2)
+
+
+def test_literal_with_comment_inside_takes_the_slow_path():
+    (t,) = run("print [[1, 2],  # first row\n [3, -4]]")
+    np.testing.assert_array_equal(t, [[1, 2], [3, -4]])
+
+
+def test_softmax_of_the_book_masks_exactly():
+    src = ("def softmax_rows(m: tensor[3x3]) = exp(m - row_max(m)) / row_sum(exp(m - row_max(m)))\n"
+           "print softmax_rows([[1, -1000000000, -1000000000], [1, 1, -1000000000], [1, 1, 1]])")
+    (got,) = run(src)
+    np.testing.assert_allclose(got, [[1, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]], rtol=1e-15)
+    assert got[0, 1] == 0.0
+
+
+def test_empty_row_reductions_give_the_identity():
+    (mx, mn, sm) = run("let e = [[], []]\nprint row_max(e)\nprint row_min(e)\nprint row_sum(e)")
+    assert (mx == -np.inf).all() and (mn == np.inf).all() and (sm == 0).all()

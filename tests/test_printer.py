@@ -1,0 +1,90 @@
+"""The memref printer: C's %g for numbers (checked against the C library itself) and the
+MLIR runner's layout (checked against the rule in LANGUAGE.md, written out by hand)."""
+import ctypes
+import ctypes.util
+import math
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from goat.interp.printer import format_memref, format_number, row_major_strides
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+
+
+def c_printf_g(x: float) -> str:
+    """The C library's own ``snprintf("%g", x)``: an oracle independent of goat."""
+    buf = ctypes.create_string_buffer(64)
+    _libc.snprintf(buf, 64, b"%g", ctypes.c_double(x))
+    return buf.value.decode()
+
+
+def negative_nan() -> float:
+    return struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+
+
+@pytest.mark.parametrize("x, text", [
+    (1.0, "1"), (20.0, "20"), (0.5, "0.5"), (1.0 / 3.0, "0.333333"), (1.25311, "1.25311"),
+    (3.99338e-05, "3.99338e-05"), (-1e9, "-1e+09"), (123456789.0, "1.23457e+08"),
+    (0.0001, "0.0001"), (0.00001, "1e-05"), (2500.0, "2500"), (-0.0, "-0"),
+    (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan"), (negative_nan(), "-nan"),
+])
+def test_percent_g_examples(x, text):
+    assert format_number(x) == text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_percent_g_matches_the_c_library(x):
+    assert format_number(x) == c_printf_g(x)
+
+
+def test_numpy_zero_over_zero_prints_like_glibc():
+    # the book's division example: x86's 0/0 is a NaN with the sign bit set
+    with np.errstate(all="ignore"):
+        q = float((np.array([0.0]) / np.array([0.0]))[0])
+    assert format_number(q) == c_printf_g(q)
+
+
+def test_strides_are_row_major():
+    assert row_major_strides([6, 6]) == [6, 1]
+    assert row_major_strides([6, 1]) == [1, 1]
+    assert row_major_strides([2, 3, 4]) == [12, 4, 1]
+    assert row_major_strides([]) == []
+
+
+HEADER = "Unranked Memref base@ = 0x\u2026 rank = {r} offset = 0 sizes = [{s}] strides = [{t}] data = \n"
+
+
+def test_matrix_layout():
+    text = format_memref(np.array([[1.0, 0.5], [0.25, -2.0]]))
+    assert text == HEADER.format(r=2, s="2, 2", t="2, 1") + "[[1,   0.5], \n [0.25,   -2]]\n"
+
+
+def test_column_and_single_cell():
+    assert format_memref(np.ones((3, 1))) == (HEADER.format(r=2, s="3, 1", t="1, 1")
+                                              + "[[1], \n [1], \n [1]]\n")
+    assert format_memref(np.array([[20.0]])) == HEADER.format(r=2, s="1, 1", t="1, 1") + "[[20]]\n"
+
+
+def test_scalar_layout():
+    assert format_memref(np.float64(7.0)) == HEADER.format(r=0, s="", t="") + "[7]\n"
+
+
+def test_vector_layout():
+    # rank 1: between elements ", " then rank - 1 + 1 = 1 space
+    assert format_memref(np.array([1.0, 2.0, 3.0])) == HEADER.format(r=1, s="3", t="1") + "[1,  2,  3]\n"
+
+
+def test_rank3_layout():
+    a = np.arange(8.0).reshape(2, 2, 2)
+    expected = (HEADER.format(r=3, s="2, 2, 2", t="4, 2, 1")
+                + "[[[0,    1], \n  [2,    3]], \n [[4,    5], \n  [6,    7]]]\n")
+    assert format_memref(a) == expected
+
+
+def test_empty_dimension_prints_brackets():
+    assert format_memref(np.zeros((0, 3))).endswith("data = \n[]\n")
