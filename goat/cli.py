@@ -74,10 +74,11 @@ def _cmd_check(args) -> int:
     program = with_deep_stack(_load, source)
     if args.shapes:
         out = []
-        for name, tmpl in program.defs.items():
-            out.append("def %s" % tmpl.signature())
-        for name, node in program.lets.items():
-            out.append("%s : %s" % (name, format_type(node.shape)))
+        for name in program.order:
+            if name in program.defs:
+                out.append("def %s" % program.defs[name].signature())
+            else:
+                out.append("%s : %s" % (name, format_type(program.lets[name].shape)))
         sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     return 0
 

@@ -55,6 +55,7 @@ _BRACKETS = re.compile(r"[\[\]]")
 _OPEN = {"(": ")", "[": "]"}
 _CLOSE = {")": "(", "]": "["}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_RANK = 32           # NumPy's arrays have at most 64 dimensions; no model needs 32
 
 
 class Tok:
@@ -156,7 +157,7 @@ def tokenize(source: Source) -> list:
             tok = Tok("NUMBER", piece, start, end)
         elif kind == _PUNCT:
             if piece == "[":
-                tok = _try_array(text, start)
+                tok = _try_array(source, start)
                 if tok is not None:
                     out.append(tok)
                     i = bisect_left(ends, tok.end_pos, i) + 1
@@ -215,14 +216,23 @@ def _type_token(source, word, start, end):
     return Tok("TYPE", text[start:close + 1], start, close + 1, dims)
 
 
-def _try_array(text, start):
-    """The fast path for numbers-only literals: an ARRAY token, or None."""
+def _try_array(source, start):
+    """The fast path for numbers-only literals: an ARRAY token, or None.
+
+    Raises GoatError for a literal nested deeper than MAX_RANK (checked here, once, so that
+    a pathological 10,000-deep nest costs one scan rather than one per bracket).
+    """
+    text = source.text
     run_end = _LITERAL_RUN.match(text, start).end()
     depth = 0
     close = -1
     for b in _BRACKETS.finditer(text, start, run_end):
         if b.group() == "[":
             depth += 1
+            if depth > MAX_RANK:
+                raise GoatError("a list literal may be nested at most %d deep (a tensor has at "
+                                "most %d dimensions)" % (MAX_RANK, MAX_RANK),
+                                Loc(source, b.start(), b.end()))
         else:
             depth -= 1
             if depth == 0:

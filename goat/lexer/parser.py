@@ -23,7 +23,7 @@ from lark.lexer import Lexer as LarkLexer
 
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
-from .lexer import tokenize
+from .lexer import MAX_RANK, tokenize
 from .tokens import DESCRIPTIONS
 
 EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB"}
@@ -131,6 +131,9 @@ class _Build:
                 raise GoatError(
                     "the rows of a list literal must have equal length: this row has %s, the "
                     "first row has %s" % (_count(e.array.shape), _count(first)), e.loc)
+        if len(first) + 1 > MAX_RANK:
+            raise GoatError("a list literal may be nested at most %d deep (a tensor has at most "
+                            "%d dimensions)" % (MAX_RANK, MAX_RANK), loc)
         return ast.Array(np.stack([e.array for e in elements]), loc)
 
 
@@ -154,15 +157,18 @@ class _Recorder:
         self.lines = []
         self.keep = []        # results stay alive so their ids stay unique
 
-    def start(self, build, tokens):
+    def start(self, build, tokens, record=True):
         self.build = build
-        self.names = {id(t): "t[%d]" % i for i, t in enumerate(tokens)}
+        self.record = record
+        self.names = {id(t): "t[%d]" % i for i, t in enumerate(tokens)} if record else {}
         self.lines = []
         self.keep = []
 
     def _rule(self, rule):
         def callback(children):
             result = getattr(self.build, rule)(children)
+            if not self.record:
+                return result
             refs = ", ".join("None" if c is None else self.names[id(c)] for c in children)
             var = "r%d" % len(self.lines)
             self.lines.append("    %s = b.%s([%s])" % (var, rule, refs))
@@ -189,6 +195,7 @@ _PARSER = Lark(
 )
 _SHAPES: dict = {}          # tuple of token kinds -> replay function
 _MAX_SHAPES = 50_000
+_MAX_RECORDED_TOKENS = 2_000
 
 
 def _describe_found(tok) -> str:
@@ -228,10 +235,14 @@ def _describe_expected(expected) -> str:
 
 
 def _first_parse(build: _Build, tokens: list):
-    """Parse one statement with lark, recording it; returns (stmt, replay function)."""
-    source = build.source
+    """Parse one statement with lark, recording it; returns (stmt, replay function or None).
+
+    A very long statement is not recorded: no other statement is likely to share its shape,
+    and compiling its replay would cost more than parsing it.
+    """
+    record = len(tokens) <= _MAX_RECORDED_TOKENS
     with _LOCK:
-        _RECORDER.start(build, tokens)
+        _RECORDER.start(build, tokens, record)
         try:
             stmt = _PARSER.parse(tokens)
         except UnexpectedToken as e:
@@ -255,8 +266,8 @@ def _first_parse(build: _Build, tokens: list):
             if isinstance(inner, GoatError):
                 raise inner from None
             raise
-        replay = _RECORDER.compile()
-        _RECORDER.start(None, ())
+        replay = _RECORDER.compile() if record else None
+        _RECORDER.start(None, (), False)
     return stmt, replay
 
 
@@ -273,7 +284,7 @@ def parse(source: Source) -> ast.Module:
             append(replay(build, tokens))
             continue
         stmt, replay = _first_parse(build, tokens)
-        if len(shapes) < _MAX_SHAPES:
+        if replay is not None and len(shapes) < _MAX_SHAPES:
             shapes[key] = replay
         append(stmt)
     return ast.Module(source, stmts)

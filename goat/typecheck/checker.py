@@ -232,6 +232,7 @@ class Checker:
             self.globals[stmt.name] = node
             self.where[stmt.name] = stmt.loc.line
             self.program.lets[stmt.name] = node
+            self.program.order.append(stmt.name)
             return node
         if t is ast.Print:
             node = self.expr(stmt.expr, None, self.g)
@@ -242,6 +243,7 @@ class Checker:
             self.globals[stmt.name] = tmpl
             self.where[stmt.name] = stmt.loc.line
             self.program.defs[stmt.name] = tmpl
+            self.program.order.append(stmt.name)
             return tmpl
         raise TypeError("unknown statement %r" % (stmt,))
 
@@ -251,9 +253,10 @@ class Checker:
         if name in self.globals and not self.allow_redefinition:
             raise GoatError("'%s' is already defined on line %d; a name can be defined only "
                             "once in a file" % (name, self.where[name]), loc)
-        if self.allow_redefinition:
+        if self.allow_redefinition and name in self.globals:
             self.program.lets.pop(name, None)
             self.program.defs.pop(name, None)
+            self.program.order.remove(name)
 
     def _dims(self, ann: ast.TypeAnn, allow_vars: bool):
         dims = []

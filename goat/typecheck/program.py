@@ -65,6 +65,7 @@ class Program:
         self.effects: list[Effect] = []
         self.lets: dict = {}          # name -> Node, in definition order
         self.defs: dict = {}          # name -> Template
+        self.order: list = []         # every let and def name, in definition order
         self._table: dict = {}        # hash-consing: key -> Node
 
     def intern(self, key, make):

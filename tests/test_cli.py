@@ -1,0 +1,129 @@
+"""The command line as a user meets it: subcommands, exit statuses, bad files."""
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, cli
+
+CORE = "print [[1, 2]] @ [[3], [4]]\n"
+MEMREF_11 = ("Unranked Memref base@ = 0x\u2026 rank = 2 offset = 0 sizes = [1, 1] strides = [1, 1] "
+             "data = \n[[11]]\n")
+
+
+def write(tmp_path, name, text, mode="w"):
+    p = tmp_path / name
+    if mode == "w":
+        p.write_text(text, encoding="utf-8")
+    else:
+        p.write_bytes(text)
+    return str(p)
+
+
+def test_run_prints_memrefs(tmp_path):
+    status, out, err = cli("run", write(tmp_path, "a.mg", CORE))
+    assert (status, out, err) == (0, MEMREF_11, "")
+
+
+def test_run_reads_standard_input():
+    status, out, err = cli("run", "-", stdin=CORE.encode())
+    assert (status, out, err) == (0, MEMREF_11, "")
+
+
+def test_error_line_names_the_path_as_given(tmp_path):
+    write(tmp_path, "bad.mg", "let a = [[1, 2]]\nprint a + [[1, 2, 3]]\n")
+    status, out, err = cli("run", "bad.mg", cwd=str(tmp_path))
+    assert status == 1 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == ("bad.mg:2: error: cannot add shapes 1x2 and 1x3: dimensions 2 and 3 "
+                        "differ and neither is 1")
+    assert lines[1] == "2 | print a + [[1, 2, 3]]"
+    assert lines[2] == "  |       ^~~~~~~~~~~~~~~"
+
+
+def test_check_does_not_run_and_shows_shapes(tmp_path):
+    path = write(tmp_path, "s.mg", "def f(m: tensor[2x3]) = row_sum(m)\nlet a = [[1, 2, 3], [4, 5, 6]]\n"
+                                   "let b = f(a)\nprint b\nlet c = 2 * 3\n")
+    assert cli("check", path) == (0, "", "")
+    status, out, err = cli("check", "--shapes", path)
+    assert status == 0 and err == ""
+    assert out.splitlines() == ["def f(m: tensor[2x3]) : tensor[2x1]", "a : tensor[2x3]",
+                                "b : tensor[2x1]", "c : scalar"]
+
+
+def test_check_reports_errors(tmp_path):
+    status, out, err = cli("check", write(tmp_path, "e.mg", "print exp(1, 2)\n"))
+    assert status == 1 and err.startswith(str(tmp_path / "e.mg") + ":1: error: exp takes 1 argument, got 2")
+
+
+def test_help_and_version():
+    status, out, _ = cli("--help")
+    assert status == 0 and "goat run" in out and "check" in out
+    status, out, _ = cli("--version")
+    assert status == 0 and out.startswith("goat ")
+
+
+def test_missing_file():
+    status, out, err = cli("run", "no/such/file.mg")
+    assert status == 1 and out == ""
+    assert err.strip() == "no/such/file.mg: error: cannot read no/such/file.mg: No such file or directory"
+
+
+def test_directory_is_not_a_program():
+    status, _, err = cli("run", ROOT)
+    assert status == 1 and "it is a directory" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file(tmp_path):
+    path = write(tmp_path, "secret.mg", CORE)
+    os.chmod(path, 0)
+    status, _, err = cli("run", path)
+    assert status == 1 and "Permission denied" in err
+
+
+def test_binary_junk(tmp_path):
+    path = write(tmp_path, "junk.mg", b"print 1\n\xff\xfe\x00garbage\n", mode="b")
+    status, out, err = cli("run", path)
+    assert status == 1 and out == ""
+    assert err.splitlines()[0] == path + ":2: error: the file is not UTF-8 text (byte 0xff cannot be decoded)"
+
+
+def test_nul_byte(tmp_path):
+    status, _, err = cli("run", write(tmp_path, "nul.mg", b"print 1\x00\n", mode="b"))
+    assert status == 1 and "unexpected character U+0000" in err
+
+
+def test_runtime_error_keeps_earlier_output(tmp_path):
+    src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint [[7]]\n"
+           "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
+    status, out, err = cli("run", write(tmp_path, "r.mg", src))
+    assert status == 1
+    assert out.endswith("[[7]]\n")
+    assert ":1: error: cannot add shapes 2x2 and 3x2" in err.splitlines()[0]
+
+
+def test_internal_error_is_one_line_and_status_2(monkeypatch, capsys):
+    from goat import cli as goat_cli
+    from goat.interp import evaluator
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("simulated bug")
+    monkeypatch.setattr(evaluator.Evaluator, "run", broken)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CORE.encode())))
+    status = goat_cli.main(["run", "-"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1
+    assert err.startswith("goat: internal error (ZeroDivisionError: simulated bug); this is a bug in goat")
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    path = write(tmp_path, "many.mg", "let a = [[1, 2], [3, 4]]\n" + "print a\n" * 20000)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run("%s -m goat run %s | head -1" % (sys.executable, path), shell=True,
+                       capture_output=True, env=env, timeout=120)
+    assert p.stdout.decode().startswith("Unranked Memref")
+    assert b"Traceback" not in p.stderr
