@@ -66,7 +66,10 @@ def test_unbalanced_deep_nesting():
 
 def test_very_deep_expression_is_an_error_not_a_crash():
     status, _, err = goat_run("print " + "(" * 300_000 + "1" + ")" * 300_000)
+    assert (status, err) == (0, "")         # grouping adds no depth
+    status, _, err = goat_run("print " + "-(" * 150_000 + "[[1]]" + ")" * 150_000)
     assert_clean(status, err)
+    assert status == 1 and "nested too deeply" in err.splitlines()[0]
 
 
 # ---------------------------------------------------------------- generated programs
