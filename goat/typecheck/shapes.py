@@ -161,6 +161,9 @@ def bind(declared: tuple, actual: tuple, env: dict, what: str) -> tuple:
             if d.name in env:
                 prev, prev_what = env[d.name]
                 if prev is not None and x is not None and prev != x:
+                    if prev_what == what:
+                        raise ShapeError("size variable %s would be both %s and %s in %s"
+                                         % (d.name, format_dim(prev), format_dim(x), what))
                     raise ShapeError("size variable %s is %s for %s but %s for %s"
                                      % (d.name, format_dim(prev), prev_what, format_dim(x), what))
                 if prev is None and x is not None:

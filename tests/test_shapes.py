@@ -1,0 +1,84 @@
+"""Shapes beyond the book's matrices: size variables, any rank, scalars, annotations."""
+import numpy as np
+import pytest
+
+import goat
+from conftest import error, run
+from goat.typecheck.shapes import SizeVar, ShapeError, broadcast, format_shape, format_type, matmul
+
+LINEAR = "def linear(x: tensor[N, K], w: tensor[K, M], b: tensor[1, M]) = x @ w + b\n"
+
+
+def test_size_variables_are_bound_at_each_call():
+    src = LINEAR + ("let y = linear([[1, 2, 3], [4, 5, 6]], [[1, 0], [0, 1], [1, 1]], [[0.5, -0.5]])\n"
+                    "let z = linear([[1]], [[2, 3, 4]], [[1, 1, 1]])\nprint y\nprint z\n")
+    program = goat.check_source(src)
+    assert program.lets["y"].shape == (2, 2) and program.lets["z"].shape == (1, 3)
+    y, z = run(src)
+    x = np.array([[1, 2, 3], [4, 5, 6]], float)
+    np.testing.assert_array_equal(y, x @ np.array([[1, 0], [0, 1], [1, 1]]) + [[0.5, -0.5]])
+    np.testing.assert_array_equal(z, [[3, 4, 5]])
+
+
+def test_inconsistent_size_variable_is_named():
+    e = error(LINEAR + "print linear([[1, 2, 3]], [[1, 2]], [[0, 0]])")
+    assert e.message == "size variable K is 3 for argument x of linear but 1 for argument w of linear"
+    e = error("def sq(x: tensor[N, N]) = x\nprint sq([[1, 2, 3]])")
+    assert e.message == "size variable N would be both 1 and 3 in argument x of sq"
+
+
+def test_def_body_with_size_variables_is_checked_symbolically():
+    e = error("def bad(x: tensor[N, K]) = x + [[1, 2, 3]]")
+    assert e.message == "cannot add shapes NxK and 1x3: dimensions K and 3 may differ and neither is 1"
+    e = error("def bad(x: tensor[N, K], y: tensor[N, M]) = x @ y")
+    assert "inner dimensions K and N differ" in e.message
+
+
+def test_nested_size_variable_defs():
+    src = ("def f(x: tensor[N, K]) = row_sum(x)\n"
+           "def g(y: tensor[2, M]) = f(y) * 2\nprint g([[1, 2, 3], [4, 5, 6]])")
+    assert run(src)[0].tolist() == [[12.0], [30.0]]
+    assert goat.check_source(src).defs["g"].signature() == "g(y: tensor[2, M]) : tensor[2x1]"
+
+
+def test_rank_three_broadcast_and_batched_matmul():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    src = ("let a = %s\nprint a + [[1, 2, 3, 4]]\nprint a @ transpose(a)\nprint row_sum(a)\n"
+           % np.array2string(a, separator=", ").replace("\n", ""))
+    s, m, r = run(src)
+    np.testing.assert_array_equal(s, a + np.array([[1, 2, 3, 4]]))
+    np.testing.assert_array_equal(m, a @ np.swapaxes(a, -1, -2))
+    np.testing.assert_array_equal(r, a.sum(-1, keepdims=True))
+
+
+def test_scalar_annotation():
+    assert run("let s: scalar = 2 * 3\nprint s")[0] == 6.0
+    assert error("let s: scalar = [[1]]").message == "'s' is declared scalar, but its value has shape 1x1"
+
+
+def test_broadcast_rule_directly():
+    assert broadcast("add", (6, 6), (1, 6)) == (6, 6)
+    assert broadcast("add", (2, 3, 4), (4,)) == (2, 3, 4)
+    assert broadcast("add", (), (3, 2)) == (3, 2)
+    assert broadcast("add", (None, 2), (3, 2)) == (3, 2)
+    with pytest.raises(ShapeError) as e:
+        broadcast("add", (6, 6), (4, 4))
+    assert e.value.message == "cannot add shapes 6x6 and 4x4: dimensions 6 and 4 differ and neither is 1"
+    n = SizeVar("N")
+    assert broadcast("add", (n, 3), (1, 3)) == (n, 3)
+
+
+def test_matmul_rule_directly():
+    assert matmul((2, 3), (3, 5)) == (2, 5)
+    assert matmul((7, 2, 3), (3, 5)) == (7, 2, 5)
+    assert matmul((None, 3), (3, 5)) == (None, 5)
+    with pytest.raises(ShapeError):
+        matmul((2, 3), (2, 3))
+
+
+def test_formatting():
+    assert format_shape((112, 8)) == "112x8"
+    assert format_shape((None, 4)) == "?x4"
+    assert format_shape(()) == "scalar"
+    assert format_type((SizeVar("N"), 4)) == "tensor[N, 4]"
+    assert format_type((6, 6)) == "tensor[6x6]"
