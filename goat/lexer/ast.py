@@ -125,6 +125,15 @@ class Print(Stmt):
         self.loc = loc
 
 
+class ExprStmt(Stmt):
+    """A bare expression (the REPL only): evaluated and shown."""
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: Expr, loc: Loc):
+        self.expr = expr
+        self.loc = loc
+
+
 class Module:
     """A parsed file: its statements in order."""
     __slots__ = ("source", "stmts")

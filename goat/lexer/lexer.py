@@ -245,3 +245,19 @@ def _try_array(source, start):
     if arr is None:
         return None
     return Tok("ARRAY", literal, start, close, arr)
+
+
+def open_brackets(text: str) -> list:
+    """The brackets still open at the end of ``text``, outermost first (comments skipped).
+
+    The REPL reads another line while this is not empty.
+    """
+    stack = []
+    for piece in _PIECES.findall(text):
+        c = piece[0]
+        if c in "([":
+            stack.append(c)
+        elif c in ")]":
+            if stack and stack[-1] == _CLOSE[c]:
+                stack.pop()
+    return stack

@@ -56,6 +56,12 @@ class _Build:
     def single(self, c):
         return c[0]
 
+    def interactive(self, c):
+        return c[0]
+
+    def expr_stmt(self, c):
+        return ast.ExprStmt(c[0], c[0].loc)
+
     def def_stmt(self, c):
         kw, name, _lp, params, _rp, body = c
         return ast.Def(name.value, params or [], body, self._loc(kw).to(body.loc), self._loc(name))
@@ -189,7 +195,7 @@ _RECORDER = _Recorder()
 _LOCK = threading.Lock()
 _PARSER = Lark(
     resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8"),
-    parser="lalr", lexer=_TokenListLexer, start="single", maybe_placeholders=True,
+    parser="lalr", lexer=_TokenListLexer, start=["single", "interactive"], maybe_placeholders=True,
     transformer=type("_RecordingTransformer", (), {
         rule: staticmethod(_RECORDER._rule(rule)) for rule in RULES})(),
 )
@@ -234,7 +240,7 @@ def _describe_expected(expected) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def _first_parse(build: _Build, tokens: list):
+def _first_parse(build: _Build, tokens: list, start: str = "single"):
     """Parse one statement with lark, recording it; returns (stmt, replay function or None).
 
     A very long statement is not recorded: no other statement is likely to share its shape,
@@ -244,7 +250,7 @@ def _first_parse(build: _Build, tokens: list):
     with _LOCK:
         _RECORDER.start(build, tokens, record)
         try:
-            stmt = _PARSER.parse(tokens)
+            stmt = _PARSER.parse(tokens, start=start)
         except UnexpectedToken as e:
             tok = e.token
             try:        # LALR's merged lookaheads over-report; ask which tokens really fit
@@ -271,19 +277,25 @@ def _first_parse(build: _Build, tokens: list):
     return stmt, replay
 
 
-def parse(source: Source) -> ast.Module:
-    """Parse a whole program.  Raises GoatError for the first syntax error."""
+def parse(source: Source, interactive: bool = False) -> ast.Module:
+    """Parse a whole program.  Raises GoatError for the first syntax error.
+
+    ``interactive`` (the REPL) also accepts a bare expression as a statement (ast.ExprStmt).
+    """
     build = _Build(source)
+    start = "interactive" if interactive else "single"
     stmts = []
     append = stmts.append
     shapes = _SHAPES
     for tokens in tokenize(source):
         key = tuple([t.type for t in tokens])
+        if interactive:
+            key = ("interactive",) + key
         replay = shapes.get(key)
         if replay is not None:
             append(replay(build, tokens))
             continue
-        stmt, replay = _first_parse(build, tokens)
+        stmt, replay = _first_parse(build, tokens, start)
         if replay is not None and len(shapes) < _MAX_SHAPES:
             shapes[key] = replay
         append(stmt)

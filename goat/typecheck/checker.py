@@ -143,6 +143,8 @@ class _Global:
                 append(self.cast(slots[arg_slots[0]], declared, what, eloc, check))
         result = slots[tmpl.result]
         self._memo[key] = result
+        if self.program.journal is not None:
+            self.program.journal.append((self._memo, key))
         return result
 
 
@@ -238,6 +240,8 @@ class Checker:
             node = self.expr(stmt.expr, None, self.g)
             self.program.add_effect("print", node, stmt.loc)
             return node
+        if t is ast.ExprStmt:
+            return self.check_expr(stmt.expr)
         if t is ast.Def:
             tmpl = self._define(stmt)
             self.globals[stmt.name] = tmpl
@@ -246,6 +250,10 @@ class Checker:
             self.program.order.append(stmt.name)
             return tmpl
         raise TypeError("unknown statement %r" % (stmt,))
+
+    def check_expr(self, expr):
+        """The node of a bare expression (the REPL's ``a @ b`` or ``:type``)."""
+        return self.expr(expr, None, self.g)
 
     def _new_name(self, name, loc):
         if lookup(name) is not None:

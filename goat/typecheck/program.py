@@ -67,6 +67,9 @@ class Program:
         self.defs: dict = {}          # name -> Template
         self.order: list = []         # every let and def name, in definition order
         self._table: dict = {}        # hash-consing: key -> Node
+        # (dict, key) of every entry added to a hash-consing or memo table since the last
+        # commit, so that a statement that fails can be taken back (the REPL); None: off
+        self.journal: list | None = None
 
     def intern(self, key, make):
         """The node for ``key``, created by ``make(id)`` the first time it is asked for."""
@@ -75,6 +78,8 @@ class Program:
             node = make(len(self.nodes))
             self.nodes.append(node)
             self._table[key] = node
+            if self.journal is not None:
+                self.journal.append((self._table, key))
         return node
 
     def add_effect(self, kind: str, node: Node, loc: Loc):

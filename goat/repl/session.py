@@ -1,0 +1,207 @@
+"""An interactive session: the state behind the REPL, independent of any terminal.
+
+It is the same parse -> check -> evaluate pipeline as ``goat run``, fed one statement at a time:
+the parser in its interactive mode (a bare expression is a statement), one :class:`Checker`
+that allows a name to be defined again, and one :class:`Evaluator` that keeps every value (a
+later line may use any name).  A statement that fails -- a shape error, a run-time error, a
+Ctrl-C -- is taken back whole, so the session keeps exactly the state it had before it.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..diagnostics import GoatError, Source
+from ..gpu import get_backend
+from ..interp.evaluator import Evaluator
+from ..lexer import ast
+from ..lexer.lexer import open_brackets
+from ..lexer.parser import parse
+from ..ops import REGISTRY, builtin_names
+from ..typecheck.checker import Checker, Template
+from ..typecheck.program import Program
+from ..typecheck.shapes import format_type
+
+_RECURSION_LIMIT = 20_000
+
+
+@dataclass
+class Result:
+    """What one statement did: ``kind`` is let, def, print or value."""
+    kind: str
+    name: str | None = None
+    shape: tuple | None = None
+    value: np.ndarray | None = None
+    signature: str | None = None
+
+
+class Session:
+    """The names, values and program of one interactive session.
+
+    ``out`` receives what ``print`` statements write (the book's memref format).
+    """
+
+    def __init__(self, backend: str = "numpy", out=None):
+        self.backend_name = backend
+        self.out = out if out is not None else sys.stdout
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self):
+        """Forget every name and value."""
+        self.program = Program()
+        self.program.journal = []
+        self.checker = Checker(self.program, allow_redefinition=True)
+        self.evaluator = Evaluator(self.program, get_backend(self.backend_name), out=self.out,
+                                   free=False)
+
+    def _snapshot(self):
+        c, p, e = self.checker, self.program, self.evaluator
+        p.journal = []
+        return (len(p.nodes), len(p.effects), dict(c.globals), dict(c.where), dict(p.lets),
+                dict(p.defs), list(p.order), c._templates, e._done_nodes, e._done_effects)
+
+    def _restore(self, snap):
+        c, p, e = self.checker, self.program, self.evaluator
+        (n_nodes, n_effects, c.globals, c.where, p.lets, p.defs, p.order, c._templates,
+         e._done_nodes, e._done_effects) = snap
+        for table, key in reversed(p.journal):
+            table.pop(key, None)
+        p.journal = []
+        del p.nodes[n_nodes:]
+        del p.effects[n_effects:]
+        del e.values[n_nodes:]
+        c._defining = None
+
+    def _check(self, stmt):
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, _RECURSION_LIMIT))
+        try:
+            return self.checker.check_stmt(stmt)
+        except RecursionError:
+            raise GoatError("this statement is nested too deeply to check", stmt.loc) from None
+        finally:
+            sys.setrecursionlimit(old)
+
+    # ------------------------------------------------------------------ running
+    def parse(self, text: str, path: str = "<repl>") -> list:
+        return parse(Source(path, text if text.endswith("\n") else text + "\n"),
+                     interactive=True).stmts
+
+    def run(self, text: str, path: str = "<repl>") -> list:
+        """Check and run each statement of ``text`` in turn; a list of :class:`Result`.
+
+        Raises GoatError at the first statement that fails, after taking that statement back
+        (the statements before it stay done).  KeyboardInterrupt likewise.
+        """
+        results = []
+        for stmt in self.parse(text, path):
+            results.append(self.run_statement(stmt))
+        return results
+
+    def run_statement(self, stmt) -> Result:
+        snap = self._snapshot()
+        try:
+            checked = self._check(stmt)
+            self.evaluator.run()
+        except BaseException:
+            self._restore(snap)
+            raise
+        self.program.journal = []
+        return self._result(stmt, checked)
+
+    def _result(self, stmt, checked) -> Result:
+        t = type(stmt)
+        if t is ast.Let:
+            return Result("let", stmt.name, checked.shape)
+        if t is ast.Def:
+            return Result("def", stmt.name, checked.shape, signature=checked.signature())
+        if t is ast.Print:
+            return Result("print", None, checked.shape)
+        return Result("value", None, checked.shape, self.evaluator.value(checked))
+
+    def load(self, path: str) -> list:
+        """Run a whole file into the session: checked whole first, taken back whole on error."""
+        from ..api import read_source
+        source = read_source(path)
+        stmts = parse(source).stmts
+        snap = self._snapshot()
+        try:
+            checked = [self._check(stmt) for stmt in stmts]
+            self.evaluator.run()
+        except BaseException:
+            self._restore(snap)
+            raise
+        self.program.journal = []
+        return [self._result(s, c) for s, c in zip(stmts, checked)]
+
+    # ------------------------------------------------------------------ looking, not running
+    def describe(self, text: str) -> str:
+        """The static type of what ``text`` would do, without running or keeping anything:
+        ``q : tensor[112x8]`` for a let, a def's signature, an expression's type.
+
+        Raises GoatError for the error it would raise.
+        """
+        stmts = self.parse(text)
+        if not stmts:
+            return ""
+        snap = self._snapshot()
+        try:
+            for stmt in stmts:
+                checked = self._check(stmt)
+        finally:
+            self._restore(snap)
+        t = type(stmt)
+        if t is ast.Let:
+            return "%s : %s" % (stmt.name, format_type(checked.shape))
+        if t is ast.Def:
+            return "def " + checked.signature()
+        return format_type(checked.shape)
+
+    def hint(self, text: str) -> str:
+        """The bottom-toolbar hint for input being typed: its shape, or the error it would
+        raise; '' while it is still incomplete."""
+        body = text.strip()
+        if not body or body.startswith(":"):
+            return ""
+        missing = open_brackets(text)
+        candidate = text + "".join(")" if b == "(" else "]" for b in reversed(missing))
+        try:
+            described = self.describe(candidate)
+        except GoatError as e:
+            if _incomplete(e):
+                return ""
+            return "error: " + e.message
+        if not described:
+            return ""
+        last = body.splitlines()[-1].strip()
+        if last.startswith(("let ", "def ")):
+            return described
+        if last.startswith("print "):
+            last = last[len("print "):]
+        return "%s  :  %s" % (last if not missing else last + "…", described)
+
+    # ------------------------------------------------------------------ names
+    def names(self) -> list:
+        """[(name, description)] of everything defined, in definition order."""
+        out = []
+        for name in self.program.order:
+            v = self.checker.globals.get(name)
+            if isinstance(v, Template):
+                out.append((name, "def " + v.signature()))
+            elif v is not None:
+                out.append((name, format_type(v.shape)))
+        return out
+
+    @staticmethod
+    def builtins() -> list:
+        """[(name, signature)] of every built-in function."""
+        return [(n, REGISTRY[n].signature) for n in builtin_names()]
+
+
+def _incomplete(e: GoatError) -> bool:
+    """Is this the complaint of a statement that is only not finished yet?"""
+    m = e.message
+    return ("found the end of the line" in m or "ends early" in m or "is never closed" in m)
