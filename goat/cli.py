@@ -15,12 +15,16 @@ from .diagnostics import GoatError, internal_error_line
 
 DESCRIPTION = """\
 goat runs Mountain Goat programs: a small tensor language in which shapes are types.
-Every shape error is found, with its line, before anything runs."""
+Every shape error is found, with its line, before anything runs.
+
+With no COMMAND, goat starts the interactive REPL on a terminal, or runs the program
+read from standard input when that is not a terminal (echo 'print [[1]]' | goat)."""
 
 EPILOG = """\
 examples:
   goat run examples/lm35/train_200.mg     train the book's transformer for 200 steps
   goat check --shapes model.mg            check without running; show every let's shape
+  goat                                    the REPL, with live shape hints
 
 exit status: 0 ok, 1 an error in the program (PATH:LINE: error: ...), 2 a bug in goat"""
 
@@ -38,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="the array back end (default: numpy)")
     run.add_argument("--time", action="store_true",
                      help="report parse, check and run times on standard error")
+
+    sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
+                   description="Start the REPL: type statements, see their shapes as you type.")
 
     check = sub.add_parser("check", help="check a program without running it",
                            description="Check FILE without running it: syntax, names and every shape.")
@@ -87,9 +94,14 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            args.command = "repl"
+        else:
+            args = parser.parse_args(["run", "-"])
     try:
+        if args.command == "repl":
+            from .repl.app import main as repl_main
+            return repl_main()
         if args.command == "run":
             return _cmd_run(args)
         return _cmd_check(args)

@@ -8,6 +8,7 @@ Ctrl-C -- is taken back whole, so the session keeps exactly the state it had bef
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from ..typecheck.program import Program
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
+_PARTIAL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass
@@ -144,9 +146,13 @@ class Session:
 
         Raises GoatError for the error it would raise.
         """
+        return self._describe(text)[1]
+
+    def _describe(self, text: str):
+        """(statement kind, description) of the last statement of ``text``."""
         stmts = self.parse(text)
         if not stmts:
-            return ""
+            return None, ""
         snap = self._snapshot()
         try:
             for stmt in stmts:
@@ -155,10 +161,10 @@ class Session:
             self._restore(snap)
         t = type(stmt)
         if t is ast.Let:
-            return "%s : %s" % (stmt.name, format_type(checked.shape))
+            return "let", "%s : %s" % (stmt.name, format_type(checked.shape))
         if t is ast.Def:
-            return "def " + checked.signature()
-        return format_type(checked.shape)
+            return "def", "def " + checked.signature()
+        return ("print" if t is ast.Print else "expr"), format_type(checked.shape)
 
     def hint(self, text: str) -> str:
         """The bottom-toolbar hint for input being typed: its shape, or the error it would
@@ -169,19 +175,26 @@ class Session:
         missing = open_brackets(text)
         candidate = text + "".join(")" if b == "(" else "]" for b in reversed(missing))
         try:
-            described = self.describe(candidate)
+            kind, described = self._describe(candidate)
         except GoatError as e:
             if _incomplete(e):
                 return ""
+            partial = _PARTIAL_NAME.search(body)
+            if partial and e.message.startswith("unknown "):
+                word = partial.group()
+                known = [n for n, _ in self.names()] + builtin_names()
+                matches = sorted(n for n in known if n.startswith(word) and n != word)
+                if matches:
+                    return "%s…  (%s)" % (word, ", ".join(matches[:6]) + (", …" if len(matches) > 6 else ""))
             return "error: " + e.message
-        if not described:
-            return ""
-        last = body.splitlines()[-1].strip()
-        if last.startswith(("let ", "def ")):
+        if kind in (None, "let", "def"):
             return described
-        if last.startswith("print "):
-            last = last[len("print "):]
-        return "%s  :  %s" % (last if not missing else last + "…", described)
+        shown = " ".join(body.split())
+        if kind == "print":
+            shown = shown[len("print"):].strip()
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return "%s%s  :  %s" % (shown, "…" if missing else "", described)
 
     # ------------------------------------------------------------------ names
     def names(self) -> list:

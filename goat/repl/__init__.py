@@ -1,0 +1,1 @@
+"""The interactive side of goat: a terminal-free Session, and the prompt-toolkit REPL."""

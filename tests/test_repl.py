@@ -1,0 +1,248 @@
+"""The REPL, driven through prompt-toolkit's pipe input as keystrokes, and once for real in a
+pseudo-terminal."""
+import io
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import InMemoryHistory
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from conftest import ROOT
+from goat.repl.app import GoatCompleter, Repl, history_path
+from goat.repl.session import Session
+
+ENTER, TAB, CTRL_C, CTRL_D = "\r", "\t", "\x03", "\x04"
+
+
+class Driven:
+    """A REPL fed keystrokes; records the toolbar as it stands after every keystroke.
+
+    (Keys sent through a pipe arrive together and the screen is redrawn once for all of them,
+    so the toolbar's text is read, exactly as a redraw would read it, each time the input
+    changes.)
+    """
+
+    def __init__(self, keys, *later):
+        """``later``: more keystrokes, each sent 0.3 s after the one before (for what the
+        REPL does in the background, such as completing)."""
+        self.out = io.StringIO()
+        self.toolbars = []
+        with create_pipe_input() as inp:
+            self.repl = Repl(input=inp, output=DummyOutput(), out=self.out, history=InMemoryHistory())
+
+            def changed(buffer):
+                self.toolbars.append("".join(text for _, text in self.repl.toolbar()).strip())
+            self.repl.prompt.default_buffer.on_text_changed += changed
+            if later:
+                def feed():
+                    for chunk in later:
+                        time.sleep(0.3)
+                        inp.send_text(chunk)
+                    inp.send_text(CTRL_C + CTRL_D)
+                inp.send_text(keys)
+                threading.Thread(target=feed, daemon=True).start()
+            else:
+                inp.send_text(keys + CTRL_C + CTRL_D)
+            self.status = self.repl.loop()
+        self.text = self.out.getvalue()
+
+
+def test_a_statement_runs_and_shows_its_type():
+    d = Driven("let a = [[1, 2], [3, 4]]" + ENTER + "a @ transpose(a)" + ENTER)
+    assert d.status == 0
+    assert "a : tensor[2x2]\n" in d.text
+    assert "tensor[2x2]\n[[ 5  11]\n [11  25]]\n" in d.text
+
+
+def test_the_toolbar_shows_the_shape_while_typing():
+    d = Driven("let a = [[1, 2], [3, 4]]" + ENTER + "a @ transpose(a)")
+    assert "a : tensor[2x2]" in d.toolbars                       # before Enter was pressed
+    assert "a @ transpose(a…  :  tensor[2x2]" in d.toolbars      # bracket still open
+    assert "a @ transpose(a)  :  tensor[2x2]" in d.toolbars
+    # nothing typed at the second prompt was run
+    assert d.text.count("tensor[2x2]") == 1
+
+
+def test_the_toolbar_shows_the_error_it_would_raise():
+    d = Driven("let a = [[1, 2], [3, 4]]" + ENTER + "a + [[1, 2, 3]]")
+    assert ("error: cannot add shapes 2x2 and 1x3: dimensions 2 and 3 differ and neither is 1"
+            in d.toolbars)
+
+
+def test_errors_show_line_caret_message_and_keep_the_state():
+    d = Driven("let a = [[1, 2]]" + ENTER + "let b = a @ a" + ENTER + "let a = a * 10" + ENTER
+               + "a" + ENTER)
+    assert ("<repl>:1: error: cannot matrix-multiply shapes 1x2 and 1x2: the inner dimensions 2 and 1 differ\n"
+            "1 | let b = a @ a\n"
+            "  |         ^~~~~\n") in d.text
+    assert "tensor[1x2]\n[[10  20]]" in d.text        # redefinition replaced a; b never existed
+    assert [n for n, _ in d.repl.session.names()] == ["a"]
+
+
+def test_print_keeps_the_memref_format():
+    d = Driven("print [[1, 2]]" + ENTER)
+    assert "sizes = [1, 2] strides = [2, 1] data = \n[[1,   2]]\n" in d.text
+
+
+def test_multi_line_input_while_a_bracket_is_open():
+    d = Driven("let m = [[1, 2]," + ENTER + "[3, 4]]" + ENTER + "m" + ENTER)
+    assert "m : tensor[2x2]" in d.text
+    assert "[[1  2]\n [3  4]]" in d.text
+
+
+def test_tab_completes_a_builtin():
+    d = Driven("let a = [[1, 2]]" + ENTER + "let r = row_s" + TAB, "(a)" + ENTER)
+    assert "r : tensor[1x1]" in d.text
+
+
+def test_ctrl_c_cancels_the_input():
+    d = Driven("let x = [[1]]" + CTRL_C + "let y = [[2]]" + ENTER)
+    assert [n for n, _ in d.repl.session.names()] == ["y"]
+
+
+def test_ctrl_c_interrupts_a_running_evaluation(monkeypatch):
+    calls = []
+    real_run = Session.run_statement
+
+    def interrupted_once(self, stmt):
+        if not calls:
+            calls.append(stmt)
+            snap = self._snapshot()
+            self._check(stmt)
+            self._restore(snap)              # what run_statement does when interrupted
+            raise KeyboardInterrupt
+        return real_run(self, stmt)
+    monkeypatch.setattr(Session, "run_statement", interrupted_once)
+    d = Driven("let a = [[1]]" + ENTER + "let a = [[2]]" + ENTER + "a" + ENTER)
+    assert "interrupted; nothing was changed" in d.text
+    assert "tensor[1x1]\n[[2]]" in d.text
+
+
+def test_an_interrupt_inside_the_evaluator_takes_the_statement_back(monkeypatch):
+    s = Session(out=io.StringIO())
+    s.run("let a = [[1, 2]]")
+    from goat.interp import evaluator
+
+    def boom(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(evaluator.Evaluator, "run", boom)
+    with pytest.raises(KeyboardInterrupt):
+        s.run("let b = a * 2")
+    monkeypatch.undo()
+    assert [n for n, _ in s.names()] == ["a"]
+    (r,) = s.run("a * 3")
+    assert r.value.tolist() == [[3.0, 6.0]]
+
+
+def test_commands():
+    path = os.path.join(ROOT, "examples", "tour.mg")
+    d = Driven(":help" + ENTER + ":load " + path + ENTER + ":env" + ENTER + ":type q @ transpose(q)"
+               + ENTER + ":reset" + ENTER + ":env" + ENTER + ":bogus" + ENTER + ":quit" + ENTER
+               + "let never = 1" + ENTER)
+    assert ":type EXPR" in d.text
+    assert "loaded %s: 9 statements" % path in d.text
+    assert "attention : tensor[6x6]" in d.text
+    assert "def softmax_rows(m: tensor[6x6]) : tensor[6x6]" in d.text
+    assert "\ntensor[6x6]\n" in d.text                      # :type
+    assert "nothing is defined yet" in d.text
+    assert "unknown command :bogus" in d.text
+    assert d.repl.session.names() == []                     # :quit left before the last line
+
+
+def test_load_is_all_or_nothing(tmp_path):
+    bad = tmp_path / "bad.mg"
+    bad.write_text("let ok = [[1]]\nlet worse = ok @ [[1, 2], [3, 4]]\n")
+    d = Driven(":load " + str(bad) + ENTER)
+    assert "bad.mg:2: error: cannot matrix-multiply" in d.text
+    assert d.repl.session.names() == []
+
+
+def test_completion_offers_names_with_shapes_and_signatures():
+    s = Session(out=io.StringIO())
+    s.run("let alpha = [[1, 2, 3]]\ndef affine(x: tensor[1x3]) = x * 2 + 1")
+    c = GoatCompleter(s)
+    got = {x.text: x.display_meta_text for x in c.get_completions(Document("print a"), CompleteEvent())}
+    assert got["alpha"] == "tensor[1x3]"
+    assert got["affine"] == "def affine(x: tensor[1x3]) : tensor[1x3]"
+    assert got["abs"] == "abs(x: S) -> S"
+    cmds = [x.text for x in c.get_completions(Document(":t"), CompleteEvent())]
+    assert cmds == [":type"]
+
+
+def test_history_lives_in_the_xdg_state_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert history_path() == str(tmp_path / "goat" / "history")
+
+
+def test_values_are_right():
+    s = Session(out=io.StringIO())
+    s.run("let x = [[0.5, -1], [2, 3]]\ndef sm(m: tensor[2x2]) = exp(m) / row_sum(exp(m))")
+    (r,) = s.run("sm(x)")
+    x = np.array([[0.5, -1], [2, 3]])
+    np.testing.assert_allclose(r.value, np.exp(x) / np.exp(x).sum(1, keepdims=True), rtol=1e-15)
+
+
+class Terminal:
+    """The real `goat` in a pseudo-terminal (pexpect), its screen kept by a VT100 emulator
+    (pyte), which also answers the cursor-position requests prompt-toolkit makes."""
+
+    def __init__(self, env, rows=24, cols=100):
+        import pexpect
+        import pyte
+        self.pexpect = pexpect
+        self.child = pexpect.spawn(sys.executable, ["-m", "goat"], env=env, encoding="utf-8",
+                                   dimensions=(rows, cols), timeout=30)
+        child = self.child
+
+        class Screen(pyte.Screen):
+            def write_process_input(self, data):
+                child.send(data)
+        self.screen = Screen(cols, rows)
+        self.stream = pyte.Stream(self.screen)
+
+    def lines(self):
+        return [line.rstrip() for line in self.screen.display]
+
+    def wait_for(self, text, seconds=20):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                self.stream.feed(self.child.read_nonblocking(65536, timeout=0.1))
+            except self.pexpect.TIMEOUT:
+                pass
+            if any(text in line for line in self.lines()):
+                return True
+        raise AssertionError("%r never appeared; the screen:\n%s" % (text, "\n".join(self.lines())))
+
+
+def test_end_to_end_in_a_pseudo_terminal(tmp_path):
+    pytest.importorskip("pexpect")
+    pytest.importorskip("pyte")
+    env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
+    term = Terminal(env)
+    try:
+        term.wait_for("goat>")
+        term.child.send("let a = [[1, 2], [3, 4]]")
+        term.wait_for(" a : tensor[2x2]")                      # the hint, before Enter
+        assert term.lines()[-1].strip() == "a : tensor[2x2]"   # ... in the bottom toolbar
+        term.child.send(ENTER)
+        term.child.send("a @ a")
+        term.wait_for("a @ a  :  tensor[2x2]")
+        term.child.send(ENTER)
+        term.wait_for("[15  22]]")
+        screen = "\n".join(term.lines())
+        assert "a : tensor[2x2]\ngoat> a @ a\ntensor[2x2]\n[[ 7  10]\n [15  22]]" in screen
+        term.child.send(CTRL_D)
+        term.child.expect(term.pexpect.EOF)
+    finally:
+        term.child.close()
+    assert term.child.exitstatus == 0
+    with open(tmp_path / "goat" / "history", encoding="utf-8") as f:
+        assert "a @ a" in f.read()
