@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from results import machine, write_section  # noqa: E402
 ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples", "lm35")
 BOOK_SECONDS = 8 * 60
@@ -73,21 +74,6 @@ def measure_numpy(repeat):
     proc = [run_process([sys.executable, os.path.join(HERE, "numpy_lm35.py")]) for _ in range(repeat)]
     return {"loop": statistics.median(loop), "wall": statistics.median(p[0] for p in proc),
             "rss": max(p[1] for p in proc)}
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import numpy
-    return "%s, %d cores, Python %s, NumPy %s" % (cpu, os.cpu_count() or 0,
-                                                  platform.python_version(), numpy.__version__)
 
 
 def report(repeat):
@@ -138,19 +124,7 @@ def main():
     text = report(args.repeat)
     print(text)
     if args.write:
-        path = os.path.join(HERE, "RESULTS.md")
-        header = "# Benchmark results\n\nEach section is written by the script named in it; older results are in git history.\n\n"
-        sections = {}
-        if os.path.exists(path):
-            body = open(path, encoding="utf-8").read()
-            for part in re.split(r"(?m)^(?=## )", body):
-                if part.startswith("## "):
-                    sections[part.split("(")[0].strip()] = part.rstrip() + "\n"
-        sections[text.split("(")[0].strip()] = text.rstrip() + "\n"
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(header + "\n".join(sections.values()))
-        os.replace(tmp, path)
+        write_section(text)
 
 
 if __name__ == "__main__":

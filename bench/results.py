@@ -1,0 +1,44 @@
+"""Writes a benchmark's Markdown section into bench/RESULTS.md, replacing that benchmark's
+previous section and keeping the others (older results stay in git history)."""
+from __future__ import annotations
+
+import os
+import re
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+HEADER = ("# Benchmark results\n\nEach section is written by the script named in it; older "
+          "results are in git history.\n\n")
+
+
+def machine() -> str:
+    import platform
+    import numpy
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d cores, Python %s, NumPy %s" % (cpu, os.cpu_count() or 0,
+                                                  platform.python_version(), numpy.__version__)
+
+
+def write_section(text: str) -> None:
+    """``text`` starts with '## TITLE (date)'; the section with the same TITLE is replaced."""
+    def title(part):
+        return part.splitlines()[0].split(" (")[0].strip()
+    sections = {}
+    if os.path.exists(PATH):
+        with open(PATH, encoding="utf-8") as f:
+            body = f.read()
+        for part in re.split(r"(?m)^(?=## )", body):
+            if part.startswith("## "):
+                sections[title(part)] = part.rstrip() + "\n"
+    sections[title(text)] = text.rstrip() + "\n"
+    tmp = PATH + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(HEADER + "\n".join(sections.values()))
+    os.replace(tmp, PATH)
