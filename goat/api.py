@@ -88,6 +88,7 @@ def parse_source(source: Source) -> ast.Module:
 
 def _check_module(module: ast.Module, program: Program | None = None) -> Program:
     checker = Checker(program)
+    checker.look_ahead(module)
     for stmt in module.stmts:
         try:
             checker.check_stmt(stmt)
@@ -96,9 +97,11 @@ def _check_module(module: ast.Module, program: Program | None = None) -> Program
     return checker.program
 
 
-def load(text: str, path: str = "<string>", timings: dict | None = None) -> Program:
-    """Parse and check a program; the checked :class:`Program` (nothing runs yet)."""
-    return with_deep_stack(_load, Source(path, text), timings)
+def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
+    """Parse and check a program (``str``, or UTF-8 ``bytes``); the checked :class:`Program`
+    (nothing runs yet)."""
+    source = decode_source(bytes(text), path) if isinstance(text, (bytes, bytearray)) else Source(path, text)
+    return with_deep_stack(_load, source, timings)
 
 
 def _load(source: Source, timings: dict | None = None) -> Program:

@@ -26,12 +26,45 @@ examples:
   goat check --shapes model.mg            check without running; show every let's shape
   goat                                    the REPL, with live shape hints
 
-exit status: 0 ok, 1 an error in the program (PATH:LINE: error: ...), 2 a bug in goat"""
+exit status: 0 ok, 1 an error in the program, its input or the command line
+(PATH:LINE: error: ...), 2 a bug in goat"""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """A mistake on the command line is the user's (status 1), like a mistake in a program."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, "goat: error: %s\n" % message)
+
+
+class _Output:
+    """Standard output for prints; a failure to write is reported, not taken for a bug."""
+
+    def write(self, text):
+        if sys.stdout is None:
+            raise GoatError("cannot write output: standard output is closed")
+        try:
+            sys.stdout.write(text)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as e:
+            raise GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e)) from None
+
+    def flush(self):
+        if sys.stdout is None:
+            return
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as e:
+            raise GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="goat", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _ArgumentParser(prog="goat", description=DESCRIPTION, epilog=EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version="goat %s" % __version__)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -66,8 +99,9 @@ def _cmd_run(args) -> int:
     timings = {} if args.time else None
     source = _read(args.file)
     program = with_deep_stack(_load, source, timings)
-    execute(program, stdout=sys.stdout, backend=args.backend, timings=timings)
-    sys.stdout.flush()
+    out = _Output()
+    execute(program, stdout=out, backend=args.backend, timings=timings)
+    out.flush()
     if timings is not None:
         sys.stderr.write("goat: parse %.3f s, check %.3f s, run %.3f s (%d nodes)\n"
                          % (timings["parse"], timings["check"], timings["run"], len(program.nodes)))
@@ -86,7 +120,9 @@ def _cmd_check(args) -> int:
                 out.append("def %s" % program.defs[name].signature())
             else:
                 out.append("%s : %s" % (name, format_type(program.lets[name].shape)))
-        sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+        stdout = _Output()
+        stdout.write("\n".join(out) + ("\n" if out else ""))
+        stdout.flush()
     return 0
 
 
@@ -110,7 +146,8 @@ def main(argv=None) -> int:
             sys.stdout.flush()
         except Exception:
             pass
-        sys.stderr.write(e.render() + "\n")
+        if sys.stderr is not None:
+            sys.stderr.write(e.render() + "\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("goat: interrupted\n")
@@ -130,4 +167,14 @@ def main(argv=None) -> int:
 
 def entry() -> None:
     """The console script."""
-    sys.exit(main())
+    status = main()
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError) as e:
+        sys.stderr.write("goat: error: cannot write output: %s\n" % (getattr(e, "strerror", None) or e))
+        status = status or 1
+    sys.exit(status)

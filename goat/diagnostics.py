@@ -22,6 +22,8 @@ class Source:
 
     def __init__(self, path: str, text: str):
         self.path = path
+        if "\r" in text:       # Windows (CRLF) and old Mac (CR) line endings read as newlines
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         self.text = text
         self._lines = None
         self._starts = None
@@ -129,8 +131,9 @@ class GoatError(Exception):
         if loc is not None:
             text = loc.source.line(loc.line)
             if text.strip():
-                # tabs would misalign the caret; show them as single spaces
-                text = text.replace("\t", " ")
+                # tabs would misalign the caret, and control characters would garble the
+                # terminal: each shows as one plain character
+                text = "".join(c if c.isprintable() else (" " if c == "\t" else "?") for c in text)
                 if len(text) > 200:      # a 12,000-number literal is not worth echoing whole
                     start = max(0, loc.col - 60)
                     shown = text[start:start + 160]
@@ -142,7 +145,7 @@ class GoatError(Exception):
                 gutter = str(loc.line)
                 out.append("%s | %s" % (gutter, text))
                 if loc.col:
-                    first = loc.col - 1 - shift
+                    first = min(loc.col - 1 - shift, len(text))
                     if loc.end_line == loc.line and loc.end_col > loc.col:
                         width = loc.end_col - loc.col
                     else:

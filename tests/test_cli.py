@@ -127,3 +127,25 @@ def test_broken_pipe_is_quiet(tmp_path):
                        capture_output=True, env=env, timeout=120)
     assert p.stdout.decode().startswith("Unranked Memref")
     assert b"Traceback" not in p.stderr
+
+
+def test_command_line_mistakes_are_status_1():
+    status, out, err = cli("run")
+    assert status == 1 and "goat: error: the following arguments are required: FILE" in err
+    status, _, err = cli("frob")
+    assert status == 1 and "invalid choice: 'frob'" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_that_cannot_be_written(tmp_path):
+    path = write(tmp_path, "a.mg", CORE)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "goat", "run", path], stdout=full,
+                           stderr=subprocess.PIPE, env=env, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.decode().strip() == "goat: error: cannot write output: No space left on device"
+
+
+def test_no_arguments_reads_a_program_from_standard_input():
+    assert cli(stdin=CORE.encode()) == (0, MEMREF_11, "")

@@ -68,7 +68,20 @@ def test_names():
 
 def test_use_before_definition():
     e = error("print a\nlet a = [[1]]")
-    assert (e.line, e.message) == (1, "unknown name 'a'")
+    assert (e.line, e.message) == (1, "unknown name 'a': it is defined later, on line 2; a name "
+                                      "must be defined before it is used")
+    e = error("def f(x: tensor[1x1]) = g(x)\ndef g(x: tensor[1x1]) = f(x)")
+    assert e.message.startswith("unknown function 'g': it is defined later, on line 2")
+
+
+@pytest.mark.parametrize("src, hint", [
+    ("print [[1]] > [[2]]", "comparisons are functions: gt(a, b)"),
+    ("print 2 ** 3", "there is no power operator"),
+    ("let a = [[1, 2]]\nprint a[0]", "there is no indexing"),
+    ("a = 3", "a new name needs let: let a = ..."),
+])
+def test_hints_for_common_slips(src, hint):
+    assert hint in error(src).message
 
 
 def test_redefinition():
@@ -106,7 +119,7 @@ def test_literals():
 @pytest.mark.parametrize("src, line, message", [
     ("let = 3", 1, "syntax error: expected a name, found '='"),
     ("let a = [[1]]\nprint a +", 2, "syntax error: expected an expression, found the end of the line"),
-    ("x = 3", 1, "syntax error: expected a statement (def, let or print), found name 'x'"),
+    ("x = 3", 1, "syntax error: expected a statement (def, let or print), found name 'x'; a new name needs let: let x = ..."),
     ("print (1 + 2", 1, "'(' is never closed"),
     ("print 1 + 2)", 1, "unmatched ')': no bracket is open here"),
     ("print [(1]", 1, "']' does not close the '(' opened on line 1"),
@@ -165,3 +178,49 @@ def test_runtime_check_of_an_argument():
 def test_unknown_dimension_that_fits_runs():
     (got,) = run("def norm_rows(m: tensor[?x2]) = m / row_sum(m)\nprint norm_rows([[1, 3], [2, 2]])")
     assert got.tolist() == [[0.25, 0.75], [0.5, 0.5]]
+
+
+def test_parentheses_are_inside_the_caret():
+    e = error("let a = [[1, 2]]\nprint (a + a) * [[1, 2, 3]]")
+    assert e.render().splitlines()[2] == "  |       ^~~~~~~~~~~~~~~~~~~~~"
+
+
+def test_crlf_and_cr_line_endings():
+    e = error("let a = [[1]]\r\nprint a +\r\n")
+    assert e.line == 2
+    assert e.render().splitlines()[1:] == ["2 | print a +", "  |          ^"]
+    assert run("let a = [[1]]\rprint a\r")[0].tolist() == [[1.0]]
+
+
+def test_control_characters_are_not_echoed():
+    e = error("print [[1]] \x1b[31m + 2")
+    assert e.message == "unexpected character U+001B"
+    assert "\x1b" not in e.render()
+
+
+def test_batched_matmul_names_the_whole_shapes():
+    e = error("print [[[1, 2]], [[3, 4]]] @ [[[1], [2]], [[3], [4]], [[5], [6]]]")
+    assert e.message == ("cannot matrix-multiply shapes 2x1x2 and 3x2x1: batch dimensions 2 and 3 "
+                         "differ and neither is 1")
+
+
+def test_a_number_too_large_is_an_error():
+    for src in ("print 1e400", "print [[1, 1e400]]"):
+        assert error(src).message.startswith("the number 1e400 is too large for a 64-bit float")
+
+
+def test_runtime_error_names_the_calls_it_came_through():
+    src = ("def f(x: tensor[?x2], y: tensor[?x2]) = x + y\n"
+           "def g(a: tensor[?x2]) = f(a, [[1, 2], [3, 4]])\n"
+           "print g([[1, 2], [3, 4], [5, 6]])\n")
+    e = error(src)
+    assert e.line == 1
+    assert e.notes == ("in f, called on line 2", "in g, called on line 3")
+    assert e.render().splitlines()[-2:] == ["note: in f, called on line 2", "note: in g, called on line 3"]
+
+
+def test_out_of_memory_names_the_line():
+    src = "let r = [[%s]]\nprint row_sum(transpose(r) @ r)" % ", ".join(["1"] * 300_000)
+    e = error(src)
+    assert e.line == 2
+    assert e.message == "out of memory computing a value of shape 300000x300000 (720 GB)"

@@ -121,3 +121,15 @@ def test_softmax_of_the_book_masks_exactly():
 def test_empty_row_reductions_give_the_identity():
     (mx, mn, sm) = run("let e = [[], []]\nprint row_max(e)\nprint row_min(e)\nprint row_sum(e)")
     assert (mx == -np.inf).all() and (mn == np.inf).all() and (sm == 0).all()
+
+
+def test_numbers_as_numpy_prints_them():
+    (got,) = run("print [1., .5, -0, 2.5e1, 0.]")
+    assert got.tolist() == [1.0, 0.5, 0.0, 25.0, 0.0]
+    assert np.signbit(got[2])                         # -0 keeps its sign, as it does outside lists
+    assert np.signbit(run("print [-0]")[0][0]) and np.signbit(run("print -0")[0])
+
+
+def test_bytes_source():
+    import goat
+    assert goat.run_source(b"print [[1, 2]] * 2")[0].tolist() == [[2.0, 4.0]]

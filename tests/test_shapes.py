@@ -82,3 +82,24 @@ def test_formatting():
     assert format_shape(()) == "scalar"
     assert format_type((SizeVar("N"), 4)) == "tensor[N, 4]"
     assert format_type((6, 6)) == "tensor[6x6]"
+
+
+def test_a_size_variable_bound_by_one_argument_checks_an_unknown_one():
+    src = ("let a: tensor[?x2] = [[1, 2]]\n"
+           "def f(x: tensor[N, K], y: tensor[N, K]) = x @ transpose(y)\n"
+           "let z = f(a, [[1, 2], [3, 4]])\nprint z\n")
+    assert goat.check_source(src).lets["z"].shape == (2, 2)
+    e = error(src)
+    assert (e.line, e.message) == (3, "argument x of f must have shape 2x2, got 1x2")
+
+
+@pytest.mark.parametrize("written, dims", [("Nx3", ("N", 3)), ("?xK", (None, "K")),
+                                           ("BxTxC", ("B", "T", "C")), ("maxlen", ("maxlen",)),
+                                           ("N, 3", ("N", 3))])
+def test_type_spellings(written, dims):
+    from goat.lexer.lexer import _dims_of
+    assert _dims_of(written) == dims
+
+
+def test_x_form_with_size_variables_runs():
+    assert run("def f(x: tensor[Nx3]) = row_sum(x)\nprint f([[1, 2, 3], [4, 5, 6]])")[0].tolist() == [[6.0], [15.0]]

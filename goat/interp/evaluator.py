@@ -21,28 +21,34 @@ def _shape_of(x):
     return getattr(x, "shape", ())
 
 
-def _checked(fn, op, loc):
-    """``fn`` preceded by ``op``'s shape rule on the actual shapes."""
-    rule = op.shape
+def _notes(node):
+    """Where a failing node came from, when it was made by expanding defs (innermost first)."""
+    return tuple("in %s, called on line %d" % (name, loc.line) for name, loc in reversed(node.via))
+
+
+def _checked(fn, node):
+    """``fn`` preceded by the node's shape rule on the actual shapes."""
+    rule = node.op.shape
 
     def run(*xs):
         try:
             rule(*[_shape_of(x) for x in xs])
         except ShapeError as e:
-            raise GoatError(e.message, loc) from None
+            raise GoatError(e.message, node.loc, notes=_notes(node)) from None
         return fn(*xs)
     return run
 
 
 def _cast_check(node):
-    declared, what, loc = node.shape, node.what, node.loc
+    declared, what = node.shape, node.what
 
     def run(x):
         actual = _shape_of(x)
         ok, _ = compatible(declared, actual)
         if not ok:
             raise GoatError("%s must have shape %s, got %s"
-                            % (what, format_shape(declared), format_shape(actual)), loc)
+                            % (what, format_shape(declared), format_shape(actual)), node.loc,
+                            notes=_notes(node))
         return x
     return run
 
@@ -79,7 +85,7 @@ class Evaluator:
             if fn is None:
                 fn = self._fns[node.op.name] = node.op.evaluate(self.be)
             if node.check:
-                fn = _checked(fn, node.op, node.loc)
+                fn = _checked(fn, node)
             return fn
         if node.kind == CAST:
             return _cast_check(node) if node.check else _identity
@@ -133,20 +139,32 @@ class Evaluator:
         vals.extend([None] * len(nodes))
         self._done_nodes = len(program.nodes)
         self._done_effects = len(program.effects)
-        with self.be.errstate():
-            for out, fn, args, frees in plan:
-                if out is None:
-                    self._effect(fn, vals)
-                elif args is None:
-                    vals[out] = fn
-                elif len(args) == 2:
-                    vals[out] = fn(vals[args[0]], vals[args[1]])
-                elif len(args) == 1:
-                    vals[out] = fn(vals[args[0]])
-                else:
-                    vals[out] = fn(*[vals[a] for a in args])
-                for f in frees:
-                    vals[f] = None
+        out = None
+        try:
+            with self.be.errstate():
+                for out, fn, args, frees in plan:
+                    if out is None:
+                        self._effect(fn, vals)
+                    elif args is None:
+                        vals[out] = fn
+                    elif len(args) == 2:
+                        vals[out] = fn(vals[args[0]], vals[args[1]])
+                    elif len(args) == 1:
+                        vals[out] = fn(vals[args[0]])
+                    else:
+                        vals[out] = fn(*[vals[a] for a in args])
+                    for f in frees:
+                        vals[f] = None
+        except MemoryError:
+            if out is None:
+                raise
+            node = program.nodes[out]
+            cells = 1
+            for d in node.shape:
+                cells *= d if isinstance(d, int) else 1
+            raise GoatError("out of memory computing a value of shape %s (%.3g GB)"
+                            % (format_shape(node.shape), cells * 8 / 1e9), node.loc,
+                            notes=_notes(node)) from None
         return self.printed
 
     def value(self, node):

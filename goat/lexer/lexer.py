@@ -55,6 +55,16 @@ _BRACKETS = re.compile(r"[\[\]]")
 _OPEN = {"(": ")", "[": "]"}
 _CLOSE = {")": "(", "]": "["}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INF = float("inf")
+_COMPARE = "; comparisons are functions: gt(a, b), ge, lt, le, eq, ne"
+_CHARACTER_HINTS = {
+    ">": _COMPARE, "<": _COMPARE, "!": _COMPARE,
+    "^": "; there is no power operator: multiply, or write exp(p * log(x))",
+    "%": "; there is no remainder operator",
+    "\"": "; there are no strings", "'": "; there are no strings",
+    "{": "; there are no blocks: a def's body is one expression", "}": "; there are no blocks",
+    ";": "; write one statement per line",
+}
 MAX_RANK = 32           # NumPy's arrays have at most 64 dimensions; no model needs 32
 
 
@@ -106,16 +116,34 @@ def _dims_of(inner: str):
         return tuple(dims)
     if re.fullmatch(r"(?:\d+|\?)(?:\s*x\s*(?:\d+|\?))*", inner):
         return tuple(None if d == "?" else int(d) for d in re.split(r"\s*x\s*", inner))
+    # Nx3, ?xK, BxTxC: size variables in the x form, when every part is a number, a ?, or a
+    # one-letter capital (a longer name with an x in it, like "maxlen", is one name)
+    parts = re.split(r"\s*x\s*", inner)
+    if len(parts) > 1 and all(re.fullmatch(r"\d+|\?|[A-Z]", p) for p in parts):
+        return tuple(None if p == "?" else int(p) if p.isdigit() else p for p in parts)
     if _IDENT.fullmatch(inner):
         return (inner,)
     return None
 
 
+_POINT_END = re.compile(r"(?<=\d)\.(?!\d)")          # 1.  -> 1.0
+_POINT_START = re.compile(r"(?<![\d.])\.(?=\d)")     # .5  -> 0.5
+
+
 def _fast_array(text: str):
-    """Parse a numbers-only literal such as ``[[1, -2.5], [3, 1e-05]]``; None if not simple."""
+    """Parse a numbers-only literal such as ``[[1, -2.5], [3, 1e-05]]``; None if not simple.
+
+    JSON's number syntax is goat's but for ``1.`` and ``.5`` (NumPy prints the first), which
+    are rewritten first; integers are read as floats so that ``-0`` keeps its sign.  A number
+    too large for a float (``1e400``) is left to the slow path, which reports it.
+    """
+    if "." in text:
+        text = _POINT_START.sub("0.", _POINT_END.sub(".0", text))
     try:
-        arr = np.array(json.loads(text), dtype=np.float64)
+        arr = np.array(json.loads(text, parse_int=float), dtype=np.float64)
     except (ValueError, OverflowError, TypeError, RecursionError):
+        return None
+    if not np.isfinite(arr).all():
         return None
     return arr
 
@@ -154,6 +182,9 @@ def tokenize(source: Source) -> list:
         elif kind == _NUMBER:
             if piece == ".":
                 raise GoatError("unexpected character '.'", Loc(source, start, end))
+            if float(piece) == _INF:
+                raise GoatError("the number %s is too large for a 64-bit float (the largest is "
+                                "about 1.8e+308)" % piece, Loc(source, start, end))
             tok = Tok("NUMBER", piece, start, end)
         elif kind == _PUNCT:
             if piece == "[":
@@ -183,7 +214,8 @@ def tokenize(source: Source) -> list:
             continue
         else:
             shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
-            raise GoatError("unexpected character %s" % shown, Loc(source, start, end))
+            raise GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
+                            Loc(source, start, end))
         out.append(tok)
         i += 1
     if stack:

@@ -113,7 +113,9 @@ class _Build:
         return c
 
     def group(self, c):
-        return c[1]
+        lp, inner, rp = c
+        inner.loc = Loc(self.source, lp.start_pos, rp.end_pos)   # the caret covers the brackets
+        return inner
 
     def array(self, c):
         tok = c[0]
@@ -240,6 +242,21 @@ def _describe_expected(expected) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def _hint(tokens, tok) -> str:
+    """A word on what the user probably meant, for a few common slips."""
+    i = next((k for k, t in enumerate(tokens) if t is tok), 0)
+    prev = tokens[i - 1].type if i > 0 else None
+    if tok.type == "STAR" and prev == "STAR":
+        return "; there is no power operator (**): multiply, or write exp(p * log(x))"
+    if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
+        return "; there is no indexing: select with a matrix product, or by masking"
+    if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
+        return "; a new name needs let: let %s = ..." % tokens[0].value
+    if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
+        return "; a new name needs let: let %s = ..." % tok.value
+    return ""
+
+
 def _first_parse(build: _Build, tokens: list, start: str = "single"):
     """Parse one statement with lark, recording it; returns (stmt, replay function or None).
 
@@ -260,8 +277,9 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
             if tok.type == "$END":
                 raise GoatError("syntax error: the statement ends early; expected %s"
                                 % _describe_expected(e.expected), build._loc(tokens[-1])) from None
-            raise GoatError("syntax error: expected %s, found %s"
-                            % (_describe_expected(e.expected), _describe_found(tok)),
+            raise GoatError("syntax error: expected %s, found %s%s"
+                            % (_describe_expected(e.expected), _describe_found(tok),
+                               _hint(tokens, tok)),
                             build._loc(tok)) from None
         except UnexpectedInput as e:       # any other lark complaint
             raise GoatError("syntax error: %s" % str(e).splitlines()[0],

@@ -77,6 +77,7 @@ class _Global:
         self.checker = checker
         self.program = checker.program
         self._memo = {}
+        self._calls = []       # (def name, call Loc) of the calls being expanded, outermost first
 
     @staticmethod
     def shape(ref):
@@ -109,14 +110,17 @@ class _Global:
             except ShapeError as e:
                 raise _shape_error(e, loc) from None
             check = not all(is_static(s) for s in shapes)
-        return self.program.intern(key, lambda i: Node(i, OP, op, tuple(args), shape, loc, check))
+        via = tuple(self._calls) if check else ()
+        return self.program.intern(key, lambda i: Node(i, OP, op, tuple(args), shape, loc, check,
+                                                       via=via))
 
     def cast(self, ref, declared, what, loc, check):
         if ref.shape == declared:
             return ref
         key = ("cast", ref.id, declared, what if check else None)
+        via = tuple(self._calls) if check else ()
         return self.program.intern(key, lambda i: Node(i, CAST, None, (ref,), declared, loc,
-                                                       check, what=what))
+                                                       check, what=what, via=via))
 
     def call(self, tmpl: Template, args, loc):
         key = (tmpl.index,) + tuple([a.id for a in args])
@@ -124,6 +128,18 @@ class _Global:
         if hit is not None:
             return hit
         args, env = self.checker.bind_arguments(tmpl, args, loc, self)
+        self._calls.append((tmpl.name, loc))
+        try:
+            result = self._expand(tmpl, args, env)
+        finally:
+            self._calls.pop()
+        self._memo[key] = result
+        if self.program.journal is not None:
+            self.program.journal.append((self._memo, key))
+        return result
+
+    def _expand(self, tmpl: Template, args, env):
+        """The node of ``tmpl``'s body with its parameters bound to ``args``."""
         slots = list(args)
         append = slots.append
         has_vars = tmpl.has_vars
@@ -141,11 +157,7 @@ class _Global:
                 what = payload
                 declared = _subst(shape, env) if has_vars else shape
                 append(self.cast(slots[arg_slots[0]], declared, what, eloc, check))
-        result = slots[tmpl.result]
-        self._memo[key] = result
-        if self.program.journal is not None:
-            self.program.journal.append((self._memo, key))
-        return result
+        return slots[tmpl.result]
 
 
 class _Body:
@@ -194,10 +206,8 @@ class _Body:
         return self._add((_K, ref, declared, what), (_K, what, (ref,), declared, loc, check))
 
     def call(self, tmpl: Template, args, loc):
-        env = {}
-        for (pname, declared, _), a in zip(tmpl.params, args):
-            # checks the arguments now, so a mistake is reported at the def, not at its uses
-            self.checker.check_argument(tmpl, pname, declared, self.shape(a), env, loc)
+        # checks the arguments now, so a mistake is reported at the def, not at its uses
+        _, env = self.checker.check_arguments(tmpl, [self.shape(a) for a in args], [loc] * len(args))
         shape = _subst(tmpl.shape, env) if tmpl.has_vars else tmpl.shape
         key = (_C, tmpl.index) + tuple(args)
         return self._add(key, (_C, tmpl, tuple(args), shape, loc, False))
@@ -216,16 +226,26 @@ class Checker:
         self.where: dict = {}         # name -> line it was defined on
         self.g = _Global(self)
         self._defining = None         # name of the def whose body is being checked
+        self.later: dict = {}         # names the file defines further down -> their line
         self._templates = 0
 
     # ------------------------------------------------------------------ statements
     def check_module(self, module: ast.Module) -> Program:
+        self.look_ahead(module)
         for stmt in module.stmts:
             self.check_stmt(stmt)
         return self.program
 
+    def look_ahead(self, module: ast.Module):
+        """Note the names the file defines, so that a use before its definition says so."""
+        self.later = {}
+        for stmt in module.stmts:
+            if isinstance(stmt, (ast.Let, ast.Def)) and stmt.name not in self.later:
+                self.later[stmt.name] = stmt.loc.line
+
     def check_stmt(self, stmt):
         t = type(stmt)
+        self.later.pop(getattr(stmt, "name", None), None)
         if t is ast.Let:
             self._new_name(stmt.name, stmt.name_loc)
             node = self.expr(stmt.expr, None, self.g)
@@ -314,33 +334,43 @@ class Checker:
         return tmpl
 
     # ------------------------------------------------------------------ calls
-    def check_argument(self, tmpl, pname, declared, actual, env, loc):
-        """Bind size variables and check one argument's shape; returns (declared, runtime)."""
-        what = "argument %s of %s" % (pname, tmpl.name)
-        try:
-            bound = bind(declared, actual, env, what)
-        except ShapeError as e:
-            raise _shape_error(e, loc) from None
-        ok, runtime = compatible(bound, actual)
-        if not ok:
-            raise GoatError("%s must have shape %s, got %s"
-                            % (what, format_shape(bound), format_shape(actual)), loc)
-        return bound, runtime, what
+    def check_arguments(self, tmpl, shapes, locs):
+        """Check a call's argument shapes against the parameters' declared shapes.
+
+        Size variables are bound from every argument first (a ``?`` in one argument takes the
+        size another argument gives), then each argument is compared with its declared shape
+        with the variables filled in.  ``locs`` gives each argument's position (for the caret).
+        Returns ([(bound shape, needs a run-time check, phrase naming the argument)], bindings).
+        """
+        env = {}
+        whats = ["argument %s of %s" % (pname, tmpl.name) for pname, _, _ in tmpl.params]
+        for (_, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
+            try:
+                bind(declared, actual, env, what)
+            except ShapeError as e:
+                raise _shape_error(e, loc) from None
+        out = []
+        for (_, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
+            bound = _subst(declared, env) if tmpl.has_vars else declared
+            ok, runtime = compatible(bound, actual)
+            if not ok:
+                raise GoatError("%s must have shape %s, got %s"
+                                % (what, format_shape(bound), format_shape(actual)), loc)
+            out.append((bound, runtime, what))
+        return out, env
 
     def bind_arguments(self, tmpl, args, loc, builder):
         """Cast the argument nodes to the declared parameter shapes (checked at run time
         where a ``?`` leaves it open); returns (args, size-variable bindings)."""
-        env = {}
         if not tmpl.has_vars:       # the common case: every argument already has its shape
             for (_, declared, _), a in zip(tmpl.params, args):
                 if a.shape != declared:
                     break
             else:
-                return args, env
-        out = []
-        for (pname, declared, _), a in zip(tmpl.params, args):
-            bound, runtime, what = self.check_argument(tmpl, pname, declared, a.shape, env, loc)
-            out.append(builder.cast(a, bound, what, loc, runtime) if a.shape != bound else a)
+                return args, {}
+        checked, env = self.check_arguments(tmpl, [a.shape for a in args], [loc] * len(args))
+        out = [builder.cast(a, bound, what, loc, runtime) if a.shape != bound else a
+               for a, (bound, runtime, what) in zip(args, checked)]
         return out, env
 
     # ------------------------------------------------------------------ expressions
@@ -376,6 +406,9 @@ class Checker:
             raise GoatError("%s is a function; call it as %s(...)" % (name, name), e.loc)
         if lookup(name) is not None:
             raise GoatError("%s is a built-in function; call it as %s(...)" % (name, name), e.loc)
+        if name in self.later:
+            raise GoatError("unknown name '%s': it is defined later, on line %d; a name must be "
+                            "defined before it is used" % (name, self.later[name]), e.loc)
         candidates = list(self.globals) + (list(scope) if scope else [])
         raise GoatError("unknown name '%s'%s" % (name, _suggest(name, candidates)), e.loc)
 
@@ -390,11 +423,10 @@ class Checker:
                 raise GoatError("%s takes %d argument%s, got %d"
                                 % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc)
             args = [self.expr(a, scope, b) for a in e.args]
-            env = {}
-            for (pname, declared, _), a, a_ast in zip(target.params, args, e.args):
+            shapes = [b.shape(a) for a in args]
+            if target.has_vars or any(s != d for s, (_, d, _) in zip(shapes, target.params)):
                 # static mistakes are shown under the argument itself
-                if target.has_vars or b.shape(a) != declared:
-                    self.check_argument(target, pname, declared, b.shape(a), env, a_ast.loc)
+                self.check_arguments(target, shapes, [a.loc for a in e.args])
             return b.call(target, args, e.loc)
         if isinstance(target, Node):
             raise GoatError("'%s' is a value, not a function" % name, e.name_loc)
@@ -403,6 +435,10 @@ class Checker:
             if name == self._defining:
                 raise GoatError("%s calls itself: recursion is not allowed (a def may call only "
                                 "earlier defs)" % name, e.name_loc)
+            if name in self.later:
+                raise GoatError("unknown function '%s': it is defined later, on line %d; a def "
+                                "may call only defs above it, so defs cannot call each other"
+                                % (name, self.later[name]), e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)

@@ -26,9 +26,10 @@ class Node:
     by hash-consing, the first place).
     """
 
-    __slots__ = ("id", "kind", "op", "args", "shape", "loc", "check", "value", "what")
+    __slots__ = ("id", "kind", "op", "args", "shape", "loc", "check", "value", "what", "via")
 
-    def __init__(self, id, kind, op, args, shape, loc, check=False, value=None, what=None):
+    def __init__(self, id, kind, op, args, shape, loc, check=False, value=None, what=None,
+                 via=()):
         self.id = id
         self.kind = kind
         self.op = op
@@ -38,6 +39,7 @@ class Node:
         self.check = check
         self.value = value
         self.what = what        # CAST: a phrase naming the value, e.g. "argument h of ln_back"
+        self.via = via          # checked nodes made by expanding a def: ((def name, call Loc), ...)
 
     def __repr__(self):
         name = {CONST: "const", OP: getattr(self.op, "name", "?"), CAST: "cast"}[self.kind]

@@ -124,7 +124,15 @@ def matmul(a: tuple, b: tuple) -> tuple:
     if not (_same(k1, k2) or k1 is None or k2 is None):
         raise ShapeError("cannot matrix-multiply shapes %s and %s: the inner dimensions %s and "
                          "%s differ" % (format_shape(a), format_shape(b), format_dim(k1), format_dim(k2)))
-    batch = broadcast("matrix-multiply", a[:-2], b[:-2]) if (len(a) > 2 or len(b) > 2) else ()
+    batch = ()
+    if len(a) > 2 or len(b) > 2:
+        try:
+            batch = broadcast("matrix-multiply", a[:-2], b[:-2])
+        except ShapeError as e:
+            # name the whole shapes, not just their batch dimensions
+            why = e.message.split(": ", 1)[1]
+            raise ShapeError("cannot matrix-multiply shapes %s and %s: batch %s"
+                             % (format_shape(a), format_shape(b), why)) from None
     return tuple(batch) + (a[-2], b[-1])
 
 
