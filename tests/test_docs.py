@@ -43,3 +43,15 @@ def test_examples_run():
         if name.endswith(".mg"):
             values = run(read("examples", name), path=name)
             assert values, name
+
+
+def test_readme_repl_transcript_is_what_the_repl_shows():
+    import io
+    from goat.repl.display import show
+    from goat.repl.session import Session
+    readme = read("README.md")
+    transcript = readme.split("## The REPL")[1].split("```")[1]
+    s = Session(out=io.StringIO())
+    s.run("let q = [[1, 2], [3, 4], [5, 6]]\nlet k = [[1, 0], [0, 1], [1, 1]]")
+    assert " %s\n" % s.hint("q @ transpose(k") in transcript
+    assert show(s.run("q @ transpose(k)")[0].value) in transcript
