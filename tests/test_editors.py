@@ -74,3 +74,14 @@ def test_vscode_package_points_at_the_grammar():
     assert pkg["contributes"]["grammars"][0]["path"] == "./syntaxes/goat.tmLanguage.json"
     assert pkg["contributes"]["languages"][0]["extensions"] == [".mg"]
     assert "autocmd BufRead,BufNewFile *.mg setfiletype goat" in read("vim/ftdetect/goat.vim")
+
+
+def test_pygments_finds_the_lexer_by_name_once_installed():
+    from importlib import metadata
+    try:
+        metadata.distribution("goat-lang")
+    except metadata.PackageNotFoundError:
+        pytest.skip("goat is not installed (pip install .)")
+    from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
+    assert type(get_lexer_by_name("goat")).__name__ == "GoatLexer"
+    assert type(get_lexer_for_filename("model.mg")).__name__ == "GoatLexer"
