@@ -28,7 +28,7 @@ from .shapes import (ShapeError, SizeVar, bind, compatible, format_shape, format
 _NEGATE = UNARY_OPERATORS["-"]
 
 # template entry kinds
-_G, _O, _C, _K = range(4)     # global node, op, call, cast
+_G, _O, _C = range(3)         # a node of the program (a let or a constant), an op, a call
 
 
 class Template:
@@ -151,20 +151,17 @@ class _Global:
                 append(op_(payload, [slots[s] for s in arg_slots], eloc, shape, check))
             elif kind == _G:
                 append(payload)
-            elif kind == _C:
+            else:  # _C
                 append(self.call(payload, [slots[s] for s in arg_slots], eloc))
-            else:  # _K
-                what = payload
-                declared = _subst(shape, env) if has_vars else shape
-                append(self.cast(slots[arg_slots[0]], declared, what, eloc, check))
         return slots[tmpl.result]
 
 
 class _Body:
     """Records a def's body as template entries (hash-consed within the body)."""
 
-    def __init__(self, tmpl: Template):
+    def __init__(self, tmpl: Template, checker):
         self.tmpl = tmpl
+        self.checker = checker
         self._table = {}
         self._n = len(tmpl.params)
 
@@ -183,7 +180,7 @@ class _Body:
         return slot
 
     def const(self, value, loc):
-        return self.global_ref(self.checker_global.const(value, loc))
+        return self.global_ref(self.checker.g.const(value, loc))
 
     def global_ref(self, node):
         return self._add((_G, node.id), (_G, node, (), node.shape, node.loc, False))
@@ -199,11 +196,6 @@ class _Body:
             raise _shape_error(e, loc) from None
         check = not all(is_static(s) for s in shapes)
         return self._add(key, (_O, op, tuple(args), shape, loc, check))
-
-    def cast(self, ref, declared, what, loc, check):
-        if self.shape(ref) == declared:
-            return ref
-        return self._add((_K, ref, declared, what), (_K, what, (ref,), declared, loc, check))
 
     def call(self, tmpl: Template, args, loc):
         # checks the arguments now, so a mistake is reported at the def, not at its uses
@@ -322,9 +314,7 @@ class Checker:
             params.append((p.name, self._dims(p.type, allow_vars=True), p.loc))
         self._templates += 1
         tmpl = Template(stmt.name, params, stmt.loc, self._templates)
-        body = _Body(tmpl)
-        body.checker = self
-        body.checker_global = self.g
+        body = _Body(tmpl, self)
         scope = {p: i for i, (p, _, _) in enumerate(params)}
         self._defining = stmt.name
         try:
