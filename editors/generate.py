@@ -96,7 +96,7 @@ def vim_syntax() -> str:
         "syn keyword goatKeyword " + " ".join(sorted(KEYWORDS)),
         "syn keyword goatType " + " ".join(sorted(TYPE_WORDS)),
         "syn keyword goatBuiltin " + " ".join(builtin_names()),
-        r"syn match goatNumber '\<\d\+\.\=\d*\([eE][-+]\=\d\+\)\=\>'",
+        r"syn match goatNumber '\(\<\d\+\.\=\d*\|\.\d\+\)\([eE][-+]\=\d\+\)\='",
         r"syn match goatShape '\(tensor\s*\[\)\@<=[^\]]*'",
         r"syn match goatOperator '[-+*/@=]'",
         "syn match goatComment '#.*$'",
@@ -115,7 +115,8 @@ def vim_syntax() -> str:
 
 
 def vim_ftdetect() -> str:
-    return '" ' + NOTE + "\nautocmd BufRead,BufNewFile *.mg setfiletype goat\n"
+    # "set filetype", not "setfiletype": Vim's own filetype.vim claims *.mg for Modula-3
+    return '" ' + NOTE + "\nautocmd BufRead,BufNewFile *.mg set filetype=goat\n"
 
 
 def files() -> dict:

@@ -129,11 +129,19 @@ def _cmd_check(args) -> int:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    terminal = sys.stdin is not None and sys.stdin.isatty() and sys.stdout is not None and sys.stdout.isatty()
     if args.command is None:
-        if sys.stdin.isatty() and sys.stdout.isatty():
+        if terminal:
             args.command = "repl"
         else:
+            if sys.stdin is not None and sys.stdin.isatty():
+                sys.stderr.write("goat: reading a program from the terminal (end it with Ctrl-D); "
+                                 "the REPL needs a terminal for its output too\n")
             args = parser.parse_args(["run", "-"])
+    if args.command == "repl" and not terminal:
+        sys.stderr.write("goat: error: the REPL needs a terminal; to run a program from standard "
+                         "input, pipe it into goat or use goat run -\n")
+        return 1
     try:
         if args.command == "repl":
             from .repl.app import main as repl_main

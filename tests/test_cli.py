@@ -49,7 +49,7 @@ def test_check_does_not_run_and_shows_shapes(tmp_path):
     assert cli("check", path) == (0, "", "")
     status, out, err = cli("check", "--shapes", path)
     assert status == 0 and err == ""
-    assert out.splitlines() == ["def f(m: tensor[2x3]) : tensor[2x1]", "a : tensor[2x3]",
+    assert out.splitlines() == ["def f(m: tensor[2x3]) -> tensor[2x1]", "a : tensor[2x3]",
                                 "b : tensor[2x1]", "c : scalar"]
 
 

@@ -73,7 +73,7 @@ def test_vscode_package_points_at_the_grammar():
     pkg = json.loads(read("vscode/package.json"))
     assert pkg["contributes"]["grammars"][0]["path"] == "./syntaxes/goat.tmLanguage.json"
     assert pkg["contributes"]["languages"][0]["extensions"] == [".mg"]
-    assert "autocmd BufRead,BufNewFile *.mg setfiletype goat" in read("vim/ftdetect/goat.vim")
+    assert "autocmd BufRead,BufNewFile *.mg set filetype=goat" in read("vim/ftdetect/goat.vim")
 
 
 def test_pygments_finds_the_lexer_by_name_once_installed():

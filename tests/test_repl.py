@@ -21,6 +21,11 @@ from goat.repl.session import Session
 ENTER, TAB, CTRL_C, CTRL_D = "\r", "\t", "\x03", "\x04"
 
 
+def paste(text):
+    """Text as a terminal pastes it (bracketed paste)."""
+    return "\x1b[200~" + text + "\x1b[201~"
+
+
 class Driven:
     """A REPL fed keystrokes; records the toolbar as it stands after every keystroke.
 
@@ -72,14 +77,15 @@ def test_the_toolbar_shows_the_shape_while_typing():
 
 def test_the_toolbar_shows_the_error_it_would_raise():
     d = Driven("let a = [[1, 2], [3, 4]]" + ENTER + "a + [[1, 2, 3]]")
-    assert ("error: cannot add shapes 2x2 and 1x3: dimensions 2 and 3 differ and neither is 1"
-            in d.toolbars)
+    assert any(t.startswith("error: cannot add shapes 2x2 and 1x3: dimensions 2 and 3 differ")
+               for t in d.toolbars)
+    assert not any(t.startswith("error") for t in d.toolbars[:-len("1, 2, 3]]")])  # unfinished
 
 
 def test_errors_show_line_caret_message_and_keep_the_state():
     d = Driven("let a = [[1, 2]]" + ENTER + "let b = a @ a" + ENTER + "let a = a * 10" + ENTER
                + "a" + ENTER)
-    assert ("<repl>:1: error: cannot matrix-multiply shapes 1x2 and 1x2: the inner dimensions 2 and 1 differ\n"
+    assert ("<input 2>:1: error: cannot matrix-multiply shapes 1x2 and 1x2: the inner dimensions 2 and 1 differ\n"
             "1 | let b = a @ a\n"
             "  |         ^~~~~\n") in d.text
     assert "tensor[1x2]\n[[10  20]]" in d.text        # redefinition replaced a; b never existed
@@ -121,7 +127,7 @@ def test_ctrl_c_interrupts_a_running_evaluation(monkeypatch):
         return real_run(self, stmt)
     monkeypatch.setattr(Session, "run_statement", interrupted_once)
     d = Driven("let a = [[1]]" + ENTER + "let a = [[2]]" + ENTER + "a" + ENTER)
-    assert "interrupted; nothing was changed" in d.text
+    assert "interrupted; that statement was taken back" in d.text
     assert "tensor[1x1]\n[[2]]" in d.text
 
 
@@ -149,10 +155,10 @@ def test_commands():
     assert ":type EXPR" in d.text
     assert "loaded %s: 9 statements" % path in d.text
     assert "attention : tensor[6x6]" in d.text
-    assert "def softmax_rows(m: tensor[6x6]) : tensor[6x6]" in d.text
+    assert "def softmax_rows(m: tensor[6x6]) -> tensor[6x6]" in d.text
     assert "\ntensor[6x6]\n" in d.text                      # :type
     assert "nothing is defined yet" in d.text
-    assert "unknown command :bogus" in d.text
+    assert "no command :bogus" in d.text
     assert d.repl.session.names() == []                     # :quit left before the last line
 
 
@@ -170,7 +176,7 @@ def test_completion_offers_names_with_shapes_and_signatures():
     c = GoatCompleter(s)
     got = {x.text: x.display_meta_text for x in c.get_completions(Document("print a"), CompleteEvent())}
     assert got["alpha"] == "tensor[1x3]"
-    assert got["affine"] == "def affine(x: tensor[1x3]) : tensor[1x3]"
+    assert got["affine"] == "def affine(x: tensor[1x3]) -> tensor[1x3]"
     assert got["abs"] == "abs(x: S) -> S"
     cmds = [x.text for x in c.get_completions(Document(":t"), CompleteEvent())]
     assert cmds == [":type"]
@@ -246,3 +252,69 @@ def test_end_to_end_in_a_pseudo_terminal(tmp_path):
     assert term.child.exitstatus == 0
     with open(tmp_path / "goat" / "history", encoding="utf-8") as f:
         assert "a @ a" in f.read()
+
+
+def test_ctrl_r_then_enter_takes_the_match():
+    d = Driven("let zz = [[5]]" + ENTER + "\x12zz", ENTER, ENTER)
+    assert d.text.count("zz : tensor[1x1]") == 2
+
+
+def test_several_statements_show_their_results_in_order():
+    d = Driven(paste("let a = [[1, 2]]\nlet b = a * 2\nb + 1\nprint b") + ENTER)
+    text = d.text
+    assert (text.index("a : tensor[1x2]") < text.index("b : tensor[1x2]")
+            < text.index("[[3  5]]") < text.index("sizes = [1, 2]"))
+
+
+def test_a_failing_statement_in_a_pasted_input_is_taken_back_alone():
+    d = Driven(paste("let a2 = [[5]]\nlet b2 = [[1, 2]] @ [[1, 2]]\nlet c2 = [[1]]") + ENTER)
+    assert "a2 : tensor[1x1]" in d.text
+    assert [n for n, _ in d.repl.session.names()] == ["a2"]
+
+
+def test_a_bug_in_goat_does_not_end_the_session(monkeypatch):
+    real = Session.run_statement
+    calls = []
+
+    def broken_once(self, stmt):
+        if not calls:
+            calls.append(1)
+            raise ZeroDivisionError("simulated")
+        return real(self, stmt)
+    monkeypatch.setattr(Session, "run_statement", broken_once)
+    d = Driven("let a = [[1]]" + ENTER + "let a = [[2]]" + ENTER)
+    assert "goat: internal error (ZeroDivisionError: simulated)" in d.text
+    assert "a : tensor[1x1]" in d.text
+
+
+def test_python_habits_and_command_arguments():
+    d = Driven(":reset now" + ENTER + ":load \"%s\"" % os.path.join(ROOT, "examples", "tour.mg")
+               + ENTER + "exit" + ENTER + "let never = 1" + ENTER)
+    assert ":reset takes no argument" in d.text
+    assert "loaded" in d.text
+    assert "never" not in [n for n, _ in d.repl.session.names()]
+
+
+def test_values_fit_the_terminal():
+    from goat.repl.display import show
+    text = show(np.arange(1.0, 41.0).reshape(1, 40), width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert text.splitlines()[1].startswith("[[ 1   2   3") and text.endswith("39  40]]")
+    assert show(np.zeros((2, 0))) == "tensor[2x0]\n(empty)"
+    assert show(np.float64(7)) == "scalar\n7"
+
+
+def test_no_hint_for_what_is_plainly_unfinished():
+    s = Session(out=io.StringIO())
+    s.run("let a = [[1, 2], [3, 4]]")
+    for text in ["let m = [[1, 2],", "exp(", "(", "def h(x: tensor[2x2], y: ", "[[1, 2], [3", "[",
+                 "le", "a + [[1, 2"]:
+        assert s.hint(text) == "", text
+    assert s.hint("exp(a + [[1, 2, 3]]").startswith("error: cannot add shapes 2x2 and 1x3")
+    assert s.hint("foo + ro") == "error: unknown name 'foo'"
+
+
+def test_repl_needs_a_terminal():
+    from conftest import cli
+    status, out, err = cli("repl", stdin=b"print [[1]]\n")
+    assert status == 1 and "the REPL needs a terminal" in err

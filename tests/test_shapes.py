@@ -38,7 +38,7 @@ def test_nested_size_variable_defs():
     src = ("def f(x: tensor[N, K]) = row_sum(x)\n"
            "def g(y: tensor[2, M]) = f(y) * 2\nprint g([[1, 2, 3], [4, 5, 6]])")
     assert run(src)[0].tolist() == [[12.0], [30.0]]
-    assert goat.check_source(src).defs["g"].signature() == "g(y: tensor[2, M]) : tensor[2x1]"
+    assert goat.check_source(src).defs["g"].signature() == "g(y: tensor[2, M]) -> tensor[2x1]"
 
 
 def test_rank_three_broadcast_and_batched_matmul():

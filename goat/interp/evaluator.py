@@ -22,8 +22,15 @@ def _shape_of(x):
 
 
 def _notes(node):
-    """Where a failing node came from, when it was made by expanding defs (innermost first)."""
-    return tuple("in %s, called on line %d" % (name, loc.line) for name, loc in reversed(node.via))
+    """Where a failing node came from, when it was made by expanding defs (innermost first).
+
+    A call in the same file as the failing expression is named by its line; one elsewhere (an
+    earlier input of the REPL, say) by its path and line.
+    """
+    here = node.loc.source
+    return tuple("in %s, called %s" % (name, "on line %d" % loc.line if loc.source is here
+                                       else "at %s:%d" % (loc.source.path, loc.line))
+                 for name, loc in reversed(node.via))
 
 
 def _checked(fn, node):

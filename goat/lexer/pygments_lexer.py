@@ -7,7 +7,7 @@ the same lists the parser and completion use.
 from __future__ import annotations
 
 from pygments.lexer import RegexLexer, bygroups, words
-from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, Text,
+from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation,
                             Whitespace)
 
 from ..ops import builtin_names
@@ -43,6 +43,6 @@ class GoatLexer(RegexLexer):
             (NAME, Name),
             (r"[-+*/@=]", Operator),
             (r"[()\[\],:]", Punctuation),
-            (r".", Text),
+            (r".", Error),
         ],
     }

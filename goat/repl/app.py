@@ -19,15 +19,17 @@ import sys
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import is_searching
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.shortcuts import print_formatted_text
-from prompt_toolkit.styles import Style
+from prompt_toolkit.styles import Style, merge_styles, style_from_pygments_dict
+from pygments.token import Comment, Keyword, Name, Number, Operator, Text
 
 from .. import __version__
-from ..diagnostics import GoatError
+from ..diagnostics import GoatError, internal_error_line
 from ..lexer.lexer import open_brackets
 from ..lexer.pygments_lexer import GoatLexer
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
@@ -63,14 +65,34 @@ Enter inside an open bracket continues on the next line (Esc Enter always does);
 Ctrl-C cancels the input or interrupts a run; Ctrl-D leaves.""" % (
     __version__, "\n".join("  %-8s %s" % (c, d) for c, d in COMMANDS.items()))
 
-STYLE = Style.from_dict({
-    "bottom-toolbar": "noreverse bg:#222222 #aaaaaa",
-    "bottom-toolbar.hint": "bg:#222222 #87d7ff",
-    "bottom-toolbar.error": "bg:#222222 #ff8787",
-    "type": "#87afaf",
-    "error": "#ff5f5f",
-    "note": "#888888",
-})
+# Named ANSI colours follow the terminal's own palette, so the REPL reads on light and dark
+# backgrounds alike.
+STYLE = merge_styles([
+    style_from_pygments_dict({
+        Keyword: "ansimagenta bold",
+        Keyword.Type: "ansicyan",
+        Name.Builtin: "ansicyan",
+        Name.Function: "ansigreen bold",
+        Name.Variable: "ansigreen",
+        Number: "ansiyellow",
+        Comment: "ansibrightblack italic",
+        Operator: "",
+        Text.Error: "ansired",
+    }),
+    Style.from_dict({
+        "bottom-toolbar": "noreverse",
+        "bottom-toolbar.hint": "ansicyan",
+        "bottom-toolbar.error": "ansired",
+        "type": "ansicyan",
+        "error": "ansired",
+        "note": "ansibrightblack",
+    }),
+])
+
+ALIASES = {":q": ":quit", ":exit": ":quit", ":h": ":help", ":t": ":type"}
+# what a Python user types by reflex (unless the session defines such a name)
+PYTHON_HABITS = {"exit": ":quit", "quit": ":quit", "exit()": ":quit", "quit()": ":quit",
+                 "help": ":help", "help()": ":help"}
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -112,7 +134,9 @@ class GoatCompleter(Completer):
         for name, sig in self.session.builtins():
             if name.startswith(prefix):
                 yield Completion(name, start, display_meta=sig)
-        for word in list(KEYWORDS) + list(TYPE_WORDS):
+        at_start = not line.strip() or line.strip() == prefix
+        words = list(KEYWORDS) if at_start else [] if ":" not in line else list(TYPE_WORDS)
+        for word in words:
             if word.startswith(prefix):
                 yield Completion(word, start, display_meta="keyword")
 
@@ -125,11 +149,13 @@ class Repl:
 
     def __init__(self, input=None, output=None, out=None, history=None):
         self.out = out
+        self.inputs = 0
         self.session = Session(out=_Writer(self))
         self._hint_for = None
         self._hint = ("", "")
+        self.history_problem = None
         if history is None:
-            history = _history()
+            history, self.history_problem = _history()
         self.prompt = PromptSession(
             message="goat> ",
             prompt_continuation=lambda width, line, wrap: "  ... ".rjust(width),
@@ -147,36 +173,51 @@ class Repl:
         )
 
     # ------------------------------------------------------------------ the toolbar
-    def hint(self, text: str):
+    def hint(self, text: str, width: int = 100):
         """(style, text) for the toolbar, recomputed only when the input changed."""
-        if text != self._hint_for:
-            self._hint_for = text
+        if (text, width) != self._hint_for:
+            self._hint_for = (text, width)
             stripped = text.strip()
             if stripped.startswith(":"):
-                word = stripped.split()[0]
-                self._hint = ("hint", COMMANDS.get(word, "unknown command; :help lists them"))
+                word, _, rest = stripped.partition(" ")
+                if word == ":type" and rest.strip():
+                    h = self.session.hint(rest, width)
+                    self._hint = ("error" if h.startswith("error:") else "hint", h)
+                elif word in COMMANDS or word in ALIASES:
+                    self._hint = ("hint", COMMANDS[ALIASES.get(word, word)])
+                else:
+                    matches = [c for c in COMMANDS if c.startswith(word)]
+                    self._hint = ("hint", "   ".join(matches) if matches else
+                                  "no command %s; :help lists them" % word)
             elif not stripped:
                 self._hint = ("", ":help for help   Tab completes   Ctrl-D leaves")
             else:
-                h = self.session.hint(text)
+                h = self.session.hint(text, width)
                 self._hint = ("error" if h.startswith("error:") else "hint", h)
         return self._hint
 
     def toolbar(self):
-        style, text = self.hint(self.prompt.default_buffer.text)
+        buffer = self.prompt.default_buffer
+        try:
+            width = self.prompt.app.output.get_size().columns - 2
+        except Exception:
+            width = 100
+        style, text = self.hint(buffer.text, width)
+        if len(text) > width:
+            text = text[:width - 1] + "…"
         return FormattedText([("class:bottom-toolbar." + style if style else "class:bottom-toolbar",
                                " " + text)])
 
     def _keys(self):
         kb = KeyBindings()
 
-        @kb.add("enter")
+        @kb.add("enter", filter=~is_searching)
         def _(event):
             buf = event.current_buffer
             if buf.complete_state:
                 buf.complete_state = None
                 return
-            if open_brackets(buf.text) and buf.document.is_cursor_at_the_end:
+            if open_brackets(buf.text):
                 buf.insert_text("\n")
             else:
                 buf.validate_and_handle()
@@ -202,6 +243,8 @@ class Repl:
     def loop(self) -> int:
         if self.out is None:
             self.write("goat %s -- :help for help, Ctrl-D to leave\n" % __version__, "note")
+        if self.history_problem:
+            self.write("note: %s\n" % self.history_problem, "note")
         while True:
             try:
                 text = self.prompt.prompt()
@@ -213,24 +256,39 @@ class Repl:
                 return 0
 
     def handle(self, text: str):
-        """Run one input (a statement, several, or a command); prints what happened."""
+        """Run one input (a statement, several, or a command); prints what happened.
+
+        Statements run one at a time, each shown before the next runs; the first that fails
+        is taken back and the rest of the input is not run.
+        """
         stripped = text.strip()
         if not stripped:
             return None
+        if stripped in PYTHON_HABITS and stripped.rstrip("()") not in self.session.checker.globals:
+            stripped = PYTHON_HABITS[stripped]
+        self.inputs += 1
         try:
             if stripped.startswith(":"):
                 return self.command(stripped)
-            for result in self.session.run(text):
-                self._show(result)
+            for stmt in self.session.parse(text, "<input %d>" % self.inputs):
+                self._show(self.session.run_statement(stmt))
         except GoatError as e:
             self.write(e.render() + "\n", "error")
         except KeyboardInterrupt:
-            self.write("interrupted; nothing was changed\n", "error")
+            self.write("interrupted; that statement was taken back\n", "error")
+        except Exception as e:        # a bug in goat: say so, and keep the session
+            self.write(internal_error_line(e) + "\n", "error")
         return None
+
+    def _width(self):
+        try:
+            return self.prompt.app.output.get_size().columns
+        except Exception:
+            return 100
 
     def _show(self, r):
         if r.kind == "value":
-            self.write(show(r.value) + "\n")
+            self.write(show(r.value, self._width()) + "\n")
         elif r.kind == "let":
             self.write("%s : %s\n" % (r.name, _type(r.shape)), "type")
         elif r.kind == "def":
@@ -238,8 +296,12 @@ class Repl:
 
     def command(self, text: str):
         word, _, rest = text.partition(" ")
+        word = ALIASES.get(word, word)
         rest = rest.strip()
-        if word in (":quit", ":q", ":exit"):
+        if word in (":quit", ":help", ":env", ":reset") and rest:
+            self.write("%s takes no argument\n" % word, "error")
+            return None
+        if word == ":quit":
             return "quit"
         if word == ":help":
             self.write(HELP + "\n")
@@ -259,6 +321,8 @@ class Repl:
                 else:
                     self.write("%s : %s\n" % (name.ljust(width), desc), "type")
         elif word == ":load":
+            if len(rest) > 1 and rest[0] == rest[-1] and rest[0] in "\"'":
+                rest = rest[1:-1]
             if not rest:
                 self.write(":load needs a file name\n", "error")
             else:
@@ -268,7 +332,7 @@ class Repl:
             self.session.reset()
             self.write("every name is forgotten\n", "note")
         else:
-            self.write("unknown command %s; :help lists the commands\n" % word, "error")
+            self.write("no command %s; :help lists the commands\n" % word, "error")
         return None
 
 
@@ -290,15 +354,25 @@ class _Writer:
         pass
 
 
+class _History(FileHistory):
+    """The history file, without an entry that repeats the one just before it."""
+
+    def append_string(self, string: str) -> None:
+        if self._loaded_strings and self._loaded_strings[0] == string:
+            return
+        super().append_string(string)
+
+
 def _history():
+    """(history, None), or (history kept in memory, why the file cannot be used)."""
     path = history_path()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "a", encoding="utf-8"):
             pass
-        return FileHistory(path)
-    except OSError:
-        return InMemoryHistory()
+        return _History(path), None
+    except OSError as e:
+        return InMemoryHistory(), "history is not saved: cannot write %s (%s)" % (path, e.strerror or e)
 
 
 def main() -> int:

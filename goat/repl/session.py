@@ -20,6 +20,7 @@ from ..interp.evaluator import Evaluator
 from ..lexer import ast
 from ..lexer.lexer import open_brackets
 from ..lexer.parser import parse
+from ..lexer.tokens import KEYWORDS
 from ..ops import REGISTRY, builtin_names
 from ..typecheck.checker import Checker, Template
 from ..typecheck.program import Program
@@ -152,7 +153,7 @@ class Session:
         """(statement kind, description) of the last statement of ``text``."""
         stmts = self.parse(text)
         if not stmts:
-            return None, ""
+            return None, "", None
         snap = self._snapshot()
         try:
             for stmt in stmts:
@@ -161,26 +162,28 @@ class Session:
             self._restore(snap)
         t = type(stmt)
         if t is ast.Let:
-            return "let", "%s : %s" % (stmt.name, format_type(checked.shape))
+            return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
         if t is ast.Def:
-            return "def", "def " + checked.signature()
-        return ("print" if t is ast.Print else "expr"), format_type(checked.shape)
+            return "def", "def " + checked.signature(), stmt
+        return ("print" if t is ast.Print else "expr"), format_type(checked.shape), stmt
 
-    def hint(self, text: str) -> str:
+    def hint(self, text: str, width: int = 100) -> str:
         """The bottom-toolbar hint for input being typed: its shape, or the error it would
-        raise; '' while it is still incomplete."""
+        raise; '' while it is plainly unfinished.  At most about ``width`` characters."""
         body = text.strip()
-        if not body or body.startswith(":"):
-            return ""
+        if not body or body.startswith(":") or any(k.startswith(body) for k in KEYWORDS):
+            return ""               # nothing yet, a command, or a keyword half typed
         missing = open_brackets(text)
-        candidate = text + "".join(")" if b == "(" else "]" for b in reversed(missing))
+        if "[" in missing:
+            return ""               # a literal still being typed has no shape yet
+        candidate = text + ")" * len(missing)
         try:
-            kind, described = self._describe(candidate)
+            kind, described, stmt = self._describe(candidate)
         except GoatError as e:
-            if _incomplete(e):
-                return ""
+            if _incomplete(e) or (missing and not _shape_complaint(e)):
+                return ""           # an open bracket: the rest is still to come
             partial = _PARTIAL_NAME.search(body)
-            if partial and e.message.startswith("unknown "):
+            if partial and e.message.startswith("unknown ") and "'%s'" % partial.group() in e.message:
                 word = partial.group()
                 known = [n for n, _ in self.names()] + builtin_names()
                 matches = sorted(n for n in known if n.startswith(word) and n != word)
@@ -189,12 +192,16 @@ class Session:
             return "error: " + e.message
         if kind in (None, "let", "def"):
             return described
-        shown = " ".join(body.split())
-        if kind == "print":
-            shown = shown[len("print"):].strip()
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        return "%s%s  :  %s" % (shown, "…" if missing else "", described)
+        expr = stmt.expr if kind == "print" else stmt
+        if missing and not re.search(r"\w", text[expr.loc.start:]):
+            return ""               # only brackets so far
+        shown = " ".join(candidate[expr.loc.start:expr.loc.end].split())
+        if missing:                 # show what was typed, not the brackets added to check it
+            shown = " ".join(text[expr.loc.start:].split()) + "…"
+        room = max(10, width - len(described) - 5)
+        if len(shown) > room:
+            shown = shown[:room - 1] + "…"
+        return "%s  :  %s" % (shown, described)
 
     # ------------------------------------------------------------------ names
     def names(self) -> list:
@@ -218,3 +225,8 @@ def _incomplete(e: GoatError) -> bool:
     """Is this the complaint of a statement that is only not finished yet?"""
     m = e.message
     return ("found the end of the line" in m or "ends early" in m or "is never closed" in m)
+
+
+def _shape_complaint(e: GoatError) -> bool:
+    """A shape error proper, worth showing even while a bracket is still open."""
+    return e.message.startswith(("cannot ", "unknown ", "argument ", "size variable "))

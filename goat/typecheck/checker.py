@@ -57,7 +57,8 @@ class Template:
         return self.entries[self.result - n][3]
 
     def signature(self) -> str:
-        return "%s(%s) : %s" % (self.name, ", ".join("%s: %s" % (p, format_type(s))
+        """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
+        return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, format_type(s))
                                                      for p, s, _ in self.params),
                                 format_type(self.shape))
 

@@ -7,7 +7,7 @@ endif
 syn keyword goatKeyword def let print
 syn keyword goatType scalar tensor
 syn keyword goatBuiltin abs col_max col_mean col_min col_sum cos eq exp ge gt le log lt maximum minimum ne relu row_max row_mean row_min row_sum sigmoid sin sqrt tanh transpose
-syn match goatNumber '\<\d\+\.\=\d*\([eE][-+]\=\d\+\)\=\>'
+syn match goatNumber '\(\<\d\+\.\=\d*\|\.\d\+\)\([eE][-+]\=\d\+\)\='
 syn match goatShape '\(tensor\s*\[\)\@<=[^\]]*'
 syn match goatOperator '[-+*/@=]'
 syn match goatComment '#.*$'
