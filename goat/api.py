@@ -64,6 +64,9 @@ def read_source(path: str) -> Source:
         raise GoatError("cannot read %s: it is a directory" % path, path=path) from None
     except OSError as e:
         raise GoatError("cannot read %s: %s" % (path, e.strerror or e), path=path) from None
+    except ValueError:          # a path with a NUL byte in it
+        raise GoatError("cannot read %r: a file name cannot contain a NUL character" % path,
+                        path=repr(path)) from None
     return decode_source(data, path)
 
 

@@ -149,3 +149,15 @@ def test_output_that_cannot_be_written(tmp_path):
 
 def test_no_arguments_reads_a_program_from_standard_input():
     assert cli(stdin=CORE.encode()) == (0, MEMREF_11, "")
+
+
+def test_a_path_with_a_nul_character():
+    import goat
+    with pytest.raises(goat.GoatError) as e:
+        goat.run_file("a\x00b.mg")
+    assert e.value.message == "cannot read 'a\\x00b.mg': a file name cannot contain a NUL character"
+
+
+def test_a_repl_command_in_a_file_says_so():
+    status, _, err = cli("run", "-", stdin=b":env\n")
+    assert status == 1 and "commands such as :env work only in the REPL" in err

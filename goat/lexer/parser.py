@@ -250,6 +250,8 @@ def _hint(tokens, tok) -> str:
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
     if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
         return "; there is no indexing: select with a matrix product, or by masking"
+    if tok.type == "_COLON" and i == 0:
+        return "; commands such as :env work only in the REPL"
     if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
         return "; a new name needs let: let %s = ..." % tokens[0].value
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
