@@ -88,3 +88,28 @@ def test_rank3_layout():
 
 def test_empty_dimension_prints_brackets():
     assert format_memref(np.zeros((0, 3))).endswith("data = \n[]\n")
+
+
+def test_every_processor_prints_the_books_minus_nan():
+    # x86 gives 0/0 a negative NaN (the book's "-nan"); elsewhere the back end makes it so
+    import io
+    import goat
+    from goat.gpu.numpy_backend import NumpyBackend
+    from goat.interp.evaluator import Evaluator
+    for x86_nan in (True, False):
+        out = io.StringIO()
+        program = goat.check_source("print [[1], [-1], [0]] / [[0]]\nprint sqrt([[-1]])\n"
+                                    "print [[0]] * (-[[0]] / [[0]])")
+        Evaluator(program, NumpyBackend(x86_nan=x86_nan), out=out).run()
+        lines = out.getvalue().splitlines()
+        assert lines[1:4] == ["[[inf], ", " [-inf], ", " [-nan]]"]
+        assert lines[5] == "[[-nan]]"
+
+
+def test_a_nan_that_comes_in_keeps_its_sign():
+    from goat.gpu.numpy_backend import NumpyBackend
+    xp = NumpyBackend(x86_nan=True).xp
+    positive_nan = abs(float("nan"))
+    assert not np.signbit(xp.add(np.array([positive_nan]), np.array([1.0]))[0])
+    with np.errstate(all="ignore"):
+        assert np.signbit(xp.subtract(np.array([np.inf]), np.array([np.inf]))[0])
