@@ -1,7 +1,6 @@
 """The documentation keeps up with the code: every built-in is documented, and the README's
 tour runs as shown."""
 import os
-import re
 
 from conftest import ROOT, run
 from goat.ops import builtin_names
