@@ -103,3 +103,13 @@ def test_type_spellings(written, dims):
 
 def test_x_form_with_size_variables_runs():
     assert run("def f(x: tensor[Nx3]) = row_sum(x)\nprint f([[1, 2, 3], [4, 5, 6]])")[0].tolist() == [[6.0], [15.0]]
+
+
+def test_two_unknown_sizes_bound_to_one_variable_are_compared_when_the_call_runs():
+    src = ("def rows(m: tensor[?x2]) = m\n"
+           "def f(x: tensor[N, K], y: tensor[N, K]) = x + y\n"
+           "print f(rows([[1, 2]]), rows([[3, 4]]))\n"
+           "print f(rows([[1, 2], [3, 4]]), rows([[1, 2], [3, 4], [5, 6]]))\n")
+    e = error(src)
+    assert str(e) == "t.mg:4: error: size variable N is 2 for argument x of f but 3 for argument y of f"
+    assert run(src.rsplit("\n", 2)[0])[0].tolist() == [[4.0, 6.0]]

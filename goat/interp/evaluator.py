@@ -60,6 +60,18 @@ def _cast_check(node):
     return run
 
 
+def _same_size_check(node):
+    dim, ref_dim, name, what, ref_what = node.value
+
+    def run(x, ref):
+        a, b = _shape_of(x)[dim], _shape_of(ref)[ref_dim]
+        if a != b:
+            raise GoatError("size variable %s is %d for %s but %d for %s"
+                            % (name, b, ref_what, a, what), node.loc, notes=_notes(node))
+        return x
+    return run
+
+
 def _identity(x):
     return x
 
@@ -95,6 +107,8 @@ class Evaluator:
                 fn = _checked(fn, node)
             return fn
         if node.kind == CAST:
+            if len(node.args) == 2:
+                return _same_size_check(node)
             return _cast_check(node) if node.check else _identity
         raise TypeError(node)
 

@@ -123,6 +123,15 @@ class _Global:
         return self.program.intern(key, lambda i: Node(i, CAST, None, (ref,), declared, loc,
                                                        check, what=what, via=via))
 
+    def same_size(self, x, dim, ref, ref_dim, name, what, ref_what, loc):
+        """``x``, checked when it runs to have dimension ``dim`` equal to ``ref``'s ``ref_dim``
+        (a size variable both are bound to, which neither shape knows)."""
+        key = ("same", x.id, dim, ref.id, ref_dim)
+        spec = (dim, ref_dim, name, what, ref_what)
+        via = tuple(self._calls)
+        return self.program.intern(key, lambda i: Node(i, CAST, None, (x, ref), x.shape, loc, True,
+                                                       value=spec, via=via))
+
     def call(self, tmpl: Template, args, loc):
         key = (tmpl.index,) + tuple([a.id for a in args])
         hit = self._memo.get(key)
@@ -350,6 +359,23 @@ class Checker:
             out.append((bound, runtime, what))
         return out, env
 
+    @staticmethod
+    def unknown_sizes(tmpl, shapes):
+        """Size variables that only ``?`` dimensions bind: they must agree when the call runs.
+
+        Returns [(argument, dimension, first argument, its dimension, variable name)] for every
+        place after the first where such a variable appears.
+        """
+        first, links = {}, []
+        for i, ((_, declared, _), actual) in enumerate(zip(tmpl.params, shapes)):
+            for j, (d, x) in enumerate(zip(declared, actual)):
+                if isinstance(d, SizeVar) and x is None:
+                    if d.name in first:
+                        links.append((i, j) + first[d.name] + (d.name,))
+                    else:
+                        first[d.name] = (i, j)
+        return links
+
     def bind_arguments(self, tmpl, args, loc, builder):
         """Cast the argument nodes to the declared parameter shapes (checked at run time
         where a ``?`` leaves it open); returns (args, size-variable bindings)."""
@@ -359,9 +385,13 @@ class Checker:
                     break
             else:
                 return args, {}
-        checked, env = self.check_arguments(tmpl, [a.shape for a in args], [loc] * len(args))
+        shapes = [a.shape for a in args]
+        checked, env = self.check_arguments(tmpl, shapes, [loc] * len(args))
         out = [builder.cast(a, bound, what, loc, runtime) if a.shape != bound else a
                for a, (bound, runtime, what) in zip(args, checked)]
+        if tmpl.has_vars:
+            for i, j, k, m, name in self.unknown_sizes(tmpl, shapes):
+                out[i] = builder.same_size(out[i], j, out[k], m, name, checked[i][2], checked[k][2], loc)
         return out, env
 
     # ------------------------------------------------------------------ expressions
