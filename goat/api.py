@@ -23,12 +23,35 @@ from .typecheck.program import Program
 
 # Deeply nested expressions (a 10,000-level bracket nest, a 10,000-term sum) recurse in the
 # checker; they run on a thread with a large stack so that they are checked, not crashed on.
-_STACK_BYTES = 512 * 1024 * 1024
+_STACK_SIZES = (512 * 1024 * 1024, 64 * 1024 * 1024)   # the second where memory is capped
 _RECURSION_LIMIT = 120_000
+_limit_lock = threading.Lock()
+_limit_users = 0            # calls inside with_deep_stack now (they share the raised limit)
+_limit_before = None
+
+
+def _raise_limit():
+    global _limit_users, _limit_before
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_before = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_before, _RECURSION_LIMIT))
+        _limit_users += 1
+
+
+def _restore_limit():
+    global _limit_users
+    with _limit_lock:
+        _limit_users -= 1
+        if _limit_users == 0:
+            sys.setrecursionlimit(_limit_before)
 
 
 def with_deep_stack(fn, *args, **kwargs):
-    """Run ``fn(*args, **kwargs)`` on a thread whose stack allows deep recursion."""
+    """Run ``fn(*args, **kwargs)`` where deep recursion is allowed: on a thread with a large
+    stack and a raised recursion limit (restored when the last such call ends, so concurrent
+    calls do not undo each other).  Where no such thread can be started (memory is capped),
+    it runs in the calling thread with the raised limit alone."""
     result = {}
 
     def target():
@@ -37,19 +60,26 @@ def with_deep_stack(fn, *args, **kwargs):
         except BaseException as e:      # re-raised in the caller's thread
             result["error"] = e
 
-    old_limit = sys.getrecursionlimit()
-    old_size = threading.stack_size()
+    _raise_limit()
     try:
-        threading.stack_size(_STACK_BYTES)
-        sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
-        t = threading.Thread(target=target, name="goat", daemon=True)
-        t.start()
+        thread = None
+        for size in _STACK_SIZES:
+            old_size = threading.stack_size()
+            try:
+                threading.stack_size(size)
+                thread = threading.Thread(target=target, name="goat", daemon=True)
+                thread.start()
+                break
+            except (RuntimeError, MemoryError, ValueError):
+                thread = None
+            finally:
+                threading.stack_size(old_size)
+        if thread is None:
+            target()
+        else:
+            thread.join()
     finally:
-        threading.stack_size(old_size)
-    try:
-        t.join()
-    finally:
-        sys.setrecursionlimit(old_limit)
+        _restore_limit()
     if "error" in result:
         raise result["error"]
     return result.get("value")

@@ -45,7 +45,12 @@ class _Output:
         if sys.stdout is None:
             raise GoatError("cannot write output: standard output is closed")
         try:
-            sys.stdout.write(text)
+            # the output is UTF-8 whatever the locale says: it must equal the book's byte for byte
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is not None:
+                buffer.write(text.encode("utf-8"))
+            else:
+                sys.stdout.write(text)
         except BrokenPipeError:
             raise
         except (OSError, ValueError) as e:

@@ -161,3 +161,34 @@ def test_a_path_with_a_nul_character():
 def test_a_repl_command_in_a_file_says_so():
     status, _, err = cli("run", "-", stdin=b":env\n")
     assert status == 1 and "commands such as :env work only in the REPL" in err
+
+
+def test_output_is_utf8_whatever_the_locale(tmp_path):
+    path = write(tmp_path, "a.mg", CORE)
+    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONIOENCODING="latin-1")
+    p = subprocess.run([sys.executable, "-m", "goat", "run", path], capture_output=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout == MEMREF_11.encode("utf-8")
+
+
+def test_deep_stack_calls_in_threads_keep_the_recursion_limit():
+    import threading
+    import goat
+    before = sys.getrecursionlimit()
+    deep = "print " + " + ".join(["1"] * 20_000)
+    errors = []
+
+    def work(src):
+        try:
+            for _ in range(3):
+                goat.run_source(src)
+        except Exception as e:       # pragma: no cover - the failure being tested for
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(deep,)),
+               threading.Thread(target=work, args=("print 1\n" * 2000,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sys.getrecursionlimit() == before

@@ -224,3 +224,14 @@ def test_out_of_memory_names_the_line():
     e = error(src)
     assert e.line == 2
     assert e.message == "out of memory computing a value of shape 300000x300000 (720 GB)"
+
+
+def test_a_missing_comma_between_rows():
+    e = error("let a = [[1, 2],\n         [3, 4]\n         [5, 6]]")
+    assert e.line == 3 and e.message.endswith("; is a comma missing between two rows?")
+
+
+def test_a_function_defined_later_at_top_level():
+    e = error("print g([[1]])\ndef g(x: tensor[1x1]) = x")
+    assert e.message == ("unknown function 'g': it is defined later, on line 2; a name must be "
+                         "defined before it is used")

@@ -113,3 +113,14 @@ def test_a_nan_that_comes_in_keeps_its_sign():
     assert not np.signbit(xp.add(np.array([positive_nan]), np.array([1.0]))[0])
     with np.errstate(all="ignore"):
         assert np.signbit(xp.subtract(np.array([np.inf]), np.array([np.inf]))[0])
+
+
+def test_tanh_keeps_the_sign_of_a_nan_like_c():
+    import goat
+    (got,) = goat.run_source("print tanh([[0]] / [[0]])")
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.tanh.restype = ctypes.c_double
+    libm.tanh.argtypes = [ctypes.c_double]
+    with np.errstate(all="ignore"):
+        nan = float((np.zeros(1) / np.zeros(1))[0])
+    assert format_number(float(got[0, 0])) == c_printf_g(libm.tanh(nan))

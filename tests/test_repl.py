@@ -318,3 +318,28 @@ def test_repl_needs_a_terminal():
     from conftest import cli
     status, out, err = cli("repl", stdin=b"print [[1]]\n")
     assert status == 1 and "the REPL needs a terminal" in err
+
+
+def test_values_handed_out_are_copies():
+    s = Session(out=io.StringIO())
+    s.run("let a = [[1, 2]]")
+    (r,) = s.run("a")
+    r.value[0, 0] = 99
+    (again,) = s.run("a")
+    assert again.value.tolist() == [[1.0, 2.0]]
+
+
+def test_load_follows_the_rules_of_a_file(tmp_path):
+    twice = tmp_path / "twice.mg"
+    twice.write_text("let a = [[1]]\nlet a = [[2]]\n")
+    early = tmp_path / "early.mg"
+    early.write_text("print b\nlet b = [[1]]\n")
+    s = Session(out=io.StringIO())
+    s.run("let a = [[0]]")                  # a file may still replace a name of the session
+    with pytest.raises(Exception) as e:
+        s.load(str(twice))
+    assert "'a' is already defined on line 1" in str(e.value)
+    with pytest.raises(Exception) as e:
+        s.load(str(early))
+    assert "it is defined later, on line 2" in str(e.value)
+    assert s.names() == [("a", "tensor[1x1]")]

@@ -248,6 +248,9 @@ def _hint(tokens, tok) -> str:
     prev = tokens[i - 1].type if i > 0 else None
     if tok.type == "STAR" and prev == "STAR":
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
+    depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])
+    if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
+        return "; is a comma missing between two rows?"
     if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
         return "; there is no indexing: select with a matrix product, or by masking"
     if tok.type == "_COLON" and i == 0:

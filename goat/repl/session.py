@@ -123,20 +123,34 @@ class Session:
             return Result("def", stmt.name, checked.shape, signature=checked.signature())
         if t is ast.Print:
             return Result("print", None, checked.shape)
-        return Result("value", None, checked.shape, self.evaluator.value(checked))
+        # a copy: the session's own value must not change if the caller changes this one
+        return Result("value", None, checked.shape, np.array(self.evaluator.value(checked)))
 
     def load(self, path: str) -> list:
         """Run a whole file into the session: checked whole first, taken back whole on error."""
         from ..api import read_source
         source = read_source(path)
-        stmts = parse(source).stmts
+        module = parse(source)
+        stmts = module.stmts
         snap = self._snapshot()
+        seen = {}
         try:
-            checked = [self._check(stmt) for stmt in stmts]
+            self.checker.look_ahead(module)     # a file's rules: use after definition...
+            checked = []
+            for stmt in stmts:
+                name = getattr(stmt, "name", None)
+                if name in seen:                # ... and each name once in the file
+                    raise GoatError("'%s' is already defined on line %d; a name can be defined "
+                                    "only once in a file" % (name, seen[name]), stmt.name_loc)
+                if name is not None:
+                    seen[name] = stmt.loc.line
+                checked.append(self._check(stmt))
             self.evaluator.run()
         except BaseException:
             self._restore(snap)
             raise
+        finally:
+            self.checker.later = {}
         self.program.journal = []
         return [self._result(s, c) for s, c in zip(stmts, checked)]
 

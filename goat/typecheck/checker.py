@@ -97,10 +97,12 @@ class _Global:
         return node
 
     def op(self, op, args, loc, shape=None, check=None):
+        # the Op itself leads the key (hashed by identity): no clash with the string-led keys
+        # of constants and casts, whatever a future op is called
         if len(args) == 1:
-            key = (op.name, args[0].id)
+            key = (op, args[0].id)
         else:
-            key = (op.name,) + tuple(a.id for a in args)
+            key = (op,) + tuple(a.id for a in args)
         node = self.program._table.get(key)
         if node is not None:
             return node
@@ -143,9 +145,9 @@ class _Global:
             result = self._expand(tmpl, args, env)
         finally:
             self._calls.pop()
-        self._memo[key] = result
         if self.program.journal is not None:
             self.program.journal.append((self._memo, key))
+        self._memo[key] = result
         return result
 
     def _expand(self, tmpl: Template, args, env):
@@ -197,7 +199,7 @@ class _Body:
 
     def op(self, op, args, loc):
         shapes = [self.shape(a) for a in args]
-        key = (_O, op.name) + tuple(args)
+        key = (_O, op) + tuple(args)
         if key in self._table:
             return self._table[key]
         try:
@@ -457,9 +459,13 @@ class Checker:
                 raise GoatError("%s calls itself: recursion is not allowed (a def may call only "
                                 "earlier defs)" % name, e.name_loc)
             if name in self.later:
-                raise GoatError("unknown function '%s': it is defined later, on line %d; a def "
-                                "may call only defs above it, so defs cannot call each other"
-                                % (name, self.later[name]), e.name_loc)
+                if self._defining is not None:
+                    raise GoatError("unknown function '%s': it is defined later, on line %d; a "
+                                    "def may call only defs above it, so defs cannot call each "
+                                    "other" % (name, self.later[name]), e.name_loc)
+                raise GoatError("unknown function '%s': it is defined later, on line %d; a name "
+                                "must be defined before it is used" % (name, self.later[name]),
+                                e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)

@@ -78,10 +78,10 @@ class Program:
         node = self._table.get(key)
         if node is None:
             node = make(len(self.nodes))
-            self.nodes.append(node)
-            self._table[key] = node
-            if self.journal is not None:
+            if self.journal is not None:    # first the journal, so a Ctrl-C cannot strand the entry
                 self.journal.append((self._table, key))
+            self._table[key] = node
+            self.nodes.append(node)
         return node
 
     def add_effect(self, kind: str, node: Node, loc: Loc):
