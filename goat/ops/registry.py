@@ -35,9 +35,15 @@ OPERATORS: dict[str, Op] = {}       # symbol -> op, binary operators
 UNARY_OPERATORS: dict[str, Op] = {}  # symbol -> op
 
 
+# the first word of the checker's hash-consing keys for constants and casts
+RESERVED = {"s", "a", "cast", "same"}
+
+
 def register(op: Op) -> Op:
     if op.name in REGISTRY:
         raise ValueError("op %s registered twice" % op.name)
+    if op.name in RESERVED:
+        raise ValueError("op name %s is reserved for the checker's own keys" % op.name)
     REGISTRY[op.name] = op
     if op.symbol is not None:
         (OPERATORS if op.arity == 2 else UNARY_OPERATORS)[op.symbol] = op

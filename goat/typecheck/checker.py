@@ -97,12 +97,12 @@ class _Global:
         return node
 
     def op(self, op, args, loc, shape=None, check=None):
-        # the Op itself leads the key (hashed by identity): no clash with the string-led keys
-        # of constants and casts, whatever a future op is called
+        # the op's name leads the key (the registry keeps the names of the other kinds of key,
+        # "s", "a", "cast", "same", from being op names)
         if len(args) == 1:
-            key = (op, args[0].id)
+            key = (op.name, args[0].id)
         else:
-            key = (op,) + tuple(a.id for a in args)
+            key = (op.name,) + tuple(a.id for a in args)
         node = self.program._table.get(key)
         if node is not None:
             return node
@@ -199,7 +199,7 @@ class _Body:
 
     def op(self, op, args, loc):
         shapes = [self.shape(a) for a in args]
-        key = (_O, op) + tuple(args)
+        key = (_O, op.name) + tuple(args)
         if key in self._table:
             return self._table[key]
         try:
