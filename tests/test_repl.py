@@ -343,3 +343,9 @@ def test_load_follows_the_rules_of_a_file(tmp_path):
         s.load(str(early))
     assert "it is defined later, on line 2" in str(e.value)
     assert s.names() == [("a", "tensor[1x1]")]
+
+
+def test_the_hint_follows_the_session():
+    d = Driven("zeta" + CTRL_C + "let zeta = [[1, 2]]" + ENTER + "zeta")
+    assert "error: unknown name 'zeta'" in d.toolbars
+    assert d.toolbars[-1] == "zeta  :  tensor[1x2]"

@@ -261,6 +261,7 @@ class Repl:
         Statements run one at a time, each shown before the next runs; the first that fails
         is taken back and the rest of the input is not run.
         """
+        self._hint_for = None       # what the session knows is about to change
         stripped = text.strip()
         if not stripped:
             return None
