@@ -38,6 +38,10 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(1, "goat: error: %s\n" % message)
 
 
+def _output_error(e: Exception) -> GoatError:
+    return GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e))
+
+
 class _Output:
     """Standard output for prints; a failure to write is reported, not taken for a bug."""
 
@@ -54,7 +58,7 @@ class _Output:
         except BrokenPipeError:
             raise
         except (OSError, ValueError) as e:
-            raise GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e)) from None
+            raise _output_error(e) from None
 
     def flush(self):
         if sys.stdout is None:
@@ -64,7 +68,7 @@ class _Output:
         except BrokenPipeError:
             raise
         except (OSError, ValueError) as e:
-            raise GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e)) from None
+            raise _output_error(e) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -188,6 +192,6 @@ def entry() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError) as e:
-        sys.stderr.write("goat: error: cannot write output: %s\n" % (getattr(e, "strerror", None) or e))
+        sys.stderr.write(_output_error(e).render() + "\n")
         status = status or 1
     sys.exit(status)

@@ -54,21 +54,17 @@ class Gen:
                 ("abs", np.abs), ("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)))]))
             t, g = self.expr(shape, depth + 1)
             return "%s(%s)" % (name, t), (lambda env, g=g, f=f: f(g(env)))
-        if choice == 5 and shape[1] == 1:                    # a row reduction
-            c = d(st.sampled_from(SIZES))
+        if (choice == 5 and shape[1] == 1) or (choice == 6 and shape[0] == 1):   # a reduction
+            axis = 1 if choice == 5 else 0
+            kind = "row" if axis == 1 else "col"
             name, f = d(st.sampled_from([
-                ("row_sum", lambda x: x.sum(1, keepdims=True)),
-                ("row_max", lambda x: x.max(1, keepdims=True)),
-                ("row_mean", lambda x: x.sum(1, keepdims=True) / x.shape[1])]))
-            t, g = self.expr((shape[0], c), depth + 1)
-            return "%s(%s)" % (name, t), (lambda env, g=g, f=f: f(g(env)))
-        if choice == 6 and shape[0] == 1:                    # a column reduction
-            r = d(st.sampled_from(SIZES))
-            name, f = d(st.sampled_from([
-                ("col_sum", lambda x: x.sum(0, keepdims=True)),
-                ("col_min", lambda x: x.min(0, keepdims=True)),
-                ("col_mean", lambda x: x.sum(0, keepdims=True) / x.shape[0])]))
-            t, g = self.expr((r, shape[1]), depth + 1)
+                (kind + "_sum", lambda x, a=axis: x.sum(a, keepdims=True)),
+                (kind + "_max", lambda x, a=axis: x.max(a, keepdims=True)),
+                (kind + "_min", lambda x, a=axis: x.min(a, keepdims=True)),
+                (kind + "_mean", lambda x, a=axis: x.sum(a, keepdims=True) / x.shape[a])]))
+            inner = list(shape)
+            inner[axis] = d(st.sampled_from(SIZES))
+            t, g = self.expr(tuple(inner), depth + 1)
             return "%s(%s)" % (name, t), (lambda env, g=g, f=f: f(g(env)))
         if choice == 7:
             t, g = self.expr((shape[1], shape[0]), depth + 1)
