@@ -30,6 +30,16 @@ class Op:
     tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
 
 
+class OpError(Exception):
+    """A problem found while an op runs on actual values (a file that cannot be read, a seed
+    that is not a whole number, ...), in the user's terms.  The evaluator adds the line of the
+    expression that failed and reports it as ``PATH:LINE: error: MESSAGE``."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 REGISTRY: dict[str, Op] = {}
 OPERATORS: dict[str, Op] = {}       # symbol -> op, binary operators
 UNARY_OPERATORS: dict[str, Op] = {}  # symbol -> op
