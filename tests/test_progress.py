@@ -1,0 +1,387 @@
+"""The progress bar of long top-level loops (goat/progress.py): silent off a terminal, drawn on a
+real pseudo-terminal without spoiling the program's output, and gone when the loop ends."""
+import io
+import os
+import pty
+import select
+import subprocess
+import sys
+import termios
+import textwrap
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT
+from goat.diagnostics import GoatError
+from goat.progress import LoopBar, Progress
+
+LABEL = "for step in 0..300 (line 3)"
+
+
+def _drain(fd, timeout=0.0):
+    """Everything readable from ``fd`` (a pty's master) within ``timeout`` seconds."""
+    data = b""
+    end = time.monotonic() + timeout
+    while True:
+        wait = max(0.0, end - time.monotonic())
+        r, _, _ = select.select([fd], [], [], wait)
+        if not r:
+            return data
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+@pytest.fixture
+def tty():
+    """A pseudo-terminal: (master fd, the slave as a text stream)."""
+    master, slave = pty.openpty()
+    stream = os.fdopen(slave, "w")
+    yield master, stream
+    stream.close()
+    os.close(master)
+
+
+@pytest.fixture(autouse=True)
+def no_thread_is_left():
+    """Every test ends with the threads it began with (close() joined the bar's threads)."""
+    before = set(threading.enumerate())
+    yield
+    assert set(threading.enumerate()) <= before
+
+
+def _run_loop(progress, n, pause=0.0):
+    bar = progress.loop(n, LABEL)
+    try:
+        for _ in range(n):
+            if pause:
+                time.sleep(pause)
+            bar.advance()
+    finally:
+        bar.close()
+    return bar
+
+
+# -- not a terminal, or not wanted: nothing at all ---------------------------------------------
+
+def test_not_a_terminal_writes_nothing():
+    threads = threading.active_count()
+    text = io.StringIO()
+    r, w = os.pipe()
+    pipe = os.fdopen(w, "w")
+    try:
+        for stream in (text, pipe):
+            p = Progress(stream=stream, delay=0)
+            bar = _run_loop(p, 50, pause=0.002)
+            bar.close()                                   # idempotent
+            out = io.StringIO()
+            p.wrap_output(out).write("x\n")
+            assert out.getvalue() == "x\n"
+        pipe.flush()
+        assert text.getvalue() == ""
+        assert _drain(r) == b""
+        assert threading.active_count() == threads       # no thread was even started
+    finally:
+        pipe.close()
+        os.close(r)
+
+
+def test_a_closed_or_missing_stream_writes_nothing(monkeypatch):
+    closed = io.StringIO()
+    closed.close()
+    assert type(Progress(stream=closed, delay=0).loop(20, LABEL)) is LoopBar
+    monkeypatch.setattr(sys, "stderr", None)             # the default stream, absent
+    assert type(Progress(delay=0).loop(20, LABEL)) is LoopBar
+
+
+def test_disabled_on_a_terminal_writes_nothing(tty):
+    master, stream = tty
+    _run_loop(Progress(stream=stream, enabled=False, delay=0), 40, pause=0.005)
+    assert _drain(master, 0.1) == b""
+
+
+def test_a_loop_shorter_than_the_delay_shows_nothing(tty):
+    master, stream = tty
+    p = Progress(stream=stream, delay=2)
+    _run_loop(p, 30, pause=0.002)                          # ~0.06 s
+    assert _drain(master, 0.1) == b""
+
+
+def test_an_empty_loop_and_a_nested_loop_get_no_bar(tty):
+    master, stream = tty
+    p = Progress(stream=stream, delay=10)
+    assert type(p.loop(0, LABEL)) is LoopBar
+    outer = p.loop(5, LABEL)
+    assert type(outer) is not LoopBar
+    inner = p.loop(5, "for i in 0..5 (line 4)")
+    assert type(inner) is LoopBar                         # the no-op bar
+    inner.advance()
+    inner.close()
+    outer.close()
+    assert type(p.loop(5, LABEL)) is not LoopBar          # the next top-level loop may have one
+    p._active.close()
+
+
+# -- on a terminal, in this process --------------------------------------------------------------
+
+def _screen(data, cols=80, rows=24):
+    import pyte
+    screen = pyte.Screen(cols, rows)
+    pyte.ByteStream(screen).feed(data)
+    return screen
+
+
+def test_the_bar_is_drawn_then_removed(tty):
+    pytest.importorskip("pyte")
+    master, stream = tty
+    p = Progress(stream=stream, delay=0.05)
+    bar = p.loop(100, LABEL)
+    seen = b""
+    try:
+        for _ in range(100):
+            time.sleep(0.005)
+            bar.advance()
+            seen += _drain(master)
+    finally:
+        bar.close()
+    seen += _drain(master, 0.1)
+    assert LABEL.encode() in seen
+    assert b"/100" in seen                                 # count/total
+    assert b"eta" in seen                                  # time left
+    screen = _screen(seen)
+    assert all(not line.strip() for line in screen.display), screen.display
+    assert not screen.cursor.hidden
+    assert (screen.cursor.x, screen.cursor.y) == (0, 0)
+
+
+class _Tty(io.StringIO):
+    """Says it is a terminal; fails when written to."""
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        raise OSError(5, "Input/output error")
+
+
+def test_a_failing_terminal_does_not_disturb_the_program(capfd):
+    p = Progress(stream=_Tty(), delay=0)
+    out = io.StringIO()
+    w = p.wrap_output(out)
+    bar = p.loop(60, LABEL)
+    try:
+        for i in range(60):
+            time.sleep(0.003)
+            w.write("%d\n" % i)
+            bar.advance()
+    finally:
+        bar.close()
+    assert out.getvalue() == "".join("%d\n" % i for i in range(60))
+    assert capfd.readouterr() == ("", "")
+
+
+def test_write_errors_propagate_and_the_bar_still_closes(tty, monkeypatch):
+    master, stream = tty
+
+    class Failing:
+        def write(self, text):
+            raise GoatError("cannot write output: No space left on device")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", stream)            # stdout shares the bar's terminal
+    p = Progress(stream=stream, delay=0)
+    w = p.wrap_output(Failing())
+    bar = p.loop(10, LABEL)
+    try:
+        time.sleep(0.3)                                   # the bar is up
+        with pytest.raises(GoatError):
+            w.write("x\n")
+        with pytest.raises(BrokenPipeError):
+            p.wrap_output(_BrokenPipe()).write("y\n")
+    finally:
+        bar.close()
+    assert LABEL.encode() in _drain(master, 0.1)
+
+
+class _BrokenPipe:
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        pass
+
+
+# -- a real program on a real pseudo-terminal ---------------------------------------------------
+
+SCRIPT = textwrap.dedent('''\
+    import signal, sys, termios, time
+    from goat.progress import Progress
+
+    # (a test run started in the background inherits SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    class Out:                                 # like goat's standard output writer
+        def write(self, text):
+            sys.stdout.buffer.write(text.encode("utf-8"))
+        def flush(self):
+            sys.stdout.flush()
+
+    n, every, pause = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    attrs = termios.tcgetattr(2)
+    progress = Progress(delay=0.2)
+    out = progress.wrap_output(Out())
+    out.write("before the loop\\n")
+    bar = progress.loop(n, "for step in 0..%d (line 3)" % n)
+    try:
+        for i in range(n):
+            time.sleep(pause)
+            if i % every == 0:
+                out.write("step %d loss %.3f\\n" % (i, 1.0 / (i + 1)))
+            bar.advance()
+    except KeyboardInterrupt:
+        bar.close()
+        out.write("interrupted; terminal %s\\n"
+                  % ("unchanged" if termios.tcgetattr(2) == attrs else "CHANGED"))
+        out.flush()
+        sys.exit(130)
+    finally:
+        bar.close()
+    out.write("after the loop; terminal %s\\n"
+              % ("unchanged" if termios.tcgetattr(2) == attrs else "CHANGED"))
+    out.flush()
+''')
+
+
+def _expected(n, every):
+    return (["before the loop"]
+            + ["step %d loss %.3f" % (i, 1.0 / (i + 1)) for i in range(0, n, every)]
+            + ["after the loop; terminal unchanged"])
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "loop.py"
+    path.write_text(SCRIPT)
+    return str(path)
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=ROOT, TERM="xterm")
+
+
+def _spawn(script, *args):
+    pexpect = pytest.importorskip("pexpect")
+    pytest.importorskip("pyte")
+    child = pexpect.spawn(sys.executable, [script, *map(str, args)], env=_env(),
+                          dimensions=(24, 80), timeout=20)
+    child.logfile_read = io.BytesIO()                     # everything the terminal received
+    return child
+
+
+def _read_all(child):
+    child.expect(pytest.importorskip("pexpect").EOF)
+    child.close()
+    return child.logfile_read.getvalue()
+
+
+def _lines(screen):
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def test_output_and_bar_share_the_terminal(script):
+    # 300 iterations of ~3 ms, a line every 40: the bar comes and goes between the lines
+    child = _spawn(script, 300, 40, 0.003)
+    data = _read_all(child)
+    assert child.exitstatus == 0, data
+    assert LABEL.encode() in data                          # the bar was drawn
+    screen = _screen(data)
+    assert _lines(screen) == _expected(300, 40)            # every line, whole, in order; no bar
+    assert not screen.cursor.hidden
+    assert (screen.cursor.x, screen.cursor.y) == (0, len(_expected(300, 40)))
+
+
+def test_a_stream_of_output_stays_intact(script):
+    # a line every iteration: the bar stays away while the program writes
+    child = _spawn(script, 150, 1, 0.002)
+    data = _read_all(child)
+    assert child.exitstatus == 0
+    screen = _screen(data, rows=200)
+    assert _lines(screen) == _expected(150, 1)
+
+
+def test_stdout_to_a_file_and_the_bar_on_the_terminal(script, tmp_path):
+    master, slave = pty.openpty()
+    log = tmp_path / "log.txt"
+    try:
+        with open(log, "wb") as f:
+            proc = subprocess.Popen([sys.executable, script, "300", "40", "0.003"], stdin=slave,
+                                    stdout=f, stderr=slave, env=_env())
+        os.close(slave)
+        slave = None
+        data = b""
+        while proc.poll() is None:
+            data += _drain(master, 0.05)
+        data += _drain(master, 0.1)
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    assert LABEL.encode() in data
+    assert log.read_text() == "".join(line + "\n" for line in _expected(300, 40))
+    assert b"\x1b" not in log.read_bytes()
+    screen = _screen(data)
+    assert _lines(screen) == []                             # the bar is gone again
+    assert not screen.cursor.hidden
+
+
+def test_ctrl_c_in_the_loop_leaves_the_terminal_sane(script):
+    child = _spawn(script, 5000, 100, 0.002)
+    child.expect_exact("for step in 0..5000 (line 3)")     # the bar is up
+    time.sleep(0.1)
+    child.sendintr()
+    data = _read_all(child)
+    assert child.exitstatus == 130, data
+    screen = _screen(data)
+    lines = _lines(screen)
+    assert lines[0] == "before the loop"
+    # (the terminal echoes ^C where the cursor is: on the bar's line, erased with the bar; or, if
+    # the program was writing just then, at the start of the next line)
+    assert lines[-1] in ("interrupted; terminal unchanged", "^Cinterrupted; terminal unchanged")
+    assert all(line.startswith("step ") for line in lines[1:-1]), lines
+    assert not screen.cursor.hidden
+
+
+# -- costs ------------------------------------------------------------------------------------
+
+def test_advance_costs_little_while_no_bar_is_shown(tty, capsys):
+    master, stream = tty
+    n = 1_000_000
+    for name, progress in (("not a terminal", Progress(stream=io.StringIO())),
+                           ("terminal, before the delay", Progress(stream=stream, delay=60))):
+        bar = progress.loop(n, LABEL)
+        advance = bar.advance
+        t = time.perf_counter()
+        for _ in range(n):
+            advance()
+        ns = (time.perf_counter() - t) / n * 1e9
+        bar.close()
+        with capsys.disabled():
+            print("\nadvance() %s: %.0f ns/call" % (name, ns))
+
+
+def test_importing_the_module_does_not_import_prompt_toolkit():
+    code = ("import sys, io, goat.progress as g; b = g.Progress(stream=io.StringIO()).loop(5, 'x');"
+            "b.advance(); b.close(); print('prompt_toolkit' in sys.modules)")
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert p.stdout.strip() == "False"
+    assert "prompt_toolkit" not in p.stderr
