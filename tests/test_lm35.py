@@ -229,6 +229,69 @@ def test_generated_files_are_current(tmp_path):
             f"{on_disk.name} is stale: run python examples/lm35/make_lm35.py")
 
 
+def test_data_files_are_current(tmp_path):
+    """examples/lm35/data holds exactly what write_data writes, byte for byte."""
+    written = gen.write_data(tmp_path / "data")
+    folder = LM35 / "data"
+    assert folder.is_dir(), f"{folder} is missing: run make_lm35.py"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written), (
+        "examples/lm35/data has other files than make_lm35.py writes")
+    for path in written:
+        assert (folder / path.name).read_bytes() == path.read_bytes(), (
+            f"data/{path.name} is stale: run python examples/lm35/make_lm35.py")
+
+
+def _data_literals(text: str) -> dict:
+    """The literal matrices a training program defines before step 0, by name."""
+    head = text.split("# ---- step 0:", 1)[0]
+    out = {}
+    for kind, name, stmt in _statements(head):
+        if kind == "let":
+            lit = stmt.split("=", 1)[1].strip()
+            if lit.startswith("["):
+                out[name] = np.array(ast.literal_eval(lit), dtype=np.float64)
+    return out
+
+
+def test_data_files_hold_the_literals_of_train_200():
+    """Each .npy file holds, to the bit, the literal of train_200.mg it stands for.
+
+    Read from the program's text (not from the generator), so a change in either shows.
+    """
+    literals = _data_literals((LM35 / "train_200.mg").read_text())
+    names = {"x": "x", "y": "y", "mr": "mr", "ps": "ps", "sel": "sel",
+             "held_x": "x_held", "held_y": "y_held"}
+    for c in range(4):
+        names[f"all{c}_x"], names[f"all{c}_y"] = f"x_all{c}", f"y_all{c}"
+    for p in gen.PARAM_NAMES:
+        names[f"init_{p}"] = f"{p}_0"
+    files = {path.stem for path in (LM35 / "data").glob("*.npy")}
+    assert files == set(names)          # all of them, and no mask
+    for stem, let in names.items():
+        a = np.load(LM35 / "data" / f"{stem}.npy", allow_pickle=False)
+        want = literals[let]
+        assert a.dtype == np.float64 and a.flags.c_contiguous, stem
+        assert a.shape == want.shape, (stem, a.shape, want.shape)
+        assert a.tobytes() == want.tobytes(), stem        # same bits, -0.0 included
+    assert literals["x"].shape == (112, 4) and literals["ps"].shape == (112, 8)
+    assert literals["sel"].shape == (7, 112) and literals["mr"].shape == (112, 1)
+    # the mask the data files leave out follows the rule a program computes it by
+    rows, cols = np.indices((112, 112))
+    rule = np.where((rows // 7 == cols // 7) & (cols <= rows), 0.0, -1000000000.0)
+    assert np.array_equal(literals["mk"], rule)
+
+
+def test_command_line_writes_data(tmp_path):
+    assert gen.main(["--data", str(tmp_path / "d"), "--seed", "8"]) == 0
+    want = gen.data_arrays(8)
+    assert sorted(p.stem for p in (tmp_path / "d").iterdir()) == sorted(want)
+    for name, a in want.items():
+        assert np.array_equal(np.load(tmp_path / "d" / f"{name}.npy"), a), name
+    assert not np.array_equal(want["init_e"], gen.data_arrays()["init_e"])
+    with pytest.raises(SystemExit):
+        gen.main(["--data", str(tmp_path / "d"), "--steps", "3"])
+
+
 def test_command_line_writes_one_program(tmp_path):
     out = tmp_path / "t3.mg"
     assert gen.main(["--steps", "3", "-o", str(out)]) == 0

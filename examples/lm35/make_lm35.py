@@ -34,6 +34,11 @@ Command line::
     python make_lm35.py --steps 3 -o t.mg # one program, any number of steps
     python make_lm35.py --nested ...      # the nested-def form
     python make_lm35.py --gradcheck -o g.mg
+    python make_lm35.py --data DIR        # only the .npy data files, into DIR
+
+The default run also writes ``data/`` next to this file: the data and the
+starting weights as float64 ``.npy`` files (:func:`write_data`), for
+programs that ``load`` them instead of holding them as literals.
 
 Only the standard library and NumPy are used.  Numbers are written with
 ``repr``, which round-trips float64 exactly, so the program text holds the
@@ -727,6 +732,50 @@ def write_default_files(folder: Path = HERE, seed: int = DEFAULT_SEED) -> list[P
     return written
 
 
+DATA_FOLDER = HERE / "data"
+
+
+def data_arrays(seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
+    """The arrays :func:`write_data` writes, file stem -> float64 matrix.
+
+    The same values, to the bit, as the literals of a training program with
+    this seed (``x``, ``y``, ``mr``, ``ps``, ``x_held`` ... ``sel`` and the
+    starting weights ``e_0`` ... ``wu_0``); only the 112x112 mask ``mk`` is
+    left out: a program can compute it.  A literal cannot hold -0.0
+    (:func:`fmt_number` writes it as 0), so neither do these arrays.
+    """
+    x, y = batch(TRAIN_TRIPLES)
+    arrays = {"x": x, "y": y, "mr": scored_rows(), "ps": stacked_positions()}
+    for sfx, (_, _, triples) in _data_sets().items():
+        arrays[f"{sfx}_x"], arrays[f"{sfx}_y"] = batch(triples)
+    arrays["sel"] = selection(0)
+    for p, w in initial_weights(seed).items():
+        arrays[f"init_{p}"] = w
+    out = {}
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        out[name] = np.where(a == 0.0, 0.0, a)      # -0.0 -> 0.0, as in the literals
+    return out
+
+
+def write_data(folder: Path = DATA_FOLDER, seed: int = DEFAULT_SEED) -> list[Path]:
+    """Write :func:`data_arrays` as ``folder/NAME.npy`` (float64, C order, no pickle).
+
+    Creates ``folder`` if needed; returns the paths, in :func:`data_arrays` order.
+    The bytes depend only on the values (the ``.npy`` header holds the dtype,
+    order and shape), so the files are reproducible.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, a in data_arrays(seed).items():
+        path = folder / f"{name}.npy"
+        with open(path, "wb") as f:
+            np.save(f, a, allow_pickle=False)
+        written.append(path)
+    return written
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, help="write one training program with "
@@ -740,16 +789,29 @@ def main(argv=None) -> int:
                     help="write the step-0 gradient-check program (needs -o)")
     ap.add_argument("--fd-step", type=float, default=DEFAULT_FD_STEP,
                     help="finite-difference step of --gradcheck")
+    ap.add_argument("--data", type=Path, metavar="FOLDER",
+                    help="write only the .npy data and starting weights (for "
+                    "--seed) into FOLDER")
     ap.add_argument("-o", "--output", type=Path,
                     help="file to write (default: the standard examples, "
                     "next to this script)")
     args = ap.parse_args(argv)
 
+    if args.data is not None:
+        if (args.steps is not None or args.gradcheck or args.output is not None
+                or args.nested or args.lr != LR):
+            ap.error("--data goes only with --seed")
+        paths = write_data(args.data, args.seed)
+        print(f"wrote {len(paths)} .npy files into {args.data}")
+        return 0
     if args.steps is None and not args.gradcheck:
         if args.output is not None or args.nested or args.lr != LR:
             ap.error("-o, --nested and --lr go with --steps or --gradcheck")
         for path in write_default_files(HERE, args.seed):
             print(f"wrote {path} ({len(path.read_text().splitlines())} lines)")
+        paths = write_data(DATA_FOLDER, args.seed)
+        size = sum(p.stat().st_size for p in paths)
+        print(f"wrote {len(paths)} .npy files into {DATA_FOLDER} ({size} bytes)")
         return 0
     if args.output is None:
         ap.error("-o/--output is needed with --steps or --gradcheck")
