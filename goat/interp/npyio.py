@@ -1,0 +1,460 @@
+"""``load`` and ``save``: NumPy ``.npy`` files, read and written without pickles.
+
+The format is NumPy's own (NEP 1, "A simple file format for NumPy arrays", and the module
+documentation of ``numpy.lib.format``): the magic string ``\\x93NUMPY``, a major and minor
+version byte, a little-endian header length (2 bytes in version 1.0, 4 in 2.0 and 3.0), a
+header that is a Python dict literal ``{'descr': ..., 'fortran_order': ..., 'shape': ...}``
+(latin-1 text in 1.0 and 2.0, UTF-8 in 3.0), then the raw data.
+
+:func:`read_npy` reads that layout itself -- ``numpy.lib.format.read_magic`` and
+``descr_to_dtype`` are used, the header dict is parsed with :func:`ast.literal_eval` under
+NumPy's own size limit -- so that each way a file can be wrong gets its own message in goat's
+voice, and so that nothing is ever unpickled:
+
+* versions 1.0, 2.0 and 3.0 are read;
+* accepted element types: float16, float32, float64, every signed and unsigned integer, and
+  bool, in either byte order, in C or Fortran order.  Values are converted exactly to float64;
+  an int64 or uint64 that float64 cannot hold exactly (beyond 2**53) is an error naming it;
+* refused, each with a message: Python objects (a pickle), complex numbers, strings, records
+  (structured dtypes), sub-arrays, raw bytes (void), dates and time spans, and floats wider
+  than 64 bits;
+* the shape must be the declared one (a ``None`` dimension -- ``?`` -- matches any size);
+* the file must hold exactly the bytes its header promises: fewer is "truncated", and more is
+  also an error ("bytes after its data"), since ``numpy.save`` never writes any and a file
+  with extra bytes is damaged or holds more than one array;
+* only a regular file is opened, without blocking (a FIFO or ``/dev/zero`` is refused before
+  a byte is read), and exactly the promised number of bytes is read, after checking the
+  file's size, so a damaged header cannot make goat allocate memory the file does not back.
+
+:func:`save_npy` writes a float64 array with ``numpy.lib.format.write_array``
+(``allow_pickle=False``) atomically: into a temporary file in the target's directory, flushed
+and fsynced, then renamed onto the target with :func:`os.replace`.  An interrupted save leaves
+an existing file whole and no temporary file behind.  A symbolic link is followed (the file it
+points to is replaced, the link stays).
+
+Every failure is an :class:`~goat.ops.registry.OpError` in the user's terms; the evaluator adds
+the program line.
+"""
+from __future__ import annotations
+
+import ast
+import errno
+import io
+import os
+import stat
+import struct
+import tempfile
+import threading
+
+import numpy as np
+from numpy.lib import format as _format
+
+from goat.ops.registry import OpError
+from goat.typecheck.shapes import format_shape, format_type
+
+MAX_HEADER_SIZE = 10000   # NumPy's own default limit (``max_header_size``) for a safe header
+
+# version -> (struct format of the header length, encoding of the header)
+_VERSIONS = {(1, 0): ("<H", "latin1"), (2, 0): ("<I", "latin1"), (3, 0): ("<I", "utf8")}
+_MAGIC_PREFIX = b"\x93NUMPY"
+_ACCEPTED = ("goat reads float16, float32 or float64, signed or unsigned integers, "
+             "or bool")
+_EXACT = 2 ** 53           # every integer of at most this magnitude is a float64
+
+
+# ---------------------------------------------------------------------------------- reading
+
+def read_npy(path: str, declared: tuple, shown: str | None = None) -> np.ndarray:
+    """The array in the ``.npy`` file at ``path``, as a C-contiguous float64 array.
+
+    ``declared`` is the shape the program declared: ints, or None for a ``?`` (any size).
+    ``shown`` is how the path is named in messages (default ``path``).  Raises OpError.
+    """
+    name = path if shown is None else shown
+    try:
+        st = os.stat(path)
+        _require_regular(st, name)
+        flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())      # the file actually opened (it may have changed)
+            _require_regular(st, name)
+            return _read_open(f, st.st_size, tuple(declared), name)
+    except OSError as e:
+        raise OpError(_os_message("load", path, name, e)) from None
+
+
+def _require_regular(st, name):
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise OpError("cannot load %s: it is a directory" % name)
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe" if stat.S_ISFIFO(mode) else
+                "a character device" if stat.S_ISCHR(mode) else
+                "a block device" if stat.S_ISBLK(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "not a plain file")
+        raise OpError("cannot load %s: it is %s, not a regular file" % (name, kind))
+
+
+def _read_exact(f, n: int) -> bytes:
+    """Up to ``n`` bytes (fewer only at the end of the file)."""
+    chunks = []
+    while n > 0:
+        chunk = f.read(n)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_open(f, file_size: int, declared: tuple, name: str) -> np.ndarray:
+    # the magic string and version
+    start = _read_exact(f, _format.MAGIC_LEN)
+    if not start.startswith(_MAGIC_PREFIX):
+        if _MAGIC_PREFIX.startswith(start) and start:
+            raise OpError("%s is truncated: it ends inside the .npy magic string" % name)
+        raise OpError("%s is not a NumPy .npy file%s" % (name, _what_it_is(start)))
+    if len(start) < _format.MAGIC_LEN:
+        raise OpError("%s is truncated: it ends inside the .npy magic string" % name)
+    version = _format.read_magic(io.BytesIO(start))
+    if version not in _VERSIONS:
+        raise OpError("%s is a .npy file of format version %d.%d, which goat cannot read "
+                      "(it reads versions 1.0, 2.0 and 3.0)" % (name, version[0], version[1]))
+
+    shape, fortran_order, dtype = _read_header(f, version, file_size, name)
+
+    # what the elements are
+    problem = _dtype_problem(dtype, name)
+    if problem:
+        raise OpError(problem)
+
+    # the shape the program declared
+    if not _fits(shape, declared):
+        held = "a scalar" if len(shape) == 0 else "an array of shape %s" % format_shape(shape)
+        wanted = "a scalar" if len(declared) == 0 else format_type(declared)
+        raise OpError("%s holds %s, but %s was declared" % (name, held, wanted))
+
+    # exactly the bytes the header promises
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * dtype.itemsize
+    data_start = f.tell()
+    held = file_size - data_start
+    if held < nbytes:
+        raise OpError(_truncated(name, nbytes, held))
+    if held > nbytes:
+        raise OpError("%s has %d bytes after its data: its header promises %d bytes of data, "
+                      "the file holds %d (a .npy file holds one array, with nothing after it)"
+                      % (name, held - nbytes, nbytes, held))
+    try:
+        buf = bytearray(nbytes)
+    except MemoryError:
+        raise OpError(_out_of_memory(name, shape)) from None
+    view = memoryview(buf)
+    got = 0
+    while got < nbytes:
+        n = f.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    view.release()
+    if got < nbytes:                       # the file shrank while it was read
+        raise OpError(_truncated(name, nbytes, got))
+
+    flat = np.frombuffer(buf, dtype=dtype, count=count)
+    if fortran_order:
+        arr = flat.reshape(shape[::-1]).transpose()
+    else:
+        arr = flat.reshape(shape)
+    if dtype.kind == "b":                  # any nonzero byte is true, as C reads a bool
+        arr = arr.view(np.uint8) != 0
+    elif dtype.kind in "iu" and dtype.itemsize >= 8:
+        _check_exact(arr, name)
+    try:
+        out = arr.astype(np.float64, order="C", copy=False)
+    except MemoryError:
+        raise OpError(_out_of_memory(name, shape)) from None
+    if not out.flags.writeable:            # never hand out a read-only view
+        out = out.copy()
+    return out
+
+
+def _what_it_is(start: bytes) -> str:
+    """A hint at what a file that is not .npy holds, from its first bytes."""
+    if not start:
+        return ": it is empty"
+    if start.startswith(b"PK\x03\x04") or start.startswith(b"PK\x05\x06"):
+        return (" (it is a zip archive, perhaps an .npz file: save each array on its own "
+                "with numpy.save)")
+    if start[:1] == b"\x80":
+        return " (it looks like a Python pickle, which goat never reads)"
+    return " (it does not start with the .npy magic string \\x93NUMPY)"
+
+
+def _truncated(name, nbytes, held):
+    return ("%s is truncated: its header promises %d bytes of data, the file holds %d"
+            % (name, nbytes, held))
+
+
+def _out_of_memory(name, shape):
+    count = 1
+    for d in shape:
+        count *= d
+    return ("out of memory loading %s: its array of shape %s takes %.3g GB as float64"
+            % (name, format_shape(shape), count * 8 / 1e9))
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_header(f, version, file_size, name):
+    """(shape, fortran_order, dtype) from the header; the file is left at the data."""
+    length_format, encoding = _VERSIONS[version]
+    size = struct.calcsize(length_format)
+    raw = _read_exact(f, size)
+    if len(raw) < size:
+        raise OpError("%s is truncated: it ends inside its header" % name)
+    (length,) = struct.unpack(length_format, raw)
+    if length > file_size - f.tell():
+        raise OpError("%s is truncated: it ends inside its header" % name)
+    if length > MAX_HEADER_SIZE:
+        raise OpError("%s has a header of %d bytes, more than the %d goat reads (a numeric "
+                      "array's header takes a few hundred)" % (name, length, MAX_HEADER_SIZE))
+    raw = _read_exact(f, length)
+    if len(raw) < length:
+        raise OpError("%s is truncated: it ends inside its header" % name)
+    damaged = "%s has a damaged header: " % name
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        raise OpError(damaged + "it is not UTF-8 text") from None
+    try:
+        header = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise OpError(damaged + "%s is not a Python dict literal" % _short(text.strip()))
+    if not isinstance(header, dict):
+        raise OpError(damaged + "%s is not a Python dict literal" % _short(header))
+    for key in ("descr", "fortran_order", "shape"):
+        if key not in header:
+            raise OpError(damaged + "it has no %r entry" % key)
+    for key in header:
+        if key not in ("descr", "fortran_order", "shape"):
+            raise OpError(damaged + "it has an unexpected entry %s" % _short(key))
+    shape = header["shape"]
+    if not (isinstance(shape, tuple)
+            and all(type(d) is int and d >= 0 for d in shape)):
+        raise OpError(damaged + "its shape %s is not a tuple of sizes" % _short(shape))
+    fortran_order = header["fortran_order"]
+    if not isinstance(fortran_order, bool):
+        raise OpError(damaged + "its fortran_order %s is not True or False"
+                      % _short(fortran_order))
+    try:
+        dtype = _format.descr_to_dtype(header["descr"])
+    except Exception:     # descr_to_dtype raises TypeError, ValueError, KeyError, ...
+        raise OpError(damaged + "its descr %s is not a NumPy dtype" % _short(header["descr"]))
+    if not isinstance(dtype, np.dtype):
+        raise OpError(damaged + "its descr %s is not a NumPy dtype" % _short(header["descr"]))
+    return shape, fortran_order, dtype
+
+
+def _dtype_problem(dtype: np.dtype, name: str) -> str | None:
+    """None for an accepted element type, else the message that refuses it."""
+    if dtype.hasobject:
+        return ("%s holds Python objects (a pickle); goat reads only numeric arrays, "
+                "never pickles" % name)
+    kind = dtype.kind
+    if kind in "biu" or (kind == "f" and dtype.itemsize <= 8):
+        return None
+    what = str(dtype)
+    if kind == "f":
+        found = "floats of %d bits (%s), wider than float64" % (dtype.itemsize * 8, what)
+    elif kind == "c":
+        found = "complex numbers (%s)" % what
+    elif kind == "U":
+        found = "Unicode strings (%s)" % what
+    elif kind == "S":
+        found = "byte strings (%s)" % what
+    elif kind == "M":
+        found = "dates and times (%s)" % what
+    elif kind == "m":
+        found = "time spans (%s)" % what
+    elif dtype.names is not None:
+        found = "records with fields %s (structured dtype %s)" % (
+            ", ".join(dtype.names), what)
+    elif dtype.subdtype is not None:
+        found = "sub-arrays (dtype %s)" % what
+    elif kind == "V":
+        found = "raw bytes (void dtype %s)" % what
+    else:
+        found = "elements of type %s" % what
+    return "%s holds %s; %s" % (name, found, _ACCEPTED)
+
+
+def _fits(shape: tuple, declared: tuple) -> bool:
+    if len(shape) != len(declared):
+        return False
+    for a, d in zip(shape, declared):
+        if isinstance(d, int) and d != a:
+            return False
+    return True
+
+
+def _check_exact(arr: np.ndarray, name: str) -> None:
+    """Raise OpError if an int64/uint64 element would round when converted to float64."""
+    if arr.dtype.kind == "i":
+        mask = (arr > _EXACT) | (arr < -_EXACT)
+        limit = 2.0 ** 63
+    else:
+        mask = arr > _EXACT
+        limit = 2.0 ** 64
+    if not mask.any():
+        return
+    values = arr[mask]                     # row-major order
+    as_float = values.astype(np.float64)
+    in_range = as_float < limit           # 2**63 (2**64) itself is past the type's range
+    back = np.zeros_like(values)
+    back[in_range] = as_float[in_range].astype(values.dtype)
+    bad = ~in_range | (back != values)
+    if bad.any():
+        v = int(values[bad][0])
+        raise OpError("%s holds the integer %d, which float64 cannot hold exactly (it would "
+                      "round to %d); goat's values are float64" % (name, v, int(float(v))))
+
+
+# ---------------------------------------------------------------------------------- writing
+
+def save_npy(path: str, value, shown: str | None = None) -> None:
+    """Write ``value`` (a float64 array of any rank) to ``path`` in .npy format, atomically.
+
+    ``shown`` is how the path is named in messages (default ``path``).  Raises OpError.
+    """
+    name = path if shown is None else shown
+    try:
+        arr = np.asarray(value, dtype=np.float64, order="C")
+    except (TypeError, ValueError):
+        raise OpError("cannot save %s: the value is not a tensor of numbers" % name) from None
+    tmp = None
+    try:
+        target = os.path.realpath(path) if os.path.islink(path) else path
+        if os.path.isdir(target):
+            raise OpError("cannot save %s: it is a directory" % name)
+        directory = os.path.dirname(target) or os.curdir
+        if not os.path.isdir(directory):
+            raise OSError(errno.ENOTDIR if os.path.exists(directory) else errno.ENOENT,
+                          os.strerror(errno.ENOENT))
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+            if not os.access(target, os.W_OK):    # a read-only file stays protected
+                raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".",
+                                   suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            _format.write_array(f, arr, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        raise OpError(_os_message("save", path, name, e)) from None
+    except MemoryError:
+        raise OpError("out of memory saving %s" % name) from None
+    except ValueError as e:       # write_array's own complaints; not expected for float64
+        raise OpError("cannot save %s: %s" % (name, e)) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    _fsync_directory(directory)
+
+
+_umask_lock = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename itself durable (best effort; not every system can)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------------- messages
+
+def _os_message(verb: str, path: str, name: str, e: OSError) -> str:
+    """``cannot load x.npy: no such file`` and the like, from an OSError."""
+    code = e.errno
+    shown_dir = os.path.dirname(name) or os.path.dirname(path)
+    real_dir = os.path.dirname(path)
+    if code == errno.ENOENT:
+        if real_dir and not os.path.isdir(real_dir) and not os.path.exists(real_dir):
+            why = "no such directory %r" % shown_dir
+        elif verb == "save":
+            why = "no such directory %r" % (shown_dir or os.curdir)
+        else:
+            why = "no such file"
+    elif code == errno.ENOTDIR:
+        why = "%r is not a directory" % _first_non_directory(real_dir, shown_dir)
+    elif code in (errno.EACCES, errno.EPERM):
+        why = "permission denied"
+    elif code == errno.EISDIR:
+        why = "it is a directory"
+    elif code == errno.ENOSPC:
+        why = "the disk is full"
+    elif code == getattr(errno, "EDQUOT", None):
+        why = "the disk quota is used up"
+    elif code == errno.EROFS:
+        why = "the file system is read-only"
+    elif code == errno.ELOOP:
+        why = "too many levels of symbolic links"
+    elif code == errno.ENAMETOOLONG:
+        why = "the name is too long"
+    elif code == errno.EIO:
+        why = "an input/output error (the disk may be failing)"
+    else:
+        text = e.strerror or str(e) or type(e).__name__
+        why = text[:1].lower() + text[1:]
+    return "cannot %s %s: %s" % (verb, name, why)
+
+
+def _first_non_directory(real_dir: str, shown_dir: str) -> str:
+    """The part of a path that exists but is not a directory (as the user wrote it)."""
+    probe, shown = real_dir, shown_dir
+    found = shown or real_dir
+    while probe and probe != os.path.dirname(probe):
+        if os.path.exists(probe) and not os.path.isdir(probe):
+            found = shown or probe
+        probe, shown = os.path.dirname(probe), os.path.dirname(shown)
+    return found
