@@ -113,7 +113,7 @@ def _cmd_run(args) -> int:
     out.flush()
     if timings is not None:
         sys.stderr.write("goat: parse %.3f s, check %.3f s, run %.3f s (%d nodes)\n"
-                         % (timings["parse"], timings["check"], timings["run"], len(program.nodes)))
+                         % (timings["parse"], timings["check"], timings["run"], sum(1 for _ in program.walk())))
     return 0
 
 

@@ -75,10 +75,10 @@ def test_use_before_definition():
 
 
 @pytest.mark.parametrize("src, hint", [
-    ("print [[1]] > [[2]]", "comparisons are functions: gt(a, b)"),
+    ("print 1 ! 2", "'not x' negates a condition, and a != b compares"),
     ("print 2 ** 3", "there is no power operator"),
     ("let a = [[1, 2]]\nprint a[0]", "there is no indexing"),
-    ("a = 3", "a new name needs let: let a = ..."),
+    ("a = 3", "a new name needs let (let a = ...), or var (var a = ...) to assign to it later"),
 ])
 def test_hints_for_common_slips(src, hint):
     assert hint in error(src).message
@@ -119,7 +119,7 @@ def test_literals():
 @pytest.mark.parametrize("src, line, message", [
     ("let = 3", 1, "syntax error: expected a name, found '='"),
     ("let a = [[1]]\nprint a +", 2, "syntax error: expected an expression, found the end of the line"),
-    ("x = 3", 1, "syntax error: expected a statement (def, let or print), found name 'x'; a new name needs let: let x = ..."),
+    ("x = 3", 1, "cannot assign to 'x': no var of that name is defined; a new name needs let (let x = ...), or var (var x = ...) to assign to it later"),
     ("print (1 + 2", 1, "'(' is never closed"),
     ("print 1 + 2)", 1, "unmatched ')': no bracket is open here"),
     ("print [(1]", 1, "']' does not close the '(' opened on line 1"),

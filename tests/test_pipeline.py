@@ -39,7 +39,7 @@ def run_counting(src):
 
 
 def ops_named(program, name):
-    return [n for n in program.nodes if getattr(n.op, "name", None) == name]
+    return [n for n in program.walk() if getattr(n.op, "name", None) == name]
 
 
 def test_a_let_is_computed_once():

@@ -5,7 +5,7 @@ import numpy as np
 
 # Operations that can make a NaN out of numbers (0/0, inf - inf, 0 * inf, sqrt(-1), log(-1)).
 _INVALID = ("add", "subtract", "multiply", "divide", "sqrt", "log", "matmul", "tanh", "sin",
-            "cos")
+            "cos", "remainder")
 
 
 def fresh_nan_is_negative() -> bool:

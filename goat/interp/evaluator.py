@@ -1,20 +1,31 @@
 """The evaluator: runs a typed program on an array back end.
 
-The program is a hash-consed DAG in topological order, so running it is one pass over a flat
-instruction list: each node is computed once, and a value is dropped right after its last use
-(``goat run`` knows every use before it starts), so an unrolled 200-step training program runs
-in the memory of a few steps.  Static checks are not repeated: only nodes the checker marked
-(a ``?`` dimension made its check incomplete) run their shape rule again, on actual shapes,
-raising the same message at the same line.
+Each region of the program (the program itself, a loop body, a branch) is a list of nodes in
+topological order, so running it is one pass over a flat instruction list, its *plan*, built
+once: a loop runs its body's plan once per iteration, with no shape checking, no name lookup and
+no dictionary traffic inside.  Every node has one value slot (by its id).  A value is dropped
+right after its last use in its region (``goat run`` knows every use before it starts), so an
+unrolled 200-step training program runs in the memory of a few steps, and a loop's temporaries
+do not outlive their iteration.  Values the loop carries, and values from outside the loop it
+reads, live across iterations.
+
+Static checks are not repeated: only nodes the checker marked (a ``?`` dimension made its check
+incomplete) run their shape rule again, on actual shapes, raising the same message at the same
+line.
 """
 from __future__ import annotations
 
+import math
 import sys
+from operator import itemgetter
+
+import numpy as np
 
 from ..diagnostics import GoatError
-from ..typecheck.program import CAST, CONST, OP, Program
+from ..ops.registry import OpError
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, subregions
 from ..typecheck.shapes import ShapeError, compatible, format_shape
-from .printer import format_memref
+from .printer import format_memref, format_number
 
 
 def _shape_of(x):
@@ -36,10 +47,11 @@ def _notes(node):
 def _checked(fn, node):
     """``fn`` preceded by the node's shape rule on the actual shapes."""
     rule = node.op.shape
+    attrs = node.attrs
 
     def run(*xs):
         try:
-            rule(*[_shape_of(x) for x in xs])
+            rule(*[_shape_of(x) for x in xs], *attrs)
         except ShapeError as e:
             raise GoatError(e.message, node.loc, notes=_notes(node)) from None
         return fn(*xs)
@@ -76,131 +88,268 @@ def _identity(x):
     return x
 
 
-class Evaluator:
-    """Runs the nodes and effects of a :class:`Program` in order.
+def _one_number(x, what, loc):
+    """A one-element value as a Python float; GoatError naming ``what`` otherwise."""
+    size = getattr(x, "size", 1)
+    if size != 1:
+        raise GoatError("%s must be a single number (a scalar), got shape %s"
+                        % (what, format_shape(_shape_of(x))), loc)
+    return float(x.reshape(()) if hasattr(x, "reshape") else x)
 
-    ``out`` receives the printed text (None: print nothing); every printed value is also kept,
-    as a NumPy array, in ``self.printed`` when ``keep_printed`` is true (the Python API).
-    ``free`` drops each value after its last use; the REPL turns it off, since a later line
-    may use any name.
+
+def _bound(x, node):
+    v = _one_number(x, "a loop bound", node.loc)
+    if not math.isfinite(v) or v != int(v):
+        raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
+    return int(v)
+
+
+class Evaluator:
+    """Runs the regions and effects of a :class:`Program`.
+
+    ``out`` receives the printed text (None: print nothing); every printed value is also kept
+    in ``self.printed`` when ``keep_printed`` is true (the Python API): a NumPy array for
+    ``print EXPR``, the line of text for a format ``print "..."``.  ``free`` drops each value
+    of the program's top region after its last use; the REPL turns it off, since a later line
+    may use any name (values inside loops and branches are always dropped).  ``progress``
+    (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
     """
 
-    def __init__(self, program: Program, backend, out=sys.stdout, keep_printed=False, free=True):
+    def __init__(self, program: Program, backend, out=sys.stdout, keep_printed=False, free=True,
+                 progress=None):
         self.program = program
         self.be = backend
         self.out = out
         self.keep_printed = keep_printed
         self.free = free
+        self.progress = progress
         self.printed = []
         self.values = []
         self._done_nodes = 0
         self._done_effects = 0
         self._fns = {}
 
+    # ------------------------------------------------------------------ plans
     def _fn(self, node):
         """The function that computes ``node`` from its inputs' values."""
-        if node.kind == OP:
-            fn = self._fns.get(node.op.name)
+        kind = node.kind
+        if kind == OP:
+            key = node.op.name if not node.attrs else (node.op.name, node.attrs)
+            fn = self._fns.get(key)
             if fn is None:
-                fn = self._fns[node.op.name] = node.op.evaluate(self.be)
+                fn = self._fns[key] = node.op.evaluate(self.be, *node.attrs)
             if node.check:
                 fn = _checked(fn, node)
             return fn
-        if node.kind == CAST:
+        if kind == CAST:
             if len(node.args) == 2:
                 return _same_size_check(node)
             return _cast_check(node) if node.check else _identity
+        if kind == GET:
+            return itemgetter(node.attrs[0])
+        if kind == LOOP:
+            return self._loop(node)
+        if kind == BRANCH:
+            return self._branch(node)
         raise TypeError(node)
 
-    def _plan(self, nodes, effects, start):
-        """Instructions for nodes[start:] and the effects, interleaved in program order."""
-        last_use = {}
+    def _plan(self, region, start=0, estart=0, free=True):
+        """Instructions for region.nodes[start:] and region.effects[estart:], interleaved in
+        program order: (out id, function, argument ids, ids to drop after).  An effect is
+        (None, effect, (), drops); a constant (id, value, None, drops)."""
+        nodes = region.nodes
+        effects = region.effects
         steps = []
-        ei = 0
-        for offset, node in enumerate(nodes):
-            while ei < len(effects) and effects[ei].after <= start + offset:
-                steps.append(("effect", effects[ei]))
+        ei = estart
+        ne = len(effects)
+        for k in range(start, len(nodes)):
+            node = nodes[k]
+            while ei < ne and effects[ei].after <= k:
+                steps.append((None, effects[ei]))
                 ei += 1
-            steps.append(("node", node))
-        steps.extend(("effect", e) for e in effects[ei:])
-        if self.free:
-            for k, (kind, item) in enumerate(steps):
-                if kind == "node":
-                    for a in item.args:
+            if node.kind != ARG:
+                steps.append((node, None))
+        steps.extend((None, e) for e in effects[ei:])
+        frees = [()] * len(steps)
+        if free:
+            mine = {n.id for n in nodes[start:]}
+            last_use = {}
+            for k, (node, effect) in enumerate(steps):
+                if node is not None:
+                    for a in node.args:
                         last_use[a.id] = k
+                    for sub in subregions(node):
+                        for i in sub.free_values():
+                            last_use[i] = k
                 else:
-                    last_use[item.node.id] = k
-        frees = [[] for _ in steps]
-        for nid, k in last_use.items():
-            frees[k].append(nid)
-        # a value nothing uses (a let never read) is dropped at once
-        if self.free:
-            for k, (kind, item) in enumerate(steps):
-                if kind == "node" and item.id not in last_use:
-                    frees[k].append(item.id)
+                    for u in effect.uses():
+                        last_use[u.id] = k
+            for y in region.yields:
+                last_use[y.id] = len(steps)         # read after the plan has run
+            drop = {}
+            for nid, k in last_use.items():
+                if nid in mine and k < len(steps):
+                    drop.setdefault(k, []).append(nid)
+            for k, (node, _) in enumerate(steps):
+                # a value nothing uses (a let never read) is dropped at once
+                if node is not None and node.id not in last_use:
+                    drop.setdefault(k, []).append(node.id)
+            for k, ids in drop.items():
+                frees[k] = tuple(ids)
         plan = []
         be = self.be
-        for (kind, item), fr in zip(steps, frees):
-            if kind == "effect":
-                plan.append((None, item, (), tuple(fr)))
-            elif item.kind == CONST:
-                value = item.value if isinstance(item.value, float) else be.asarray(item.value)
-                plan.append((item.id, value, None, tuple(fr)))
+        for (node, effect), fr in zip(steps, frees):
+            if node is None:
+                plan.append((None, effect, (), fr))
+            elif node.kind == CONST:
+                value = node.value if isinstance(node.value, float) else be.asarray(node.value)
+                plan.append((node.id, value, None, fr))
             else:
-                plan.append((item.id, self._fn(item), tuple(a.id for a in item.args), tuple(fr)))
+                plan.append((node.id, self._fn(node), tuple(a.id for a in node.args), fr))
         return plan
 
+    # ------------------------------------------------------------------ running
     def run(self):
-        """Run every node and effect not yet run (the REPL calls this after each statement)."""
+        """Run every node and effect of the top region not yet run (the REPL calls this after
+        each statement)."""
         program = self.program
-        nodes = program.nodes[self._done_nodes:]
-        effects = program.effects[self._done_effects:]
-        plan = self._plan(nodes, effects, self._done_nodes)
+        main = program.main
+        plan = self._plan(main, self._done_nodes, self._done_effects, self.free)
+        if len(self.values) < len(program.nodes):
+            self.values.extend([None] * (len(program.nodes) - len(self.values)))
+        self._done_nodes = len(main.nodes)
+        self._done_effects = len(main.effects)
+        with self.be.errstate():
+            self._run_plan(plan)
+        return self.printed
+
+    def _run_plan(self, plan):
         vals = self.values
-        vals.extend([None] * len(nodes))
-        self._done_nodes = len(program.nodes)
-        self._done_effects = len(program.effects)
         out = None
         try:
-            with self.be.errstate():
-                for out, fn, args, frees in plan:
-                    if out is None:
-                        self._effect(fn, vals)
-                    elif args is None:
-                        vals[out] = fn
-                    elif len(args) == 2:
-                        vals[out] = fn(vals[args[0]], vals[args[1]])
-                    elif len(args) == 1:
-                        vals[out] = fn(vals[args[0]])
-                    else:
-                        vals[out] = fn(*[vals[a] for a in args])
-                    for f in frees:
-                        vals[f] = None
-        except MemoryError:
+            for out, fn, args, frees in plan:
+                if out is None:
+                    self._effect(fn, vals)
+                elif args is None:
+                    vals[out] = fn
+                elif len(args) == 2:
+                    vals[out] = fn(vals[args[0]], vals[args[1]])
+                elif len(args) == 1:
+                    vals[out] = fn(vals[args[0]])
+                else:
+                    vals[out] = fn(*[vals[a] for a in args])
+                for f in frees:
+                    vals[f] = None
+        except (MemoryError, OpError) as e:
             if out is None:
                 raise
-            node = program.nodes[out]
+            node = self.program.nodes[out]
+            if isinstance(e, OpError):
+                raise GoatError(e.message, node.loc, notes=_notes(node)) from None
             cells = 1
-            for d in node.shape:
+            for d in node.shape if node.kind not in (LOOP, BRANCH) else ():
                 cells *= d if isinstance(d, int) else 1
             raise GoatError("out of memory computing a value of shape %s (%.3g GB)"
                             % (format_shape(node.shape), cells * 8 / 1e9), node.loc,
                             notes=_notes(node)) from None
-        return self.printed
+
+    def _loop(self, node):
+        """The function that runs a LOOP node: (lo, hi, *initial values) -> final values."""
+        body = node.value
+        plan = self._plan(body)
+        index = body.params[0].id
+        carried = [p.id for p in body.params[1:]]
+        yields = [y.id for y in body.yields]
+        vals = self.values
+        run_plan = self._run_plan
+        top = node.region is self.program.main and self.progress is not None
+        one = len(carried) == 1
+
+        def run(lo, hi, *state):
+            lo = _bound(lo, node)
+            hi = _bound(hi, node)
+            bar = None
+            if top and hi > lo:
+                label = node.loc.source.line(node.loc.line).strip().rstrip("{").strip()
+                bar = self.progress.loop(hi - lo, "%s (line %d)" % (label, node.loc.line))
+            try:
+                for i in range(lo, hi):
+                    vals[index] = float(i)
+                    if one:
+                        vals[carried[0]] = state[0]
+                    else:
+                        for pid, v in zip(carried, state):
+                            vals[pid] = v
+                    run_plan(plan)
+                    state = [vals[y] for y in yields]
+                    if bar is not None:
+                        bar.advance()
+            finally:
+                if bar is not None:
+                    bar.close()
+            for pid in carried:
+                vals[pid] = None
+            vals[index] = None
+            return tuple(state)
+        return run
+
+    def _branch(self, node):
+        """The function that runs a BRANCH node: condition -> the taken branch's yields."""
+        then, orelse = node.value
+        plans = (self._plan(orelse), self._plan(then))
+        yields = ([y.id for y in orelse.yields], [y.id for y in then.yields])
+        vals = self.values
+        run_plan = self._run_plan
+        cond_loc = node.args[0].loc
+
+        def run(cond):
+            taken = _one_number(cond, "an if condition", cond_loc) != 0.0   # NaN is true, as in C
+            run_plan(plans[taken])
+            return tuple(vals[y] for y in yields[taken])
+        return run
 
     def value(self, node):
         """The NumPy value of a node already computed (and not freed)."""
         return self.be.to_numpy(self.values[node.id])
 
     def _effect(self, effect, vals):
-        if effect.kind == "print":
+        kind = effect.kind
+        if kind == "print":
             value = self.be.to_numpy(vals[effect.node.id])
             if self.keep_printed:
                 self.printed.append(value.copy())
             if self.out is not None:
                 self.out.write(format_memref(value))
+        elif kind == "format":
+            from .fmt import format_value
+            pieces = []
+            for part in effect.data:
+                if isinstance(part, str):
+                    pieces.append(part)
+                    continue
+                node, spec, loc = part
+                x = self.be.to_numpy(vals[node.id])
+                if x.size != 1:
+                    raise GoatError("a {} field of a format string must hold a single number, "
+                                    "but this value has shape %s" % format_shape(x.shape), loc)
+                try:
+                    pieces.append(format_value(float(x.reshape(())), spec))
+                except OpError as e:
+                    raise GoatError(e.message, loc) from None
+            text = "".join(pieces)
+            if self.keep_printed:
+                self.printed.append(text)
+            if self.out is not None:
+                self.out.write(text + "\n")
+        elif kind == "save":
+            from .npyio import save_npy
+            path, shown = effect.data
+            try:
+                save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
+            except OpError as e:
+                raise GoatError(e.message, effect.loc) from None
         else:
-            raise TypeError(effect.kind)
+            raise TypeError(kind)
 
 
 def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):
@@ -208,3 +357,6 @@ def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):
     ev = Evaluator(program, backend, out=out, keep_printed=keep_printed)
     ev.run()
     return ev.printed
+
+
+__all__ = ["Evaluator", "run_program", "np"]

@@ -39,7 +39,7 @@ class Name(Expr):
 
 
 class Unary(Expr):
-    """``-x``."""
+    """``-x`` or ``not x``."""
     __slots__ = ("op", "operand")
 
     def __init__(self, op: str, operand: Expr, loc: Loc):
@@ -49,7 +49,8 @@ class Unary(Expr):
 
 
 class Binary(Expr):
-    """``left OP right`` for OP in ``+ - * / @``; ``op_loc`` is where the operator stands."""
+    """``left OP right`` for OP in ``+ - * / @ % == != < <= > >= and or``; ``op_loc`` is where
+    the operator stands."""
     __slots__ = ("op", "left", "right", "op_loc")
 
     def __init__(self, op: str, left: Expr, right: Expr, loc: Loc, op_loc: Loc):
@@ -68,6 +69,33 @@ class Call(Expr):
         self.args = args
         self.loc = loc
         self.name_loc = name_loc
+
+
+class Tuple(Expr):
+    """``(a, b, ...)``: several values, returned by a def or bound by ``let a, b = ...``."""
+    __slots__ = ("items",)
+
+    def __init__(self, items: list, loc: Loc):
+        self.items = items
+        self.loc = loc
+
+
+class TypeArg(Expr):
+    """A type written as an argument: ``reshape(x, tensor[2x3x4])``.  ``ann`` is its TypeAnn."""
+    __slots__ = ("ann",)
+
+    def __init__(self, ann, loc: Loc):
+        self.ann = ann
+        self.loc = loc
+
+
+class StringArg(Expr):
+    """A string written as an argument: ``load("x.npy")``; ``value`` has escapes processed."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: str, loc: Loc):
+        self.value = value
+        self.loc = loc
 
 
 class TypeAnn:
@@ -96,14 +124,20 @@ class Param:
 
 
 class Def(Stmt):
-    __slots__ = ("name", "params", "body", "name_loc")
+    """``def f(...) = EXPR`` (``body`` an Expr) or ``def f(...) { ... return EXPR }`` (``body`` a
+    list of statements, ``block`` true).  ``ret`` is the declared result: None, a TypeAnn, or a
+    list of TypeAnn for a tuple."""
+    __slots__ = ("name", "params", "body", "name_loc", "ret", "block")
 
-    def __init__(self, name: str, params: list, body: Expr, loc: Loc, name_loc: Loc):
+    def __init__(self, name: str, params: list, body, loc: Loc, name_loc: Loc, ret=None,
+                 block: bool = False):
         self.name = name
         self.params = params
         self.body = body
         self.loc = loc
         self.name_loc = name_loc
+        self.ret = ret
+        self.block = block
 
 
 class Let(Stmt):
@@ -115,6 +149,114 @@ class Let(Stmt):
         self.expr = expr
         self.loc = loc
         self.name_loc = name_loc
+
+
+class LetTuple(Stmt):
+    """``let a, b = EXPR``: binds each name to one value of a tuple."""
+    __slots__ = ("names", "expr", "name_locs")
+
+    def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list):
+        self.names = names
+        self.expr = expr
+        self.loc = loc
+        self.name_locs = name_locs
+
+
+class Var(Stmt):
+    """``var NAME[: TYPE] = EXPR``: a name whose value assignment may change (same shape)."""
+    __slots__ = ("name", "type", "expr", "name_loc")
+
+    def __init__(self, name: str, type, expr: Expr, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.type = type
+        self.expr = expr
+        self.loc = loc
+        self.name_loc = name_loc
+
+
+class Assign(Stmt):
+    """``NAME = EXPR`` (and ``NAME += EXPR``, already written out as ``NAME = NAME + (EXPR)``)."""
+    __slots__ = ("name", "expr", "name_loc")
+
+    def __init__(self, name: str, expr: Expr, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.expr = expr
+        self.loc = loc
+        self.name_loc = name_loc
+
+
+class For(Stmt):
+    """``for NAME in LO..HI { BODY }``: BODY runs for NAME = LO, LO + 1, ..., HI - 1."""
+    __slots__ = ("name", "lo", "hi", "body", "name_loc")
+
+    def __init__(self, name: str, lo: Expr, hi: Expr, body: list, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.lo = lo
+        self.hi = hi
+        self.body = body
+        self.loc = loc
+        self.name_loc = name_loc
+
+
+class If(Stmt):
+    """``if COND { BODY } else { ORELSE }``; ``else if`` is an If alone in ORELSE (``chained``)."""
+    __slots__ = ("cond", "body", "orelse", "chained")
+
+    def __init__(self, cond: Expr, body: list, orelse: list, loc: Loc, chained: bool = False):
+        self.cond = cond
+        self.body = body
+        self.orelse = orelse
+        self.loc = loc
+        self.chained = chained
+
+
+class Return(Stmt):
+    """``return EXPR`` or ``return (A, B)``: the value of a block-bodied def."""
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: Expr, loc: Loc):
+        self.expr = expr
+        self.loc = loc
+
+
+class Import(Stmt):
+    """``import NAME``: the defs and lets of NAME.mg, used as NAME.f(...)."""
+    __slots__ = ("module", "module_loc")
+
+    def __init__(self, module: str, loc: Loc, module_loc: Loc):
+        self.module = module
+        self.loc = loc
+        self.module_loc = module_loc
+
+
+class Save(Stmt):
+    """``save(EXPR, "file.npy")``: writes the value to a NumPy .npy file."""
+    __slots__ = ("expr", "path", "path_loc")
+
+    def __init__(self, expr: Expr, path: str, loc: Loc, path_loc: Loc):
+        self.expr = expr
+        self.path = path
+        self.loc = loc
+        self.path_loc = path_loc
+
+
+class PrintFormat(Stmt):
+    """``print "text {expr} more {expr:.6f}"``: ``parts`` are strings and Field objects."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list, loc: Loc):
+        self.parts = parts
+        self.loc = loc
+
+
+class Field:
+    """One ``{expr:spec}`` of a format string (``spec`` None when absent)."""
+    __slots__ = ("expr", "spec", "loc")
+
+    def __init__(self, expr: Expr, spec, loc: Loc):
+        self.expr = expr
+        self.spec = spec
+        self.loc = loc
 
 
 class Print(Stmt):
@@ -131,6 +273,26 @@ class ExprStmt(Stmt):
 
     def __init__(self, expr: Expr, loc: Loc):
         self.expr = expr
+        self.loc = loc
+
+
+class Header(Stmt):
+    """A block's opening line, as the parser reads it one statement at a time: ``kind`` is
+    for, if, elif, else or def; ``stmt`` the For/If/Def to fill with the block's statements.
+    parser.py assembles blocks from headers and Close statements; no Header leaves the parser."""
+    __slots__ = ("kind", "stmt")
+
+    def __init__(self, kind: str, stmt, loc: Loc):
+        self.kind = kind
+        self.stmt = stmt
+        self.loc = loc
+
+
+class Close(Stmt):
+    """A block's closing ``}`` (parser-internal, like Header)."""
+    __slots__ = ()
+
+    def __init__(self, loc: Loc):
         self.loc = loc
 
 

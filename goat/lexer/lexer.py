@@ -29,14 +29,17 @@ _PIECES = re.compile(r"""
     [ \t\f\r]+                                  # blanks
   | \#[^\n]*                                    # a comment
   | \n
-  | (?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?        # a number
-  | [A-Za-z_][A-Za-z0-9_]*                      # a name or keyword
-  | [-+*/@()\[\],=:]                            # punctuation
+  | "(?:[^"\\\n]|\\[^\n])*"?                    # a string (an unclosed one is reported)
+  | (?:\d+(?:\.(?!\.)\d*)?|\.\d+)(?:[eE][-+]?\d+)?     # a number (not the 0 of 0..9)
+  | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*   # a name, keyword or module.name
+  | ==|!=|<=|>=|\.\.|->|\+=|-=|\*=|/=           # two-character punctuation
+  | [-+*/@%<>()\[\]{},=:;]                      # punctuation
   | .                                           # anything else: an error
 """, re.VERBOSE | re.DOTALL)
+_STRING = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"')
 
 # what a piece is, by its first character
-_BLANK, _COMMENT, _NEWLINE, _NUMBER, _WORD, _PUNCT, _OTHER = range(7)
+_BLANK, _COMMENT, _NEWLINE, _NUMBER, _WORD, _PUNCT, _STRINGK, _OTHER = range(8)
 _KIND = {}
 for _c in " \t\f\r":
     _KIND[_c] = _BLANK
@@ -47,23 +50,22 @@ for _c in "0123456789.":
 for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_":
     _KIND[_c] = _WORD
 for _c in PUNCTUATION:
-    _KIND[_c] = _PUNCT
+    _KIND.setdefault(_c[0], _PUNCT)
+_KIND["."] = _NUMBER      # .5 is a number, .. is punctuation: told apart below
+_KIND['"'] = _STRINGK
 
 # the characters a numbers-only list literal is made of
 _LITERAL_RUN = re.compile(r"[\[\]0-9eE+\-.,\s]*")
 _BRACKETS = re.compile(r"[\[\]]")
-_OPEN = {"(": ")", "[": "]"}
-_CLOSE = {")": "(", "]": "["}
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+_CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INF = float("inf")
-_COMPARE = "; comparisons are functions: gt(a, b), ge, lt, le, eq, ne"
 _CHARACTER_HINTS = {
-    ">": _COMPARE, "<": _COMPARE, "!": _COMPARE,
+    "!": "; 'not x' negates a condition, and a != b compares",
     "^": "; there is no power operator: multiply, or write exp(p * log(x))",
-    "%": "; there is no remainder operator",
-    "\"": "; there are no strings", "'": "; there are no strings",
-    "{": "; there are no blocks: a def's body is one expression", "}": "; there are no blocks",
-    ";": "; write one statement per line",
+    "'": "; strings are written in double quotes: \"...\"",
+    "&": "; write 'and'", "|": "; write 'or'",
 }
 MAX_RANK = 32           # NumPy's arrays have at most 64 dimensions; no model needs 32
 
@@ -148,15 +150,20 @@ def _fast_array(text: str):
     return arr
 
 
-def tokenize(source: Source) -> list:
-    """The tokens of ``source``, one list per statement, each ending in an ``_NL`` token.
+def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
+    """The tokens of ``source`` (or of its text from ``start`` to ``end``), one list per
+    statement, each ending in an ``_NL`` token.
 
-    Raises GoatError for a character goat does not know, a malformed type, or brackets that do
-    not match.
+    A statement ends at a newline outside ``( )`` and ``[ ]``, at ``;``, and after the ``{``
+    that opens a block; a block's closing ``}`` is a statement of its own.  Raises GoatError
+    for a character goat does not know, a malformed type, an unclosed string, or brackets that
+    do not match.
     """
     text = source.text
-    pieces = _PIECES.findall(text)
-    ends = list(accumulate(map(len, pieces)))
+    piece_text = text if start == 0 and end is None else text[start:end]
+    limit = len(text) if end is None else end
+    pieces = _PIECES.findall(piece_text)
+    ends = list(accumulate(map(len, pieces), initial=start))[1:]
     kind_of = _KIND.get
     keywords = KEYWORDS
     punctuation = PUNCTUATION
@@ -171,43 +178,81 @@ def tokenize(source: Source) -> list:
         if kind == _BLANK or kind == _COMMENT:
             i += 1
             continue
-        end = ends[i]
-        start = end - len(piece)
+        end_ = ends[i]
+        start_ = end_ - len(piece)
         if kind == _WORD:
             if piece in TYPE_WORDS:
-                tok = _type_token(source, piece, start, end)
+                tok = _type_token(source, piece, start_, end_)
+                if tok.end_pos > limit:
+                    raise GoatError("'tensor' must be followed by its dimensions, as in "
+                                    "tensor[2x3]", Loc(source, start_, end_))
                 i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
             else:
-                tok = Tok(keywords.get(piece, "NAME"), piece, start, end)
-        elif kind == _NUMBER:
+                tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
+        elif kind == _NUMBER and piece != "..":
             if piece == ".":
-                raise GoatError("unexpected character '.'", Loc(source, start, end))
+                raise GoatError("unexpected character '.'", Loc(source, start_, end_))
             if float(piece) == _INF:
                 raise GoatError("the number %s is too large for a 64-bit float (the largest is "
-                                "about 1.8e+308)" % piece, Loc(source, start, end))
-            tok = Tok("NUMBER", piece, start, end)
-        elif kind == _PUNCT:
+                                "about 1.8e+308)" % piece, Loc(source, start_, end_))
+            tok = Tok("NUMBER", piece, start_, end_)
+        elif kind == _STRINGK:
+            if not _STRING.fullmatch(piece):
+                raise GoatError('this string is never closed: end it with " on the same line',
+                                Loc(source, start_, start_ + 1))
+            tok = Tok("STRING", piece, start_, end_)
+        elif (kind == _PUNCT and piece in punctuation) or piece == "..":
             if piece == "[":
-                tok = _try_array(source, start)
-                if tok is not None:
+                tok = _try_array(source, start_)
+                if tok is not None and tok.end_pos <= limit:
                     out.append(tok)
                     i = bisect_left(ends, tok.end_pos, i) + 1
                     continue
             if piece in _OPEN:
-                stack.append((piece, start))
+                if piece == "{" and stack and stack[-1][0] != "{":
+                    opener, at = stack[-1]
+                    raise GoatError("a block '{' cannot open inside the '%s' opened on line %d"
+                                    % (opener, source.position(at)[0]), Loc(source, start_, end_))
+                stack.append((piece, start_))
             elif piece in _CLOSE:
                 if not stack:
                     raise GoatError("unmatched '%s': no bracket is open here" % piece,
-                                    Loc(source, start, end))
+                                    Loc(source, start_, end_))
                 opener, at = stack.pop()
                 if _CLOSE[piece] != opener:
                     raise GoatError("'%s' does not close the '%s' opened on line %d"
                                     % (piece, opener, source.position(at)[0]),
-                                    Loc(source, start, end))
-            tok = Tok(punctuation[piece], piece, start, end)
+                                    Loc(source, start_, end_))
+            elif piece == ";":
+                if stack and stack[-1][0] != "{":
+                    opener, at = stack[-1]
+                    raise GoatError("';' cannot appear inside the '%s' opened on line %d"
+                                    % (opener, source.position(at)[0]), Loc(source, start_, end_))
+                if out:
+                    out.append(Tok("_NL", ";", start_, end_))
+                    statements.append(out)
+                    out = []
+                i += 1
+                continue
+            tok = Tok(punctuation[piece], piece, start_, end_)
+            if piece == "{":            # the block's header ends here
+                out.append(tok)
+                out.append(Tok("_NL", "", end_, end_))
+                statements.append(out)
+                out = []
+                i += 1
+                continue
+            if piece == "}":            # ends the statement before it, and is one of its own
+                if out:
+                    out.append(Tok("_NL", "", start_, start_))
+                    statements.append(out)
+                statements.append([tok, Tok("_NL", "", end_, end_)])
+                out = []
+                i += 1
+                continue
         elif kind == _NEWLINE:
-            if not stack and out:
-                out.append(Tok("_NL", "\n", start, end))
+            if out and (not stack or stack[-1][0] == "{"):
+                out.append(Tok("_NL", "\n", start_, end_))
                 statements.append(out)
                 out = []
             i += 1
@@ -215,14 +260,14 @@ def tokenize(source: Source) -> list:
         else:
             shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
             raise GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
-                            Loc(source, start, end))
+                            Loc(source, start_, end_))
         out.append(tok)
         i += 1
     if stack:
         opener, at = stack[-1]
         raise GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1))
     if out:
-        out.append(Tok("_NL", "", len(text), len(text)))
+        out.append(Tok("_NL", "", limit, limit))
         statements.append(out)
     return statements
 
@@ -280,16 +325,17 @@ def _try_array(source, start):
 
 
 def open_brackets(text: str) -> list:
-    """The brackets still open at the end of ``text``, outermost first (comments skipped).
+    """The brackets and blocks still open at the end of ``text``, outermost first (comments and
+    strings skipped).
 
     The REPL reads another line while this is not empty.
     """
     stack = []
     for piece in _PIECES.findall(text):
         c = piece[0]
-        if c in "([":
+        if c in "([{":
             stack.append(c)
-        elif c in ")]":
+        elif c in ")]}":
             if stack and stack[-1] == _CLOSE[c]:
                 stack.pop()
     return stack

@@ -24,10 +24,14 @@ from lark.lexer import Lexer as LarkLexer
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
 from .lexer import MAX_RANK, tokenize
-from .tokens import DESCRIPTIONS
+from .tokens import COMPOUND_ASSIGN, DESCRIPTIONS, KEYWORDS, STATEMENT_KEYWORDS
 
-EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB"}
+EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB", "NOT"}
 STATEMENT_START = {"DEF", "LET", "PRINT"}
+STATEMENT_KEYWORD_TERMS = {KEYWORDS[k] for k in STATEMENT_KEYWORDS} | {"RBRACE"}
+OPERATOR_TERMS = {"PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT", "EQEQ", "NE", "LT", "LE",
+                  "GT", "GE", "AND", "OR"}
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 
 
 class _TokenListLexer(LarkLexer):
@@ -63,17 +67,124 @@ class _Build:
         return ast.ExprStmt(c[0], c[0].loc)
 
     def def_stmt(self, c):
-        kw, name, _lp, params, _rp, body = c
-        return ast.Def(name.value, params or [], body, self._loc(kw).to(body.loc), self._loc(name))
+        kw, name, _lp, params, _rp, _arrow, ret, body = c
+        return ast.Def(name.value, params or [], body, self._loc(kw).to(body.loc), self._loc(name),
+                       ret)
+
+    def def_head(self, c):
+        kw, name, _lp, params, _rp, _arrow, ret, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        d = ast.Def(name.value, params or [], [], loc, self._loc(name), ret, block=True)
+        return ast.Header("def", d, loc)
+
+    def rtype(self, c):
+        types = [self._type(t) for t in c if t.type == "TYPE"]
+        return types[0] if len(types) == 1 and c[0].type == "TYPE" else types
+
+    def _type(self, tok):
+        return ast.TypeAnn(tok.extra, self._loc(tok))
 
     def let_stmt(self, c):
         kw, name, typ, expr = c
-        ann = ast.TypeAnn(typ.extra, self._loc(typ)) if typ is not None else None
+        ann = self._type(typ) if typ is not None else None
         return ast.Let(name.value, ann, expr, self._loc(kw).to(expr.loc), self._loc(name))
+
+    def let_tuple(self, c):
+        kw, *names, expr = c
+        return ast.LetTuple([t.value for t in names], expr, self._loc(kw).to(expr.loc),
+                            [self._loc(t) for t in names])
+
+    def var_stmt(self, c):
+        kw, name, typ, expr = c
+        ann = self._type(typ) if typ is not None else None
+        return ast.Var(name.value, ann, expr, self._loc(kw).to(expr.loc), self._loc(name))
+
+    def assign(self, c):
+        name, expr = c
+        nloc = self._loc(name)
+        return ast.Assign(name.value, expr, nloc.to(expr.loc), nloc)
+
+    def compound(self, c):
+        return c[0]
+
+    def compound_assign(self, c):
+        name, op, expr = c
+        nloc = self._loc(name)
+        value = ast.Binary(COMPOUND_ASSIGN[op.value], ast.Name(name.value, nloc), expr,
+                           nloc.to(expr.loc), self._loc(op))
+        return ast.Assign(name.value, value, nloc.to(expr.loc), nloc)
 
     def print_stmt(self, c):
         kw, expr = c
         return ast.Print(expr, self._loc(kw).to(expr.loc))
+
+    def print_format(self, c):
+        kw, string = c
+        # the fields are parsed by parse() once this statement is read (see _format_parts)
+        return ast.PrintFormat(string, self._loc(kw).to(self._loc(string)))
+
+    def save_stmt(self, c):
+        kw, _lp, expr, string, rp = c
+        return ast.Save(expr, self._string(string), self._loc(kw).to(self._loc(rp)),
+                        self._loc(string))
+
+    def for_head(self, c):
+        kw, name, _in, lo, _dots, hi, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        return ast.Header("for", ast.For(name.value, lo, hi, [], loc, self._loc(name)), loc)
+
+    def if_head(self, c):
+        kw, cond, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        return ast.Header("if", ast.If(cond, [], [], loc), loc)
+
+    def elif_head(self, c):
+        kw, _if, cond, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        return ast.Header("elif", ast.If(cond, [], [], self._loc(_if).to(self._loc(brace)),
+                                         chained=True), loc)
+
+    def else_head(self, c):
+        kw, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        return ast.Header("else", None, loc)
+
+    def close(self, c):
+        return ast.Close(self._loc(c[0]))
+
+    def return_stmt(self, c):
+        kw, *exprs = c
+        if len(exprs) == 1:
+            expr = exprs[0]
+        else:
+            expr = ast.Tuple(exprs, exprs[0].loc.to(exprs[-1].loc))
+        return ast.Return(expr, self._loc(kw).to(expr.loc))
+
+    def import_stmt(self, c):
+        kw, name = c
+        return ast.Import(name.value, self._loc(kw).to(self._loc(name)), self._loc(name))
+
+    def _string(self, tok) -> str:
+        """The text of a STRING token, escapes processed (\\n \\t \\\\ \\")."""
+        raw = tok.value[1:-1]
+        if "\\" not in raw:
+            return raw
+        out = []
+        i = 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\":
+                nxt = raw[i + 1]
+                if nxt not in _ESCAPES:
+                    at = tok.start_pos + 1 + i
+                    raise GoatError("unknown escape \\%s in a string (known: \\n \\t \\\\ \\\")"
+                                    % nxt, Loc(self.source, at, at + 2))
+                out.append(_ESCAPES[nxt])
+                i += 2
+            else:
+                out.append(ch)
+                i += 1
+        return "".join(out)
 
     def params(self, c):
         return c
@@ -90,7 +201,7 @@ class _Build:
 
     def negate(self, c):
         op, operand = c
-        return ast.Unary("-", operand, self._loc(op).to(operand.loc))
+        return ast.Unary(op.value, operand, self._loc(op).to(operand.loc))
 
     def number(self, c):
         tok = c[0]
@@ -111,6 +222,21 @@ class _Build:
 
     def args(self, c):
         return c
+
+    def type_arg(self, c):
+        tok = c[0]
+        return ast.TypeArg(self._type(tok), self._loc(tok))
+
+    def string_arg(self, c):
+        tok = c[0]
+        return ast.StringArg(self._string(tok), self._loc(tok))
+
+    def tuple(self, c):
+        lp, *items, rp = c
+        return ast.Tuple(items, Loc(self.source, lp.start_pos, rp.end_pos))
+
+    def expression(self, c):
+        return c[0]
 
     def group(self, c):
         lp, inner, rp = c
@@ -197,7 +323,8 @@ _RECORDER = _Recorder()
 _LOCK = threading.Lock()
 _PARSER = Lark(
     resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8"),
-    parser="lalr", lexer=_TokenListLexer, start=["single", "interactive"], maybe_placeholders=True,
+    parser="lalr", lexer=_TokenListLexer, start=["single", "interactive", "expression"],
+    maybe_placeholders=True,
     transformer=type("_RecordingTransformer", (), {
         rule: staticmethod(_RECORDER._rule(rule)) for rule in RULES})(),
 )
@@ -230,10 +357,10 @@ def _describe_expected(expected) -> str:
         expected -= {"NUMBER", "MINUS", "LSQB", "ARRAY"}
     if {"PLUS", "MINUS", "STAR", "SLASH", "AT"} <= expected:
         words.append("an operator")
-        expected -= {"PLUS", "MINUS", "STAR", "SLASH", "AT"}
+        expected -= OPERATOR_TERMS
     if STATEMENT_START <= expected:
-        words.append("a statement (def, let or print)")
-        expected -= STATEMENT_START
+        words.append("a statement (let, var, def, print, for, if, ...)")
+        expected -= STATEMENT_KEYWORD_TERMS
     words += sorted(DESCRIPTIONS.get(t, t) for t in expected)
     if not words:
         return "something else"
@@ -300,6 +427,99 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
     return stmt, replay
 
 
+def _parse_tokens(build: _Build, tokens: list, start: str):
+    """One statement (or, for start="expression", one expression) from its tokens."""
+    key = tuple([t.type for t in tokens])
+    if start != "single":
+        key = (start,) + key
+    replay = _SHAPES.get(key)
+    if replay is not None:
+        return replay(build, tokens)
+    stmt, replay = _first_parse(build, tokens, start)
+    if replay is not None and len(_SHAPES) < _MAX_SHAPES:
+        _SHAPES[key] = replay
+    return stmt
+
+
+def _format_parts(build: _Build, tok) -> list:
+    """The parts of a format string: text, and a Field per ``{expr:spec}``."""
+    from ..interp.fmt import FormatSyntaxError, check_spec, parse_format
+    source = build.source
+    base = tok.start_pos + 1                  # the text between the quotes starts here
+    try:
+        parts = parse_format(tok.value[1:-1])
+    except FormatSyntaxError as e:
+        raise GoatError(e.message, Loc(source, base + e.start, base + max(e.end, e.start + 1))) from None
+    out = []
+    for part in parts:
+        if part[0] == "text":
+            out.append(part[1])
+            continue
+        _, start, end, spec = part
+        loc = Loc(source, base + start, base + end)
+        statements = tokenize(source, base + start, base + end)
+        if len(statements) != 1:
+            raise GoatError("a {} field of a format string holds one expression", loc)
+        expr = _parse_tokens(build, statements[0], "expression")
+        if spec is not None:
+            problem = check_spec(spec)
+            if problem:
+                raise GoatError(problem, loc)
+        out.append(ast.Field(expr, spec, loc))
+    return out
+
+
+def _assemble(stmts: list) -> list:
+    """Blocks from the flat statements: each Header takes the statements up to its Close."""
+    top = []
+    stack = []              # (Header, the list its statements go to)
+    current = top
+    for stmt in stmts:
+        t = type(stmt)
+        if t is ast.Header:
+            kind = stmt.kind
+            if kind in ("else", "elif"):
+                target = _open_else(current, stmt)
+                if kind == "elif":
+                    target.append(stmt.stmt)
+                    stack.append((stmt, current))
+                    current = stmt.stmt.body
+                else:
+                    stack.append((stmt, current))
+                    current = target
+                continue
+            current.append(stmt.stmt)
+            stack.append((stmt, current))
+            current = stmt.stmt.body
+        elif t is ast.Close:
+            if not stack:
+                raise GoatError("unmatched '}': no block is open here", stmt.loc)
+            header, current = stack.pop()
+            if header.kind in ("for", "if", "elif", "def", "else"):
+                owner = header.stmt
+                if owner is not None:
+                    owner.loc = owner.loc.to(stmt.loc)
+        else:
+            current.append(stmt)
+    if stack:
+        raise GoatError("this block is never closed with '}'", stack[-1][0].loc)
+    return top
+
+
+def _open_else(current: list, header) -> list:
+    """The (empty) else-list of the if that ``header`` (an ``else``) continues."""
+    last = current[-1] if current else None
+    if type(last) is not ast.If:
+        raise GoatError("'else' must follow the '}' of an if block", header.loc)
+    while last.orelse:
+        nested = last.orelse[0]
+        if len(last.orelse) == 1 and type(nested) is ast.If and nested.chained:
+            last = nested
+        else:
+            raise GoatError("this if already has an else block", header.loc)
+    return last.orelse
+
+
 def parse(source: Source, interactive: bool = False) -> ast.Module:
     """Parse a whole program.  Raises GoatError for the first syntax error.
 
@@ -309,17 +529,15 @@ def parse(source: Source, interactive: bool = False) -> ast.Module:
     start = "interactive" if interactive else "single"
     stmts = []
     append = stmts.append
-    shapes = _SHAPES
+    blocks = False
     for tokens in tokenize(source):
-        key = tuple([t.type for t in tokens])
-        if interactive:
-            key = ("interactive",) + key
-        replay = shapes.get(key)
-        if replay is not None:
-            append(replay(build, tokens))
-            continue
-        stmt, replay = _first_parse(build, tokens, start)
-        if replay is not None and len(shapes) < _MAX_SHAPES:
-            shapes[key] = replay
+        stmt = _parse_tokens(build, tokens, start)
+        t = type(stmt)
+        if t is ast.PrintFormat:
+            stmt.parts = _format_parts(build, stmt.parts)
+        elif t is ast.Header or t is ast.Close:
+            blocks = True
         append(stmt)
+    if blocks:
+        stmts = _assemble(stmts)
     return ast.Module(source, stmts)

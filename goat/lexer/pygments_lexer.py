@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Punctuation,
-                            Whitespace)
+                            String, Whitespace)
 
 from ..ops import builtin_names
 from .tokens import KEYWORDS, TYPE_WORDS
@@ -31,18 +31,28 @@ class GoatLexer(RegexLexer):
             (r"\n", Whitespace),
             (r"#.*?$", Comment.Single),
             (r"(def)(\s+)(%s)" % NAME, bygroups(Keyword.Declaration, Whitespace, Name.Function)),
-            (r"(let)(\s+)(%s)" % NAME, bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
+            (r"(let|var)(\s+)(%s)" % NAME, bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
+            (r'"', String, "string"),
             (words(tuple(KEYWORDS), suffix=r"\b"), Keyword),
             (r"(tensor)(\s*)(\[)([^\]\n]*)(\])",
              bygroups(Keyword.Type, Whitespace, Punctuation, Number.Integer, Punctuation)),
             (words(tuple(TYPE_WORDS), suffix=r"\b"), Keyword.Type),
             (words(tuple(builtin_names()), suffix=r"\b"), Name.Builtin),
-            (r"(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+", Number.Float),
-            (r"\d+\.\d*|\.\d+", Number.Float),
+            (r"(?:\d+(?:\.(?!\.)\d*)?|\.\d+)[eE][-+]?\d+", Number.Float),
+            (r"\d+\.(?!\.)\d*|\.\d+", Number.Float),
             (r"\d+", Number.Integer),
             (NAME, Name),
-            (r"[-+*/@=]", Operator),
-            (r"[()\[\],:]", Punctuation),
+            (r"==|!=|<=|>=|->|\.\.|[-+*/@%<>]=?|=", Operator),
+            (r"[()\[\]{},:;]", Punctuation),
             (r".", Error),
+        ],
+        "string": [
+            (r'\\.', String.Escape),
+            (r"\{\{|\}\}", String.Escape),
+            (r"\{[^{}\"\n]*\}", String.Interpol),
+            (r'[^"\\{}\n]+', String),
+            (r'"', String, "#pop"),
+            (r"\n", Error, "#pop"),
+            (r".", String),
         ],
     }

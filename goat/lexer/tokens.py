@@ -9,27 +9,61 @@ the editor grammars all read these names (built-in function names come from the 
 KEYWORDS = {
     "def": "DEF",
     "let": "LET",
+    "var": "VAR",
     "print": "PRINT",
+    "for": "FOR",
+    "in": "IN",
+    "if": "IF",
+    "else": "ELSE",
+    "return": "RETURN",
+    "import": "IMPORT",
+    "save": "SAVE",
+    "and": "AND",
+    "or": "OR",
+    "not": "NOT",
 }
+
+# the keywords that begin a statement (the REPL completes them at the start of a line)
+STATEMENT_KEYWORDS = ("def", "let", "var", "print", "for", "if", "else", "return", "import",
+                      "save")
 
 # words that only appear inside a type annotation
 TYPE_WORDS = ("tensor", "scalar")
 
-# punctuation -> terminal name (longest first where one is a prefix of another)
+# punctuation -> terminal name (the lexer tries longer spellings first)
 PUNCTUATION = {
+    "==": "EQEQ",
+    "!=": "NE",
+    "<=": "LE",
+    ">=": "GE",
+    "<": "LT",
+    ">": "GT",
+    "..": "DOTDOT",
+    "->": "ARROW",
+    "+=": "PLUS_EQUAL",
+    "-=": "MINUS_EQUAL",
+    "*=": "STAR_EQUAL",
+    "/=": "SLASH_EQUAL",
     "+": "PLUS",
     "-": "MINUS",
     "*": "STAR",
     "/": "SLASH",
     "@": "AT",
+    "%": "PERCENT",
     "(": "LPAR",
     ")": "RPAR",
     "[": "LSQB",
     "]": "RSQB",
+    "{": "LBRACE",
+    "}": "RBRACE",
     ",": "_COMMA",
     "=": "_EQUAL",
     ":": "_COLON",
+    ";": "_SEMI",
 }
+
+# compound assignment -> the binary operator it applies
+COMPOUND_ASSIGN = {"+=": "+", "-=": "-", "*=": "*", "/=": "/"}
 
 # how a terminal is named in a syntax error
 DESCRIPTIONS = {
@@ -37,6 +71,7 @@ DESCRIPTIONS = {
     "NUMBER": "a number",
     "ARRAY": "a list literal",
     "TYPE": "a type such as tensor[2x3]",
+    "STRING": "a string",
     "_NL": "the end of the line",
     "$END": "the end of the file",
     **{term: "'%s'" % word for word, term in KEYWORDS.items()},

@@ -7,8 +7,9 @@ log(0) = -inf, sqrt(-1) = nan); nothing here raises on a value.
 """
 from __future__ import annotations
 
-from ..typecheck.shapes import ShapeError, broadcast, format_shape, matmul
-from .registry import Op, register
+from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_shape, format_type,
+                                matmul)
+from .registry import Op, OpError, register
 
 
 def _same(s):
@@ -86,8 +87,10 @@ def _compare(name, relation, ufunc):
         f = getattr(be.xp, _u)
         f64 = be.xp.float64
         return lambda a, b: f(a, b).astype(f64)
-    register(Op(name=name, arity=2, signature="%s(a, b) -> broadcast shape" % name,
-                doc="1 where a %s b, else 0 (broadcasts like +)" % relation,
+    register(Op(name=name, arity=2, symbol=relation,
+                signature="%s(a, b) or a %s b -> broadcast shape" % (name, relation),
+                doc="1 where a %s b, else 0 (broadcasts like +; a NaN compares unequal to "
+                    "everything)" % relation,
                 shape=lambda a, b: broadcast("compare", a, b), evaluate=make,
                 tags=("elementwise", "comparison")))
 
@@ -98,6 +101,32 @@ _compare("le", "<=", "less_equal")
 _compare("lt", "<", "less")
 _compare("eq", "==", "equal")
 _compare("ne", "!=", "not_equal")
+
+
+def _logical(name, word, ufunc, verb, doc):
+    def make(be, _u=ufunc):
+        f = getattr(be.xp, _u)
+        f64 = be.xp.float64
+        return lambda a, b: f(a, b).astype(f64)
+    register(Op(name=name, arity=2, symbol=word, callable_by_name=False,
+                signature="a %s b -> broadcast shape" % word, doc=doc,
+                shape=lambda a, b, _v=verb: broadcast(_v, a, b), evaluate=make,
+                tags=("elementwise", "logical", "operator")))
+
+
+_logical("logical_and", "and", "logical_and", "combine with and",
+         "1 where both a and b are non-zero, else 0 (a NaN counts as non-zero, as in C)")
+_logical("logical_or", "or", "logical_or", "combine with or",
+         "1 where a or b (or both) is non-zero, else 0 (a NaN counts as non-zero, as in C)")
+register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
+            signature="not a -> same shape",
+            doc="1 where a is 0, else 0 (a NaN counts as non-zero, as in C)", shape=_same,
+            evaluate=lambda be: (lambda x, _f=be.xp.equal, _d=be.xp.float64: _f(x, 0.0).astype(_d)),
+            tags=("elementwise", "logical", "operator")))
+
+_binary("remainder", "%", "take the remainder of", "remainder",
+        "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
+        "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan")
 
 for _name, _verb, _ufunc, _doc in (
         ("maximum", "take the maximum of", "maximum", "elementwise larger of a and b (nan if either is nan)"),
@@ -149,3 +178,190 @@ def _transpose_shape(s):
 register(Op(name="transpose", arity=1, signature="transpose(x: RxC) -> CxR",
             doc="swaps the last two dimensions", shape=_transpose_shape,
             evaluate=lambda be: (lambda x, _s=be.xp.swapaxes: _s(x, -1, -2))))
+
+
+# ---------------------------------------------------------------- shapes and new tensors
+
+def _static_shape(name, target):
+    """A shape to create: known sizes or a def's size variables, never ``?``."""
+    if any(d is None for d in target):
+        raise ShapeError("%s needs every size of its shape, got %s: a ? size is known only "
+                         "when the program runs" % (name, format_type(target)))
+    return tuple(target)
+
+
+def _factors(shape):
+    """The cell count of a shape as (product of the known sizes, sorted size-variable names),
+    or None when a dimension is ``?``."""
+    n, names = 1, []
+    for d in shape:
+        if d is None:
+            return None
+        if isinstance(d, SizeVar):
+            names.append(d.name)
+        else:
+            n *= d
+    return n, tuple(sorted(names))
+
+
+def _count(f):
+    n, names = f
+    if not names:
+        return "%d cell%s" % (n, "" if n == 1 else "s")
+    return "*".join(([str(n)] if n != 1 else []) + list(names)) + " cells"
+
+
+def _reshape_shape(s, target):
+    unknown = sum(d is None for d in target)
+    if unknown > 1:
+        raise ShapeError("reshape's target %s may have at most one ? size (it is worked out "
+                         "from the others)" % format_type(target))
+    src = _factors(s)
+    if unknown:
+        known = _factors(tuple(d for d in target if d is not None))
+        if src is None or src[1] or known[1]:
+            return tuple(target)            # worked out when it runs
+        n, k = src[0], known[0]
+        if k == 0 or n % k:
+            raise ShapeError("cannot reshape %s (%s) to %s: %d cells do not divide into rows "
+                             "of %d" % (format_shape(s), _count(src), format_type(target), n, k))
+        return tuple(n // k if d is None else d for d in target)
+    if src is None:
+        return tuple(target)                # checked when it runs
+    dst = _factors(target)
+    if src != dst:
+        why = ("the number of cells must stay the same" if not (src[1] or dst[1])
+               else "the numbers of cells may differ")
+        raise ShapeError("cannot reshape %s (%s) to %s (%s): %s"
+                         % (format_shape(s), _count(src), format_shape(target), _count(dst), why))
+    return tuple(target)
+
+
+def _reshape(be, target):
+    reshape = be.xp.reshape
+    if sum(d is None for d in target) > 1:
+        def run(x):
+            raise OpError("cannot reshape to %s: more than one size is unknown"
+                          % format_type(target))
+        return run
+    shape = tuple(-1 if d is None else d for d in target)
+    return lambda x: reshape(x, shape)
+
+
+register(Op(name="reshape", arity=2, params=(("x", "value"), ("shape", "type")),
+            signature="reshape(x: S, tensor[T]) -> T",
+            doc="the same cells read in row-major order into shape T (the cell counts must "
+                "be equal; one size of T may be ?, worked out from the others); NumPy's "
+                "reshape in C order",
+            shape=_reshape_shape, evaluate=_reshape, checks_at_run_time=False,
+            tags=("shape",)))
+
+
+def _fill(name, value, doc):
+    register(Op(name=name, arity=1, params=(("shape", "type"),),
+                signature="%s(tensor[S]) -> S" % name, doc=doc,
+                shape=lambda target, _n=name: _static_shape(_n, target),
+                evaluate=lambda be, target, _v=value: (
+                    lambda _f=be.xp.full: _f(target, _v, dtype=be.xp.float64)),
+                tags=("creation",)))
+
+
+_fill("zeros", 0.0, "a tensor of zeros")
+_fill("ones", 1.0, "a tensor of ones")
+
+
+def _draw(name, method, doc):
+    from . import rng
+
+    def shape(seed, target, _n=name):
+        cells = 1
+        for d in seed:
+            if type(d) is not int:
+                cells = None
+                break
+            cells *= d
+        if cells is not None and cells != 1:
+            raise ShapeError("the seed of %s must be a single number, got shape %s"
+                             % (_n, format_shape(seed)))
+        return _static_shape(_n, target)
+
+    def evaluate(be, target, _m=getattr(rng, method)):
+        xp = be.xp
+
+        def run(seed):
+            return _m(xp, tuple(target), rng.check_seed(_scalar(seed)))
+        return run
+    register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
+                signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
+                evaluate=evaluate, tags=("creation", "random")))
+
+
+def _scalar(x):
+    """A one-element value as a Python float (a bigger one is passed on for the message)."""
+    size = getattr(x, "size", 1)
+    if size == 1:
+        return float(x.reshape(()) if hasattr(x, "reshape") else x)
+    return x
+
+
+_draw("rand", "uniform",
+      "uniform draws on [0, 1), a pure function of (seed, cell index): SplitMix64 counters "
+      "(Steele, Lea & Flood 2014), the top 53 bits times 2**-53; the same bits on every back "
+      "end (see goat/ops/rng.py)")
+_draw("randn", "normal",
+      "standard normal draws, a pure function of (seed, cell index): Box-Muller (1958) on two "
+      "SplitMix64 uniforms, with goat's own log and cos built from + - * / and sqrt, so every "
+      "back end gives the same bits (see goat/ops/rng.py)")
+
+
+def _iota_shape(target, axis):
+    target = _static_shape("iota", target)
+    r = len(target)
+    if not -r <= axis < r:
+        raise ShapeError("iota's axis %d is outside tensor %s of rank %d (axes 0 to %d, or -1 "
+                         "for the last)" % (axis, format_type(target), r, r - 1))
+    return target
+
+
+def _iota(be, target, axis):
+    xp = be.xp
+    r = len(target)
+    axis = axis % r
+
+    def run():
+        idx = xp.arange(target[axis], dtype=xp.float64)
+        idx = idx.reshape((target[axis],) + (1,) * (r - axis - 1))
+        return xp.broadcast_to(idx, tuple(target)).copy()
+    return run
+
+
+register(Op(name="iota", arity=2, params=(("shape", "type"), ("axis", "int")),
+            signature="iota(tensor[S], axis) -> S",
+            doc="each cell holds its index along `axis` (0, 1, 2, ...), as XLA's "
+                "broadcasted iota; iota(tensor[3x3], 0) has rows of 0s, 1s and 2s",
+            shape=_iota_shape, evaluate=_iota, tags=("creation",)))
+
+
+# ---------------------------------------------------------------- files
+
+def _load_path(value, loc):
+    from ..typecheck.checker import resolve_path
+    return (resolve_path(value, loc), value)
+
+
+def _load(be, path, target):
+    from ..interp.npyio import read_npy
+    resolved, shown = path
+
+    def run():
+        return be.asarray(read_npy(resolved, tuple(target), shown))
+    return run
+
+
+register(Op(name="load", arity=2, params=(("path", "string"), ("shape", "type")),
+            signature='load("file.npy", tensor[S]) -> S',
+            doc="a NumPy .npy file's array as float64 (numbers and booleans only, never "
+                "pickles), checked when it loads to have shape S (a ? size takes the file's); "
+                "the file name is relative to the program's folder",
+            shape=lambda path, target: tuple(target), evaluate=_load, pure=False,
+            string_attr=_load_path, tags=("file",)))

@@ -28,6 +28,30 @@ class Op:
     vjp: Callable | None = None     # reserved: reverse-mode derivative (autodiff issue)
     lowering: Callable | None = None  # reserved: LLVM lowering (AOT issue)
     tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
+    # The parameters as written in a call, (name, kind): kind "value" (a tensor, an argument
+    # node) or a static attribute known when the program is checked -- "type" (a shape written
+    # tensor[...]), "string" (a file name), "int" (a whole number written in the program).
+    # Empty: `arity` values.  Attributes follow the argument shapes in `shape` and the back
+    # end in `evaluate`, in order: shape(*shapes, *attrs), evaluate(backend, *attrs).
+    params: tuple = field(default=())
+    pure: bool = True               # False: reads the world (a file); never shared or moved
+    checks_at_run_time: bool = False  # the shape rule runs again on actual shapes, always
+    # a string attribute as the op keeps it (load resolves a file name against the folder of
+    # the program); (value, Loc) -> attribute; None keeps the string as written
+    string_attr: Callable | None = None
+
+    def __post_init__(self):
+        if not self.params:
+            object.__setattr__(self, "params", (("x", "value"),) * self.arity)
+        elif len(self.params) != self.arity:
+            raise ValueError("op %s: %d params for arity %d" % (self.name, len(self.params),
+                                                                self.arity))
+
+    def subst_attrs(self, attrs: tuple, subst: Callable) -> tuple:
+        """``attrs`` with every shape attribute passed through ``subst`` (a def's size variables
+        replaced by the sizes of one call)."""
+        kinds = [kind for _, kind in self.params if kind != "value"]
+        return tuple(subst(a) if k == "type" else a for a, k in zip(attrs, kinds))
 
 
 class OpError(Exception):
@@ -46,7 +70,7 @@ UNARY_OPERATORS: dict[str, Op] = {}  # symbol -> op
 
 
 # the first word of the checker's hash-consing keys for constants and casts
-RESERVED = {"s", "a", "cast", "same"}
+RESERVED = {"s", "a", "cast", "same", "get", "call"}
 
 
 def register(op: Op) -> Op:

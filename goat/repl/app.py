@@ -32,7 +32,7 @@ from .. import __version__
 from ..diagnostics import GoatError, internal_error_line
 from ..lexer.lexer import open_brackets
 from ..lexer.pygments_lexer import GoatLexer
-from ..lexer.tokens import KEYWORDS, TYPE_WORDS
+from ..lexer.tokens import STATEMENT_KEYWORDS, TYPE_WORDS
 from .display import show
 from .session import Session
 
@@ -135,7 +135,7 @@ class GoatCompleter(Completer):
             if name.startswith(prefix):
                 yield Completion(name, start, display_meta=sig)
         at_start = not line.strip() or line.strip() == prefix
-        words = list(KEYWORDS) if at_start else [] if ":" not in line else list(TYPE_WORDS)
+        words = list(STATEMENT_KEYWORDS) if at_start else [] if ":" not in line else list(TYPE_WORDS)
         for word in words:
             if word.startswith(prefix):
                 yield Completion(word, start, display_meta="keyword")
@@ -290,8 +290,15 @@ class Repl:
     def _show(self, r):
         if r.kind == "value":
             self.write(show(r.value, self._width()) + "\n")
-        elif r.kind == "let":
+        elif r.kind in ("let", "assign"):
             self.write("%s : %s\n" % (r.name, _type(r.shape)), "type")
+        elif r.kind == "var":
+            self.write("var %s : %s\n" % (r.name, _type(r.shape)), "type")
+        elif r.kind == "lets":
+            for name, shape in zip(r.name.split(", "), r.shape):
+                self.write("%s : %s\n" % (name, _type(shape)), "type")
+        elif r.kind == "import":
+            self.write("import %s\n" % r.name, "type")
         elif r.kind == "def":
             self.write("def %s\n" % r.signature, "type")
 

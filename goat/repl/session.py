@@ -20,9 +20,9 @@ from ..interp.evaluator import Evaluator
 from ..lexer import ast
 from ..lexer.lexer import open_brackets
 from ..lexer.parser import parse
-from ..lexer.tokens import KEYWORDS
+from ..lexer.tokens import STATEMENT_KEYWORDS
 from ..ops import REGISTRY, builtin_names
-from ..typecheck.checker import Checker, Template
+from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
 from ..typecheck.program import Program
 from ..typecheck.shapes import format_type
 
@@ -63,20 +63,32 @@ class Session:
     def _snapshot(self):
         c, p, e = self.checker, self.program, self.evaluator
         p.journal = []
-        return (len(p.nodes), len(p.effects), dict(c.globals), dict(c.where), dict(p.lets),
-                dict(p.defs), list(p.order), c._templates, e._done_nodes, e._done_effects)
+        return (len(p.nodes), len(p.main.nodes), len(p.main.effects), dict(c.globals),
+                dict(c.where), dict(c.top.what), dict(c.gone), dict(c.shared.modules),
+                dict(p.lets), dict(p.defs), list(p.order), len(p.outline), p.templates,
+                e._done_nodes, e._done_effects)
 
     def _restore(self, snap):
         c, p, e = self.checker, self.program, self.evaluator
-        (n_nodes, n_effects, c.globals, c.where, p.lets, p.defs, p.order, c._templates,
-         e._done_nodes, e._done_effects) = snap
+        (n_nodes, n_main, n_effects, names, lines, what, gone, modules, p.lets, p.defs, p.order,
+         n_outline, p.templates, e._done_nodes, e._done_effects) = snap
         for table, key in reversed(p.journal):
             table.pop(key, None)
         p.journal = []
+        for current, saved in ((c.globals, names), (c.where, lines), (c.top.what, what),
+                               (c.gone, gone), (c.shared.modules, modules)):
+            current.clear()
+            current.update(saved)
         del p.nodes[n_nodes:]
-        del p.effects[n_effects:]
+        del p.main.nodes[n_main:]
+        del p.main.effects[n_effects:]
+        del p.outline[n_outline:]
         del e.values[n_nodes:]
         c._defining = None
+        c.impure = False
+        c.depth = 0
+        del c.shared.loading[:]
+        del c.shared.calls[:]
 
     def _check(self, stmt):
         old = sys.getrecursionlimit()
@@ -119,10 +131,20 @@ class Session:
         t = type(stmt)
         if t is ast.Let:
             return Result("let", stmt.name, checked.shape)
+        if t is ast.Var:
+            return Result("var", stmt.name, checked.shape)
+        if t is ast.Assign:
+            return Result("assign", stmt.name, checked.shape)
+        if t is ast.LetTuple:
+            return Result("lets", ", ".join(stmt.names), tuple(n.shape for n in checked))
         if t is ast.Def:
             return Result("def", stmt.name, checked.shape, signature=checked.signature())
-        if t is ast.Print:
-            return Result("print", None, checked.shape)
+        if t is ast.Print or t is ast.PrintFormat or t is ast.Save:
+            return Result("print", None, getattr(checked, "shape", None))
+        if t is ast.Import:
+            return Result("import", stmt.module)
+        if t is not ast.ExprStmt:           # a for or an if block
+            return Result("block")
         # a copy: the session's own value must not change if the caller changes this one
         return Result("value", None, checked.shape, np.array(self.evaluator.value(checked)))
 
@@ -138,11 +160,11 @@ class Session:
             self.checker.look_ahead(module)     # a file's rules: use after definition...
             checked = []
             for stmt in stmts:
-                name = getattr(stmt, "name", None)
-                if name in seen:                # ... and each name once in the file
-                    raise GoatError("'%s' is already defined on line %d; a name can be defined "
-                                    "only once in a file" % (name, seen[name]), stmt.name_loc)
-                if name is not None:
+                for name in _defined_names(stmt):
+                    if name in seen:            # ... and each name once in the file
+                        raise GoatError("'%s' is already defined on line %d; a name can be "
+                                        "defined only once in a file" % (name, seen[name]),
+                                        stmt.loc)
                     seen[name] = stmt.loc.line
                 checked.append(self._check(stmt))
             self.evaluator.run()
@@ -177,19 +199,32 @@ class Session:
         t = type(stmt)
         if t is ast.Let:
             return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
+        if t is ast.Var:
+            return "let", "var %s : %s" % (stmt.name, format_type(checked.shape)), stmt
+        if t is ast.Assign:
+            return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
+        if t is ast.LetTuple:
+            return "let", "%s : %s" % (", ".join(stmt.names), ", ".join(
+                format_type(n.shape) for n in checked)), stmt
         if t is ast.Def:
             return "def", "def " + checked.signature(), stmt
-        return ("print" if t is ast.Print else "expr"), format_type(checked.shape), stmt
+        if t is ast.Import:
+            return "let", "import %s" % stmt.module, stmt
+        if t is ast.Print:
+            return "print", format_type(checked.shape), stmt
+        if t is ast.ExprStmt:
+            return "expr", format_type(checked.shape), stmt
+        return "let", "", stmt          # a block, a format print, a save: nothing to show
 
     def hint(self, text: str, width: int = 100) -> str:
         """The bottom-toolbar hint for input being typed: its shape, or the error it would
         raise; '' while it is plainly unfinished.  At most about ``width`` characters."""
         body = text.strip()
-        if not body or body.startswith(":") or any(k.startswith(body) for k in KEYWORDS):
+        if not body or body.startswith(":") or any(k.startswith(body) for k in STATEMENT_KEYWORDS):
             return ""               # nothing yet, a command, or a keyword half typed
         missing = open_brackets(text)
-        if "[" in missing:
-            return ""               # a literal still being typed has no shape yet
+        if "[" in missing or "{" in missing:
+            return ""               # a literal or a block still being typed has no shape yet
         candidate = text + ")" * len(missing)
         try:
             kind, described, stmt = self._describe(candidate)
@@ -225,6 +260,10 @@ class Session:
             v = self.checker.globals.get(name)
             if isinstance(v, Template):
                 out.append((name, "def " + v.signature()))
+            elif isinstance(v, VarBinding):
+                out.append((name, "var " + format_type(v.declared)))
+            elif isinstance(v, Module):
+                out.append((name, "module"))
             elif v is not None:
                 out.append((name, format_type(v.shape)))
         return out

@@ -1,14 +1,19 @@
 """The checker: syntax tree -> typed program, finding every shape error before anything runs.
 
-Each statement is checked in order (a name must be defined before it is used):
+Each statement is checked in order (a name must be defined before it is used), into the
+:class:`~goat.typecheck.program.Region` it belongs to:
 
 * ``let NAME = EXPR`` binds NAME to EXPR's node: computed once, however often it is used;
-* ``def`` checks its body once, with each parameter at its declared shape, and keeps the body
-  as a :class:`Template`; a call instantiates the template on the argument nodes.  Calls inside
-  a body stay calls in the template and are memoized per (def, arguments) when instantiated, so
-  a deep nest of defs (the book's "first version" of its training program) costs what the
-  one-let-per-step version costs;
-* ``print EXPR`` records an effect.
+  ``var NAME = EXPR`` binds a name that assignment may rebind, to a value of the same shape;
+* ``def`` checks its body once, with each parameter at its declared shape (size variables
+  rigid), into a region of its own kept in a :class:`Template`; a call instantiates the
+  template on the argument nodes.  Calls inside a body stay CALL nodes in the template and are
+  memoized per (def, arguments) when instantiated, so a deep nest of defs (the book's "first
+  version" of its training program) costs what the one-let-per-step version costs;
+* ``for`` and ``if`` check their blocks once, each into a region of its own whose block
+  arguments are the loop index and the vars the block assigns (found before the block is
+  checked); after the block those vars are rebound to the loop's or branch's results;
+* ``print``, a format ``print`` and ``save`` record effects; ``import`` checks a module once.
 
 Shapes with ``?`` pass the static check when they could fit, and the node is marked to check
 again at run time with the same rule and message (LANGUAGE.md Part A, Errors).
@@ -16,51 +21,104 @@ again at run time with the same rule and message (LANGUAGE.md Part A, Errors).
 from __future__ import annotations
 
 import difflib
+import os
 
 from ..diagnostics import GoatError, Loc
 from ..lexer import ast
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import builtin_names
-from .program import CAST, CONST, OP, Node, Program
+from .program import (ARG, BRANCH, CALL, CAST, GET, LOOP, OP, Node, Program, Region,
+                      subregions)
 from .shapes import (ShapeError, SizeVar, bind, compatible, format_shape, format_type,
                      is_static)
 
 _NEGATE = UNARY_OPERATORS["-"]
-
-# template entry kinds
-_G, _O, _C = range(3)         # a node of the program (a let or a constant), an op, a call
+_NOT = UNARY_OPERATORS["not"]
 
 
 class Template:
-    """A checked ``def``: parameters with declared shapes, and the body as flat entries.
+    """A checked ``def``: parameters with declared shapes, and the body as a region whose block
+    arguments are the parameters.  ``result`` is the body's value: a node, or a tuple of nodes
+    for a def that returns several values."""
 
-    Slots 0..n-1 are the parameters; entry j fills slot n + j.  An entry is a tuple
-    ``(kind, payload, arg_slots, shape, loc, check)``.
-    """
-
-    __slots__ = ("name", "params", "entries", "result", "has_vars", "loc", "index")
+    __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure")
 
     def __init__(self, name, params, loc, index):
         self.name = name
         self.params = params        # [(name, declared shape, loc)]
-        self.entries = []
-        self.result = None          # slot of the body's value
+        self.region = Region("def", None, loc)
+        self.result = None
         self.has_vars = any(isinstance(d, SizeVar) for _, s, _ in params for d in s)
         self.loc = loc
         self.index = index
+        self.pure = True            # no effects, no file reads: a call may be shared
 
     @property
     def shape(self):
-        n = len(self.params)
-        if self.result < n:
-            return self.params[self.result][1]
-        return self.entries[self.result - n][3]
+        """The result's shape, or a tuple of shapes for several results."""
+        if isinstance(self.result, tuple):
+            return tuple(n.shape for n in self.result)
+        return self.result.shape
 
     def signature(self) -> str:
         """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
         return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, format_type(s))
                                                      for p, s, _ in self.params),
-                                format_type(self.shape))
+                                format_result(self.shape, isinstance(self.result, tuple)))
+
+
+def format_result(shape, several: bool) -> str:
+    if several:
+        return "(%s)" % ", ".join(format_type(s) for s in shape)
+    return format_type(shape)
+
+
+class VarBinding:
+    """A ``var``: its current node, its shape (fixed when declared), and where it was declared.
+    Immutable: an assignment replaces the binding (so a snapshot of a scope stays valid)."""
+
+    __slots__ = ("node", "declared", "line")
+
+    def __init__(self, node, declared, line):
+        self.node = node
+        self.declared = declared
+        self.line = line
+
+
+class Module:
+    """An imported module: the defs and lets of its file, by name."""
+
+    __slots__ = ("name", "path", "names")
+
+    def __init__(self, name, path, names):
+        self.name = name
+        self.path = path
+        self.names = names
+
+
+class Scope:
+    """The names visible in a block.  ``function`` marks a program's, module's or def body's
+    outermost scope: a name defined inside it may not be defined again in a block nested in it,
+    and a def body may not assign the vars of the scope around it."""
+
+    __slots__ = ("names", "lines", "what", "parent", "function")
+
+    def __init__(self, parent=None, function=False, names=None, lines=None):
+        self.names = {} if names is None else names
+        self.lines = {} if lines is None else lines
+        self.what = {}              # name -> "parameter", "loop variable" (for messages)
+        self.parent = parent
+        self.function = function
+
+    def find(self, name):
+        """(binding, scope holding it), or (None, None)."""
+        s = self
+        while s is not None:
+            v = s.names.get(name)
+            if v is not None:
+                return v, s
+            s = s.parent
+        return None, None
 
 
 def _shape_error(e: ShapeError, loc: Loc) -> GoatError:
@@ -71,167 +129,310 @@ def _subst(shape, env):
     return tuple(env[d.name][0] if isinstance(d, SizeVar) and d.name in env else d for d in shape)
 
 
-class _Global:
-    """Builds nodes of the program itself (hash-consed)."""
+def _cells(shape):
+    """The number of cells of a static shape, else None."""
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return None
+        n *= d
+    return n
 
-    def __init__(self, checker):
+
+class Builder:
+    """Makes the nodes of one region.
+
+    In a program's regions (``symbolic`` false) nodes are hash-consed and hoisted (see
+    program.py) and def calls are expanded; in a def's region (``symbolic``) a call stays a
+    CALL node, instantiated when the def is.
+    """
+
+    def __init__(self, checker, region: Region, symbolic: bool):
         self.checker = checker
         self.program = checker.program
-        self._memo = {}
-        self._calls = []       # (def name, call Loc) of the calls being expanded, outermost first
+        self.region = region
+        self.symbolic = symbolic
+        lim = region
+        while lim.kind == "for":        # loop-invariant values may move out of loops only
+            lim = lim.parent
+        self.limit = lim
 
-    @staticmethod
-    def shape(ref):
-        return ref.shape
+    def sub(self, region: Region) -> "Builder":
+        return Builder(self.checker, region, self.symbolic)
+
+    def _home(self, args):
+        """The region a new node over ``args`` belongs to: the innermost one holding an
+        argument, but never outside an ``if`` or a def around this builder's region."""
+        home = self.limit
+        depth = home.depth
+        for a in args:
+            r = a.region
+            if r.depth > depth:
+                home, depth = r, r.depth
+        return home
+
+    def _find(self, key, region):
+        r = region
+        while r is not None:
+            node = r.table.get(key)
+            if node is not None:
+                return node
+            r = r.parent
+        return None
 
     def const(self, value, loc):
-        if isinstance(value, float):
-            key = ("s", value.hex())
-            shape = ()
-        else:
-            key = ("a", value.shape, value.tobytes())
-            shape = value.shape
-        return self.program.intern(key, lambda i: Node(i, CONST, None, (), shape, loc, value=value))
+        return self.checker.const(value, loc)
 
-    def global_ref(self, node):
-        return node
-
-    def op(self, op, args, loc, shape=None, check=None):
+    def op(self, op, args, loc, attrs=(), shape=None, check=None):
         # the op's name leads the key (the registry keeps the names of the other kinds of key,
-        # "s", "a", "cast", "same", from being op names)
-        if len(args) == 1:
+        # "s", "a", "cast", "same", "get", "call", from being op names)
+        if attrs:
+            key = (op.name, attrs) + tuple([a.id for a in args])
+        elif len(args) == 1:
             key = (op.name, args[0].id)
         else:
-            key = (op.name,) + tuple(a.id for a in args)
-        node = self.program._table.get(key)
-        if node is not None:
-            return node
+            key = (op.name,) + tuple([a.id for a in args])
         if shape is None:
             shapes = [a.shape for a in args]
             try:
-                shape = op.shape(*shapes)
+                shape = op.shape(*shapes, *attrs)
             except ShapeError as e:
                 raise _shape_error(e, loc) from None
-            check = not all(is_static(s) for s in shapes)
-        via = tuple(self._calls) if check else ()
-        return self.program.intern(key, lambda i: Node(i, OP, op, tuple(args), shape, loc, check,
-                                                       via=via))
+            check = not all(is_static(s) for s in shapes) or op.checks_at_run_time
+        pure = op.pure
+        home = self._home(args) if pure and not check else self.region
+        if pure:
+            node = self._find(key, home)
+            if node is not None:
+                return node
+        via = tuple(self.checker.calls) if check or not pure else ()
+        make = lambda i: Node(i, OP, op, tuple(args), shape, loc, check, via=via, attrs=attrs,
+                              region=home)
+        if not pure:
+            return self.program.new_node(home, OP, op, tuple(args), shape, loc, check=check,
+                                         via=via, attrs=attrs)
+        return self.program.intern(home, key, make)
 
     def cast(self, ref, declared, what, loc, check):
         if ref.shape == declared:
             return ref
         key = ("cast", ref.id, declared, what if check else None)
-        via = tuple(self._calls) if check else ()
-        return self.program.intern(key, lambda i: Node(i, CAST, None, (ref,), declared, loc,
-                                                       check, what=what, via=via))
+        home = self.region if check else self._home((ref,))
+        node = self._find(key, home)
+        if node is not None:
+            return node
+        via = tuple(self.checker.calls) if check else ()
+        return self.program.intern(home, key, lambda i: Node(i, CAST, None, (ref,), declared,
+                                                             loc, check, what=what, via=via,
+                                                             region=home))
 
     def same_size(self, x, dim, ref, ref_dim, name, what, ref_what, loc):
         """``x``, checked when it runs to have dimension ``dim`` equal to ``ref``'s ``ref_dim``
         (a size variable both are bound to, which neither shape knows)."""
         key = ("same", x.id, dim, ref.id, ref_dim)
         spec = (dim, ref_dim, name, what, ref_what)
-        via = tuple(self._calls)
-        return self.program.intern(key, lambda i: Node(i, CAST, None, (x, ref), x.shape, loc, True,
-                                                       value=spec, via=via))
+        via = tuple(self.checker.calls)
+        home = self.region
+        node = self._find(key, home)
+        if node is not None:
+            return node
+        return self.program.intern(home, key, lambda i: Node(i, CAST, None, (x, ref), x.shape,
+                                                             loc, True, value=spec, via=via,
+                                                             region=home))
+
+    def get(self, node, index, shape):
+        """Element ``index`` of the tuple value of ``node`` (a LOOP, BRANCH or CALL)."""
+        key = ("get", node.id, index)
+        home = node.region
+        return self.program.intern(home, key, lambda i: Node(i, GET, None, (node,), shape,
+                                                             node.loc, attrs=(index,),
+                                                             region=home))
 
     def call(self, tmpl: Template, args, loc):
+        checker = self.checker
+        if self.symbolic:
+            # checks the arguments now, so a mistake is reported at the def, not at its uses
+            _, env = checker.check_arguments(tmpl, [a.shape for a in args], [loc] * len(args))
+            several = isinstance(tmpl.result, tuple)
+            shape = tmpl.shape
+            if tmpl.has_vars:
+                shape = tuple(_subst(s, env) for s in shape) if several else _subst(shape, env)
+            key = ("call", tmpl.index) + tuple([a.id for a in args])
+            node = self._find(key, self.region)
+            if node is None:
+                region = self.region
+                node = self.program.intern(region, key, lambda i: Node(
+                    i, CALL, tmpl, tuple(args), shape, loc, region=region))
+            if not tmpl.pure:
+                checker.impure = True
+            if several:
+                return tuple(self.get(node, k, s) for k, s in enumerate(shape))
+            return node
         key = (tmpl.index,) + tuple([a.id for a in args])
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit
-        args, env = self.checker.bind_arguments(tmpl, args, loc, self)
-        self._calls.append((tmpl.name, loc))
+        if tmpl.pure:
+            r = self.region
+            while r is not None:
+                hit = r.memo.get(key)
+                if hit is not None:
+                    return hit
+                r = r.parent
+        args, env = checker.bind_arguments(tmpl, args, loc, self)
+        checker.calls.append((tmpl.name, loc))
         try:
-            result = self._expand(tmpl, args, env)
+            result = self.instantiate(tmpl, args, env)
         finally:
-            self._calls.pop()
-        if self.program.journal is not None:
-            self.program.journal.append((self._memo, key))
-        self._memo[key] = result
+            checker.calls.pop()
+        if tmpl.pure:
+            nodes = result if isinstance(result, tuple) else (result,)
+            home = max((n.region for n in nodes), key=lambda r: r.depth, default=self.region)
+            if not home.encloses(self.region):
+                home = self.region
+            if self.program.journal is not None and home is self.program.main:
+                self.program.journal.append((home.memo, key))
+            home.memo[key] = result
         return result
 
-    def _expand(self, tmpl: Template, args, env):
-        """The node of ``tmpl``'s body with its parameters bound to ``args``."""
-        slots = list(args)
-        append = slots.append
-        has_vars = tmpl.has_vars
-        op_ = self.op
-        for kind, payload, arg_slots, shape, eloc, check in tmpl.entries:
-            if kind == _O:
-                if has_vars:
-                    shape = _subst(shape, env)
-                append(op_(payload, [slots[s] for s in arg_slots], eloc, shape, check))
-            elif kind == _G:
-                append(payload)
-            else:  # _C
-                append(self.call(payload, [slots[s] for s in arg_slots], eloc))
-        return slots[tmpl.result]
+    def instantiate(self, tmpl: Template, args, env):
+        """The value of ``tmpl``'s body with its parameters bound to ``args``."""
+        mapping = {p.id: a for p, a in zip(tmpl.region.params, args)}
+        self._copy_region(tmpl.region, mapping, env)
+        result = tmpl.result
+        if isinstance(result, tuple):
+            return tuple(mapping.get(n.id, n) for n in result)
+        return mapping.get(result.id, result)
+
+    def _copy_region(self, src: Region, mapping: dict, env: dict):
+        """Copy the nodes and effects of ``src`` into this builder's region, ``mapping`` taking
+        ``src``'s nodes to the new ones (nodes outside ``src`` stay themselves)."""
+        has_vars = bool(env)
+        effects = src.effects
+        ei = 0
+        m = mapping.get
+        for k, n in enumerate(src.nodes):
+            while ei < len(effects) and effects[ei].after <= k:
+                self._copy_effect(effects[ei], mapping)
+                ei += 1
+            kind = n.kind
+            if kind == ARG:             # parameters: already in the mapping
+                continue
+            shape = n.shape
+            if has_vars and kind != LOOP and kind != BRANCH and kind != CALL:
+                shape = _subst(shape, env)
+            if kind == OP:
+                attrs = n.attrs
+                if has_vars and attrs:
+                    attrs = n.op.subst_attrs(attrs, lambda s: _subst(s, env))
+                new = self.op(n.op, [m(a.id, a) for a in n.args], n.loc, attrs, shape, n.check)
+            elif kind == CAST:
+                if len(n.args) == 2:
+                    x, ref = (m(a.id, a) for a in n.args)
+                    dim, ref_dim, name, what, ref_what = n.value
+                    new = self.same_size(x, dim, ref, ref_dim, name, what, ref_what, n.loc)
+                else:
+                    new = self.cast(m(n.args[0].id, n.args[0]), shape, n.what, n.loc, n.check)
+            elif kind == GET:
+                src_val = m(n.args[0].id, n.args[0])
+                if isinstance(src_val, tuple):
+                    new = src_val[n.attrs[0]]
+                else:
+                    new = self.get(src_val, n.attrs[0], shape)
+            elif kind == CALL:
+                new = self.call(n.op, [m(a.id, a) for a in n.args], n.loc)
+            elif kind == LOOP:
+                new = self._copy_loop(n, mapping, env)
+            elif kind == BRANCH:
+                new = self._copy_branch(n, mapping, env)
+            else:
+                raise TypeError("cannot copy %r" % (n,))
+            mapping[n.id] = new
+        for e in effects[ei:]:
+            self._copy_effect(e, mapping)
+
+    def _copy_effect(self, e, mapping):
+        m = mapping.get
+        if e.kind == "format":
+            data = [p if isinstance(p, str) else (m(p[0].id, p[0]),) + tuple(p[1:])
+                    for p in e.data]
+            self.program.add_effect(self.region, e.kind, None, e.loc, data)
+        else:
+            self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, e.data)
+
+    def _copy_params(self, src: Region, dst: Region, mapping, env):
+        for p in src.params:
+            shape = _subst(p.shape, env) if env else p.shape
+            q = self.program.new_node(dst, ARG, None, (), shape, p.loc, what=p.what)
+            dst.params.append(q)
+            mapping[p.id] = q
+
+    def _copy_loop(self, n, mapping, env):
+        m = mapping.get
+        body = n.value
+        region = Region("for", self.region, body.loc)
+        self._copy_params(body, region, mapping, env)
+        self.sub(region)._copy_region(body, mapping, env)
+        region.yields = [m(y.id, y) for y in body.yields]
+        args = tuple(m(a.id, a) for a in n.args)
+        shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
+        return self.program.new_node(self.region, LOOP, None, args, shape, n.loc, value=region)
+
+    def _copy_branch(self, n, mapping, env):
+        m = mapping.get
+        regions = []
+        for src in n.value:
+            region = Region("if", self.region, src.loc)
+            self.sub(region)._copy_region(src, mapping, env)
+            region.yields = [m(y.id, y) for y in src.yields]
+            regions.append(region)
+        shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
+        return self.program.new_node(self.region, BRANCH, None, (m(n.args[0].id, n.args[0]),),
+                                     shape, n.loc, value=tuple(regions))
 
 
-class _Body:
-    """Records a def's body as template entries (hash-consed within the body)."""
+class _Shared:
+    """What every checker of one program shares: imported modules, the imports under way
+    (to find cycles), and the def calls being expanded (for run-time error notes)."""
 
-    def __init__(self, tmpl: Template, checker):
-        self.tmpl = tmpl
-        self.checker = checker
-        self._table = {}
-        self._n = len(tmpl.params)
-
-    def shape(self, ref):
-        n = self._n
-        if ref < n:
-            return self.tmpl.params[ref][1]
-        return self.tmpl.entries[ref - n][3]
-
-    def _add(self, key, entry):
-        slot = self._table.get(key)
-        if slot is None:
-            slot = self._n + len(self.tmpl.entries)
-            self.tmpl.entries.append(entry)
-            self._table[key] = slot
-        return slot
-
-    def const(self, value, loc):
-        return self.global_ref(self.checker.g.const(value, loc))
-
-    def global_ref(self, node):
-        return self._add((_G, node.id), (_G, node, (), node.shape, node.loc, False))
-
-    def op(self, op, args, loc):
-        shapes = [self.shape(a) for a in args]
-        key = (_O, op.name) + tuple(args)
-        if key in self._table:
-            return self._table[key]
-        try:
-            shape = op.shape(*shapes)
-        except ShapeError as e:
-            raise _shape_error(e, loc) from None
-        check = not all(is_static(s) for s in shapes)
-        return self._add(key, (_O, op, tuple(args), shape, loc, check))
-
-    def call(self, tmpl: Template, args, loc):
-        # checks the arguments now, so a mistake is reported at the def, not at its uses
-        _, env = self.checker.check_arguments(tmpl, [self.shape(a) for a in args], [loc] * len(args))
-        shape = _subst(tmpl.shape, env) if tmpl.has_vars else tmpl.shape
-        key = (_C, tmpl.index) + tuple(args)
-        return self._add(key, (_C, tmpl, tuple(args), shape, loc, False))
+    def __init__(self):
+        self.modules = {}       # real path -> Module
+        self.loading = []       # (real path, shown path) of the modules being checked now
+        self.calls = []         # (def name, call Loc) of the calls being expanded
 
 
 class Checker:
     """Checks statements one at a time into a :class:`Program`.
 
-    ``allow_redefinition`` is for the REPL, where defining a name again replaces it.
+    ``allow_redefinition`` is for the REPL, where defining a name again replaces it.  A module
+    (``import nn``) is checked by a checker of its own (``module`` true) into the same program.
     """
 
-    def __init__(self, program: Program | None = None, allow_redefinition: bool = False):
+    def __init__(self, program: Program | None = None, allow_redefinition: bool = False,
+                 module: bool = False, shared: _Shared | None = None):
         self.program = program if program is not None else Program()
         self.allow_redefinition = allow_redefinition
-        self.globals: dict = {}       # name -> Node (let) or Template (def)
-        self.where: dict = {}         # name -> line it was defined on
-        self.g = _Global(self)
+        self.module = module
+        self.shared = shared if shared is not None else _Shared()
+        self.calls = self.shared.calls
+        self.top = Scope(function=True)
+        self.globals = self.top.names     # name -> Node (let), VarBinding, Template, Module
+        self.where = self.top.lines       # name -> line it was defined on
+        self.main = Builder(self, self.program.main, symbolic=False)
         self._defining = None         # name of the def whose body is being checked
+        self.impure = False           # the def being checked has effects
         self.later: dict = {}         # names the file defines further down -> their line
-        self._templates = 0
+        self.gone: dict = {}          # names of blocks that have ended -> their line
+        self.depth = 0                # block nesting, for the outline
+
+    # ------------------------------------------------------------------ constants
+    def const(self, value, loc):
+        main = self.program.main
+        if isinstance(value, float):
+            key = ("s", value.hex())
+            shape = ()
+        else:
+            key = ("a", value.shape, value.tobytes())
+            shape = value.shape
+        return self.program.intern(main, key, lambda i: Node(i, 0, None, (), shape, loc,
+                                                             value=value, region=main))
 
     # ------------------------------------------------------------------ statements
     def check_module(self, module: ast.Module) -> Program:
@@ -244,57 +445,135 @@ class Checker:
         """Note the names the file defines, so that a use before its definition says so."""
         self.later = {}
         for stmt in module.stmts:
-            if isinstance(stmt, (ast.Let, ast.Def)) and stmt.name not in self.later:
-                self.later[stmt.name] = stmt.loc.line
+            for name in _defined_names(stmt):
+                if name not in self.later:
+                    self.later[name] = stmt.loc.line
 
     def check_stmt(self, stmt):
-        t = type(stmt)
-        self.later.pop(getattr(stmt, "name", None), None)
-        if t is ast.Let:
-            self._new_name(stmt.name, stmt.name_loc)
-            node = self.expr(stmt.expr, None, self.g)
-            if stmt.type is not None:
-                node = self._annotate(stmt, node)
-            self.globals[stmt.name] = node
-            self.where[stmt.name] = stmt.loc.line
-            self.program.lets[stmt.name] = node
-            self.program.order.append(stmt.name)
-            return node
-        if t is ast.Print:
-            node = self.expr(stmt.expr, None, self.g)
-            self.program.add_effect("print", node, stmt.loc)
-            return node
-        if t is ast.ExprStmt:
-            return self.check_expr(stmt.expr)
-        if t is ast.Def:
-            tmpl = self._define(stmt)
-            self.globals[stmt.name] = tmpl
-            self.where[stmt.name] = stmt.loc.line
-            self.program.defs[stmt.name] = tmpl
-            self.program.order.append(stmt.name)
-            return tmpl
-        raise TypeError("unknown statement %r" % (stmt,))
+        """Check one top-level statement; returns its node (or Template, or tuple)."""
+        for name in _defined_names(stmt):
+            self.later.pop(name, None)
+        return self._stmt(stmt, self.top, self.main)
 
     def check_expr(self, expr):
         """The node of a bare expression (the REPL's ``a @ b`` or ``:type``)."""
-        return self.expr(expr, None, self.g)
+        return self.value(expr, self.top, self.main)
 
-    def _new_name(self, name, loc):
+    def _outline(self, text):
+        if not self.module:
+            self.program.outline.append((self.depth, text))
+
+    def _stmt(self, stmt, scope: Scope, b: Builder):
+        t = type(stmt)
+        if t is ast.Let:
+            want = self._dims(stmt.type, scope) if stmt.type is not None else None
+            node = self.value(stmt.expr, scope, b, want=want)
+            if stmt.type is not None:
+                node = self._annotate(stmt, want, node, b)
+            self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
+            self._outline("%s : %s" % (stmt.name, format_type(node.shape)))
+            return node
+        if t is ast.Print:
+            node = self.value(stmt.expr, scope, b)
+            self.program.add_effect(b.region, "print", node, stmt.loc)
+            self.impure = True
+            return node
+        if t is ast.Assign:
+            return self._assign(stmt, scope, b)
+        if t is ast.Var:
+            want = self._dims(stmt.type, scope) if stmt.type is not None else None
+            node = self.value(stmt.expr, scope, b, want=want)
+            if stmt.type is not None:
+                node = self._annotate(stmt, want, node, b)
+            declared = want if want is not None else node.shape
+            self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
+                       stmt.loc.line)
+            self._outline("var %s : %s" % (stmt.name, format_type(declared)))
+            return node
+        if t is ast.For:
+            return self._for(stmt, scope, b)
+        if t is ast.If:
+            return self._if(stmt, scope, b)
+        if t is ast.LetTuple:
+            return self._let_tuple(stmt, scope, b)
+        if t is ast.PrintFormat:
+            return self._print_format(stmt, scope, b)
+        if t is ast.Save:
+            node = self.value(stmt.expr, scope, b)
+            path = resolve_path(stmt.path, stmt.loc)
+            self.program.add_effect(b.region, "save", node, stmt.loc, (path, stmt.path))
+            self.impure = True
+            return node
+        if t is ast.ExprStmt:
+            return self.value(stmt.expr, scope, b)
+        if t is ast.Def:
+            if scope is not self.top:
+                raise GoatError("a def must be at the top level of the program, not inside a "
+                                "block", stmt.loc)
+            tmpl = self._define(stmt)
+            self.globals[stmt.name] = tmpl
+            self.where[stmt.name] = stmt.loc.line
+            if not self.module:
+                self.program.defs[stmt.name] = tmpl
+                self.program.order.append(stmt.name)
+            self._outline("def " + tmpl.signature())
+            return tmpl
+        if t is ast.Import:
+            return self._import(stmt, scope)
+        if t is ast.Return:
+            raise GoatError("return can only end the body of a def written with { }", stmt.loc)
+        raise TypeError("unknown statement %r" % (stmt,))
+
+    def _block(self, stmts, scope: Scope, b: Builder):
+        self.depth += 1
+        try:
+            for stmt in stmts:
+                self._stmt(stmt, scope, b)
+        finally:
+            self.depth -= 1
+            for name, line in scope.lines.items():
+                self.gone[name] = line
+
+    def _bind(self, scope: Scope, name, loc, binding, line):
+        self._new_name(scope, name, loc)
+        scope.names[name] = binding
+        scope.lines[name] = line
+        if scope is self.top and not self.module and not isinstance(binding, Module):
+            self.program.lets[name] = binding.node if isinstance(binding, VarBinding) else binding
+            self.program.order.append(name)
+
+    def _new_name(self, scope: Scope, name, loc):
+        if "." in name:
+            raise GoatError("cannot define '%s': a name cannot contain '.'" % name, loc)
         if lookup(name) is not None:
             raise GoatError("cannot define '%s': it is the name of a built-in function" % name, loc)
-        if name in self.globals and not self.allow_redefinition:
-            raise GoatError("'%s' is already defined on line %d; a name can be defined only "
-                            "once in a file" % (name, self.where[name]), loc)
-        if self.allow_redefinition and name in self.globals:
-            self.program.lets.pop(name, None)
-            self.program.defs.pop(name, None)
-            self.program.order.remove(name)
+        s = scope
+        while s is not None:
+            if name in s.names:
+                if s is scope and s is self.top and self.allow_redefinition:
+                    self.program.lets.pop(name, None)
+                    self.program.defs.pop(name, None)
+                    if name in self.program.order:
+                        self.program.order.remove(name)
+                    break
+                what = s.what.get(name)
+                if what:
+                    raise GoatError("'%s' is already the name of a %s here; choose another name"
+                                    % (name, what), loc)
+                if s is scope:
+                    raise GoatError("'%s' is already defined on line %d; a name can be defined "
+                                    "only once in a file" % (name, s.lines[name]), loc)
+                raise GoatError("'%s' is already defined on line %d, outside this block; a block "
+                                "cannot define it again" % (name, s.lines[name]), loc)
+            if s.function:
+                break
+            s = s.parent
 
-    def _dims(self, ann: ast.TypeAnn, allow_vars: bool):
+    def _dims(self, ann: ast.TypeAnn, scope=None):
         dims = []
         for d in ann.dims:
             if isinstance(d, str):
-                if not allow_vars:
+                if not self._in_def(scope):
                     raise GoatError("size variable %s can only appear in the parameters of a def"
                                     % d, ann.loc)
                 dims.append(SizeVar(d))
@@ -302,38 +581,303 @@ class Checker:
                 dims.append(d)
         return tuple(dims)
 
-    def _annotate(self, stmt: ast.Let, node):
-        declared = self._dims(stmt.type, allow_vars=False)
+    def _in_def(self, scope) -> bool:
+        return self._defining is not None and scope is not None and scope is not self.top
+
+    def _annotate(self, stmt, declared, node, b):
         ok, runtime = compatible(declared, node.shape)
         what = "'%s'" % stmt.name
         if not ok:
             raise GoatError("%s is declared %s, but its value has shape %s"
-                            % (what, format_type(declared), format_shape(node.shape)), stmt.type.loc)
-        return self.g.cast(node, declared, "%s (declared %s)" % (what, format_type(declared)),
-                           stmt.loc, runtime)
+                            % (what, format_type(declared), format_shape(node.shape)),
+                            stmt.type.loc)
+        return b.cast(node, declared, "%s (declared %s)" % (what, format_type(declared)),
+                      stmt.loc, runtime)
 
+    def _let_tuple(self, stmt, scope, b):
+        value = self.expr(stmt.expr, scope, b)
+        n = len(stmt.names)
+        if not isinstance(value, tuple):
+            raise GoatError("let binds %d names here, but the value is a single tensor of shape "
+                            "%s" % (n, format_shape(value.shape)), stmt.expr.loc)
+        if len(value) != n:
+            raise GoatError("let binds %d names, but the value holds %d"
+                            % (n, len(value)), stmt.loc)
+        for name, loc, node in zip(stmt.names, stmt.name_locs, value):
+            if name == "_":             # a value not wanted here
+                continue
+            self._bind(scope, name, loc, node, stmt.loc.line)
+            self._outline("%s : %s" % (name, format_type(node.shape)))
+        return value
+
+    def _assign(self, stmt, scope, b):
+        name = stmt.name
+        binding, owner = scope.find(name)
+        if not isinstance(binding, VarBinding):
+            self._not_assignable(name, binding, owner, scope, stmt)
+        if self._crosses_def(scope, owner):
+            raise GoatError("a def cannot assign to var '%s', defined outside it; return the new "
+                            "value instead" % name, stmt.name_loc)
+        node = self.value(stmt.expr, scope, b)
+        ok, runtime = compatible(binding.declared, node.shape)
+        if not ok:
+            raise GoatError("cannot assign a value of shape %s to var '%s' of shape %s: a var "
+                            "keeps the shape it was declared with"
+                            % (format_shape(node.shape), name, format_shape(binding.declared)),
+                            stmt.expr.loc)
+        node = b.cast(node, binding.declared, "the value assigned to '%s'" % name, stmt.loc,
+                      runtime)
+        owner.names[name] = VarBinding(node, binding.declared, binding.line)
+        return node
+
+    def _not_assignable(self, name, binding, owner, scope, stmt):
+        loc = stmt.name_loc
+        if binding is None:
+            if "." in name:
+                raise GoatError("cannot assign to '%s': a module's names cannot change" % name, loc)
+            raise GoatError("cannot assign to '%s': no var of that name is defined; a new name "
+                            "needs let (let %s = ...), or var (var %s = ...) to assign to it "
+                            "later" % (name, name, name), loc)
+        what = owner.what.get(name)
+        if what:
+            raise GoatError("cannot assign to '%s': it is a %s" % (name, what), loc)
+        if isinstance(binding, Template):
+            raise GoatError("cannot assign to '%s': it is a def" % name, loc)
+        if isinstance(binding, Module):
+            raise GoatError("cannot assign to '%s': it is a module" % name, loc)
+        raise GoatError("cannot assign to '%s': it is defined with let on line %d, which "
+                        "cannot change; declare it with var to assign to it"
+                        % (name, owner.lines[name]), loc)
+
+    @staticmethod
+    def _crosses_def(scope, owner) -> bool:
+        """Is ``owner`` outside the def body that ``scope`` is in?"""
+        s = scope
+        while s is not None and s is not owner:
+            if s.function:
+                return True
+            s = s.parent
+        return False
+
+    # ------------------------------------------------------------------ blocks
+    def _carried(self, stmts, scope):
+        """The vars of enclosing blocks that ``stmts`` assign, in order of first assignment:
+        [(name, binding, scope holding it)]."""
+        names = []
+        _assigned(stmts, names)
+        out = []
+        seen = set()
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            binding, owner = scope.find(name)
+            if isinstance(binding, VarBinding) and not self._crosses_def(scope, owner):
+                out.append((name, binding, owner))
+        return out
+
+    def _one_value(self, node, loc, what):
+        cells = _cells(node.shape)
+        if cells is not None and cells != 1:
+            raise GoatError("%s must be a single number (a scalar), got shape %s"
+                            % (what, format_shape(node.shape)), loc)
+
+    def _for(self, stmt: ast.For, scope, b):
+        lo = self.value(stmt.lo, scope, b)
+        hi = self.value(stmt.hi, scope, b)
+        self._one_value(lo, stmt.lo.loc, "a loop bound")
+        self._one_value(hi, stmt.hi.loc, "a loop bound")
+        carried = self._carried(stmt.body, scope)
+        header = stmt.loc.source.line(stmt.loc.line).strip().rstrip("{").strip()
+        self._outline(header)
+        region = Region("for", b.region, stmt.loc)
+        program = self.program
+        index = program.new_node(region, ARG, None, (), (), stmt.name_loc, what="loop index")
+        region.params.append(index)
+        inner = Scope(scope)
+        self._new_name(scope, stmt.name, stmt.name_loc)
+        inner.names[stmt.name] = index
+        inner.lines[stmt.name] = stmt.loc.line
+        inner.what[stmt.name] = "loop variable"
+        for name, binding, _ in carried:
+            p = program.new_node(region, ARG, None, (), binding.declared, stmt.loc,
+                                 what="var %s" % name)
+            region.params.append(p)
+            inner.names[name] = VarBinding(p, binding.declared, binding.line)
+        self._block(stmt.body, inner, b.sub(region))
+        region.yields = [inner.names[name].node for name, _, _ in carried]
+        inits = tuple(binding.node for _, binding, _ in carried)
+        loop = program.new_node(b.region, LOOP, None, (lo, hi) + inits,
+                                tuple(bd.declared for _, bd, _ in carried), stmt.loc, value=region)
+        self._rebind(loop, carried, b)
+        return loop
+
+    def _rebind(self, node, carried, b):
+        for i, (name, binding, owner) in enumerate(carried):
+            result = b.get(node, i, binding.declared)
+            current = owner.names[name]
+            owner.names[name] = VarBinding(result, current.declared, current.line)
+
+    def _if(self, stmt: ast.If, scope, b):
+        cond = self.value(stmt.cond, scope, b)
+        self._one_value(cond, stmt.cond.loc, "an if condition")
+        carried = self._carried(stmt.body + stmt.orelse, scope)
+        regions = []
+        text = stmt.loc.source.line(stmt.loc.line).strip().rstrip("{").strip()
+        for k, stmts in enumerate((stmt.body, stmt.orelse)):
+            if k == 1 and stmts:
+                self._outline("else")
+            elif k == 0:
+                self._outline(text if not stmt.chained else text.split("else", 1)[-1].strip())
+            region = Region("if", b.region, stmt.loc)
+            inner = Scope(scope)
+            for name, binding, _ in carried:
+                inner.names[name] = VarBinding(binding.node, binding.declared, binding.line)
+            self._block(stmts, inner, b.sub(region))
+            region.yields = [inner.names[name].node for name, _, _ in carried]
+            regions.append(region)
+        branch = self.program.new_node(b.region, BRANCH, None, (cond,),
+                                       tuple(bd.declared for _, bd, _ in carried), stmt.loc,
+                                       value=tuple(regions))
+        self._rebind(branch, carried, b)
+        return branch
+
+    def _print_format(self, stmt, scope, b):
+        data = []
+        for part in stmt.parts:
+            if isinstance(part, str):
+                data.append(part)
+                continue
+            node = self.value(part.expr, scope, b)
+            cells = _cells(node.shape)
+            if cells is not None and cells != 1:
+                raise GoatError("a {} field of a format string must hold a single number, but "
+                                "this value has shape %s" % format_shape(node.shape), part.loc)
+            data.append((node, part.spec, part.loc))
+        self.program.add_effect(b.region, "format", None, stmt.loc, data)
+        self.impure = True
+        return None
+
+    # ------------------------------------------------------------------ defs
     def _define(self, stmt: ast.Def) -> Template:
-        self._new_name(stmt.name, stmt.name_loc)
+        self._new_name(self.top, stmt.name, stmt.name_loc)
         params = []
         seen = set()
-        for p in stmt.params:
-            if p.name in seen:
-                raise GoatError("parameter '%s' appears twice in %s" % (p.name, stmt.name), p.loc)
-            if lookup(p.name) is not None:
-                raise GoatError("cannot name a parameter '%s': it is the name of a built-in "
-                                "function" % p.name, p.loc)
-            seen.add(p.name)
-            params.append((p.name, self._dims(p.type, allow_vars=True), p.loc))
-        self._templates += 1
-        tmpl = Template(stmt.name, params, stmt.loc, self._templates)
-        body = _Body(tmpl, self)
-        scope = {p: i for i, (p, _, _) in enumerate(params)}
+        fscope = Scope(self.top, function=True)
         self._defining = stmt.name
         try:
-            tmpl.result = self.expr(stmt.body, scope, body)
+            for p in stmt.params:
+                if p.name in seen:
+                    raise GoatError("parameter '%s' appears twice in %s" % (p.name, stmt.name), p.loc)
+                if lookup(p.name) is not None:
+                    raise GoatError("cannot name a parameter '%s': it is the name of a built-in "
+                                    "function" % p.name, p.loc)
+                seen.add(p.name)
+                params.append((p.name, self._dims(p.type, fscope), p.loc))
+            self.program.templates += 1
+            tmpl = Template(stmt.name, params, stmt.loc, self.program.templates)
+            region = tmpl.region
+            for name, shape, loc in params:
+                node = self.program.new_node(region, ARG, None, (), shape, loc,
+                                             what="parameter %s" % name)
+                region.params.append(node)
+                fscope.names[name] = node
+                fscope.lines[name] = stmt.loc.line
+                fscope.what[name] = "parameter"
+            body = Builder(self, region, symbolic=True)
+            outer_impure, self.impure = self.impure, False
+            depth, self.depth = self.depth, self.depth + 1
+            try:
+                if stmt.block:
+                    stmts = stmt.body
+                    if not stmts or type(stmts[-1]) is not ast.Return:
+                        raise GoatError("the body of %s must end with return, giving its value"
+                                        % stmt.name, stmts[-1].loc if stmts else stmt.loc)
+                    for s in stmts[:-1]:
+                        if type(s) is ast.Return:
+                            raise GoatError("return must be the last statement of %s's body"
+                                            % stmt.name, s.loc)
+                        self._stmt(s, fscope, body)
+                    result = self.expr(stmts[-1].expr, fscope, body)
+                else:
+                    result = self.expr(stmt.body, fscope, body)
+                tmpl.result = result
+                tmpl.pure = not self.impure
+            finally:
+                self.impure = outer_impure
+                self.depth = depth
+            if stmt.ret is not None:
+                self._check_result(stmt, tmpl, fscope)
         finally:
             self._defining = None
         return tmpl
+
+    def _check_result(self, stmt, tmpl, fscope):
+        declared = stmt.ret
+        several = isinstance(tmpl.result, tuple)
+        if isinstance(declared, list) != several or (several and len(declared) != len(tmpl.result)):
+            want = ("%d values" % len(declared)) if isinstance(declared, list) else "one value"
+            got = ("%d values" % len(tmpl.result)) if several else "one value"
+            raise GoatError("%s is declared to return %s, but returns %s" % (stmt.name, want, got),
+                            stmt.name_loc)
+        pairs = zip(declared, tmpl.result) if several else [(declared, tmpl.result)]
+        for ann, node in pairs:
+            dims = self._dims(ann, fscope)
+            ok, _ = compatible(dims, node.shape)
+            if not ok:
+                raise GoatError("%s is declared to return %s, but its value has shape %s"
+                                % (stmt.name, format_type(dims), format_shape(node.shape)),
+                                ann.loc)
+
+    # ------------------------------------------------------------------ imports
+    def _import(self, stmt: ast.Import, scope):
+        from . import modules
+        if scope is not self.top:
+            raise GoatError("import must be at the top level of the program", stmt.loc)
+        name = stmt.module
+        existing = self.globals.get(name)
+        if isinstance(existing, Module) and self.allow_redefinition:
+            return existing
+        path = modules.find(name, stmt.loc)
+        real = os.path.realpath(path)
+        shared = self.shared
+        for i, (p, shown) in enumerate(shared.loading):
+            if p == real:
+                chain = [s for _, s in shared.loading[i:]] + [shown]
+                raise GoatError("import cycle: %s" % " imports ".join(
+                    os.path.basename(s) for s in chain), stmt.module_loc)
+        module = shared.modules.get(real)
+        if module is None:
+            module = self._load_module(name, path, real, stmt)
+        self._bind(scope, name, stmt.module_loc, module, stmt.loc.line)
+        self._outline("import %s" % name)
+        return module
+
+    def _load_module(self, name, path, real, stmt):
+        from ..api import read_source
+        from ..lexer.parser import parse
+        shared = self.shared
+        shared.loading.append((real, path))
+        try:
+            source = read_source(path)
+            parsed = parse(source)
+            sub = Checker(self.program, module=True, shared=shared)
+            sub.look_ahead(parsed)
+            for s in parsed.stmts:
+                if type(s) not in (ast.Def, ast.Let, ast.Import):
+                    raise GoatError("a module may hold only def, let and import statements; "
+                                    "this belongs in a program", s.loc)
+                sub.check_stmt(s)
+        except GoatError as e:
+            if e.loc is None or e.loc.source.path != stmt.loc.source.path:
+                e.notes = tuple(e.notes) + ("in module %s, imported on line %d of %s"
+                                            % (name, stmt.loc.line, stmt.loc.source.path),)
+            raise
+        finally:
+            shared.loading.pop()
+        module = Module(name, path, dict(sub.globals))
+        shared.modules[real] = module
+        return module
 
     # ------------------------------------------------------------------ calls
     def check_arguments(self, tmpl, shapes, locs):
@@ -397,62 +941,116 @@ class Checker:
         return out, env
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, e, scope, b):
-        """The node (or template slot) for expression ``e``."""
+    def value(self, e, scope, b, want=None):
+        """The node of expression ``e``, which must be one tensor (not a tuple)."""
+        v = self.expr(e, scope, b, want)
+        if isinstance(v, tuple):
+            raise GoatError("this is %d values, not one; bind them with let %s = ..."
+                            % (len(v), ", ".join("v%d" % (i + 1) for i in range(len(v)))), e.loc)
+        return v
+
+    def expr(self, e, scope, b, want=None):
+        """The node for expression ``e``, or a tuple of nodes."""
         t = type(e)
         if t is ast.Binary:
-            left = self.expr(e.left, scope, b)
-            right = self.expr(e.right, scope, b)
+            left = self.value(e.left, scope, b)
+            right = self.value(e.right, scope, b)
             return b.op(OPERATORS[e.op], (left, right), e.loc)
         if t is ast.Name:
             return self._name(e, scope, b)
         if t is ast.Call:
-            return self._call(e, scope, b)
+            return self._call(e, scope, b, want)
         if t is ast.Number:
             return b.const(e.value, e.loc)
         if t is ast.Array:
             return b.const(e.array, e.loc)
         if t is ast.Unary:
-            if type(e.operand) is ast.Number:            # fold -12 into a constant
-                return b.const(-e.operand.value, e.loc)
-            return b.op(_NEGATE, (self.expr(e.operand, scope, b),), e.loc)
+            if e.op == "-":
+                if type(e.operand) is ast.Number:            # fold -12 into a constant
+                    return b.const(-e.operand.value, e.loc)
+                return b.op(_NEGATE, (self.value(e.operand, scope, b),), e.loc)
+            return b.op(_NOT, (self.value(e.operand, scope, b),), e.loc)
+        if t is ast.Tuple:
+            return tuple(self.value(item, scope, b) for item in e.items)
+        if t is ast.TypeArg:
+            raise GoatError("a type can only be an argument of a built-in that takes one, such "
+                            "as reshape(x, tensor[2x3])", e.loc)
+        if t is ast.StringArg:
+            raise GoatError("a string can only be an argument of load(...) or save(...), or a "
+                            "format in print \"...\"", e.loc)
         raise TypeError("unknown expression %r" % (e,))
+
+    def _resolve(self, name, loc, scope):
+        """The binding of ``name`` (module-qualified names included), or None."""
+        if "." in name:
+            mod_name, _, member = name.partition(".")
+            module, _ = scope.find(mod_name)
+            if not isinstance(module, Module):
+                if module is None:
+                    raise GoatError("unknown module '%s'; import it first with import %s"
+                                    % (mod_name, mod_name), loc)
+                raise GoatError("'%s' is not a module, so '%s' means nothing" % (mod_name, name), loc)
+            if "." in member:
+                raise GoatError("'%s': a module's name is followed by one name" % name, loc)
+            v = module.names.get(member)
+            if v is None or isinstance(v, Module) or isinstance(v, VarBinding):
+                close = [k for k, x in module.names.items()
+                         if not isinstance(x, (Module, VarBinding))]
+                raise GoatError("module %s has no def or let named '%s'%s"
+                                % (mod_name, member, _suggest(member, close)), loc)
+            return v
+        v, owner = scope.find(name)
+        if isinstance(v, VarBinding) and self._crosses_def(scope, owner):
+            raise GoatError("the def %s cannot read var '%s', whose value changes; pass it as an "
+                            "argument" % (self._defining, name), loc)
+        return v
 
     def _name(self, e: ast.Name, scope, b):
         name = e.name
-        if scope is not None and name in scope:
-            return scope[name]
-        v = self.globals.get(name)
+        v = self._resolve(name, e.loc, scope)
         if isinstance(v, Node):
-            return b.global_ref(v)
+            return v
+        if isinstance(v, VarBinding):
+            return v.node
         if isinstance(v, Template):
             raise GoatError("%s is a function; call it as %s(...)" % (name, name), e.loc)
+        if isinstance(v, Module):
+            raise GoatError("%s is a module; use its names as %s.NAME" % (name, name), e.loc)
         if lookup(name) is not None:
             raise GoatError("%s is a built-in function; call it as %s(...)" % (name, name), e.loc)
         if name in self.later:
             raise GoatError("unknown name '%s': it is defined later, on line %d; a name must be "
                             "defined before it is used" % (name, self.later[name]), e.loc)
-        candidates = list(self.globals) + (list(scope) if scope else [])
-        raise GoatError("unknown name '%s'%s" % (name, _suggest(name, candidates)), e.loc)
+        if name in self.gone:
+            raise GoatError("unknown name '%s': the '%s' defined on line %d belongs to a block "
+                            "that has ended; declare a var before the block and assign it inside"
+                            % (name, name, self.gone[name]), e.loc)
+        raise GoatError("unknown name '%s'%s" % (name, _suggest(name, _visible(scope))), e.loc)
 
-    def _call(self, e: ast.Call, scope, b):
+    def _call(self, e: ast.Call, scope, b, want=None):
         name = e.name
-        target = self.globals.get(name)
-        if scope is not None and name in scope:
-            raise GoatError("'%s' is a parameter (a value), not a function" % name, e.name_loc)
+        target = self._resolve(name, e.name_loc, scope)
         if isinstance(target, Template):
             arity = len(target.params)
             if len(e.args) != arity:
                 raise GoatError("%s takes %d argument%s, got %d"
                                 % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc)
-            args = [self.expr(a, scope, b) for a in e.args]
-            shapes = [b.shape(a) for a in args]
+            args = [self.value(a, scope, b) for a in e.args]
+            shapes = [a.shape for a in args]
             if target.has_vars or any(s != d for s, (_, d, _) in zip(shapes, target.params)):
                 # static mistakes are shown under the argument itself
                 self.check_arguments(target, shapes, [a.loc for a in e.args])
+            if not target.pure:
+                self.impure = True
             return b.call(target, args, e.loc)
-        if isinstance(target, Node):
+        if isinstance(target, (Node, VarBinding)):
+            what = scope.find(name)[1].what.get(name) if "." not in name else None
+            if what == "parameter":
+                raise GoatError("'%s' is a parameter (a value), not a function" % name, e.name_loc)
             raise GoatError("'%s' is a value, not a function" % name, e.name_loc)
+        if isinstance(target, Module):
+            raise GoatError("'%s' is a module, not a function; call its defs as %s.NAME(...)"
+                            % (name, name), e.name_loc)
         op = lookup(name)
         if op is None:
             if name == self._defining:
@@ -469,11 +1067,90 @@ class Checker:
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)
-        if len(e.args) != op.arity:
-            raise GoatError("%s takes %d argument%s, got %d"
-                            % (name, op.arity, "" if op.arity == 1 else "s", len(e.args)), e.loc)
-        args = [self.expr(a, scope, b) for a in e.args]
-        return b.op(op, args, e.loc)
+        return self._op_call(op, e, scope, b, want)
+
+    def _op_call(self, op, e, scope, b, want):
+        params = op.params
+        args = list(e.args)
+        if (want is not None and len(args) == len(params) - 1
+                and sum(kind == "type" for _, kind in params) == 1):
+            # the shape comes from where the call stands: let q3: tensor[2x3x4] = reshape(q)
+            k = next(i for i, (_, kind) in enumerate(params) if kind == "type")
+            args.insert(k, ast.TypeArg(ast.TypeAnn(want, e.loc), e.loc))
+        if len(args) != len(params):
+            n = len(params)
+            hint = ""
+            if any(kind == "type" for _, kind in params) and len(args) == n - 1:
+                hint = "; or give the shape by declaring it: let x: tensor[...] = %s(...)" % e.name
+            raise GoatError("%s takes %d argument%s, got %d%s"
+                            % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc)
+        nodes = []
+        attrs = []
+        for a, (pname, kind) in zip(args, params):
+            if kind == "value":
+                nodes.append(self.value(a, scope, b))
+            elif kind == "type":
+                if type(a) is not ast.TypeArg:
+                    raise GoatError("argument %s of %s must be a type such as tensor[2x3]"
+                                    % (pname, e.name), a.loc)
+                attrs.append(self._dims(a.ann, scope))
+            elif kind == "string":
+                if type(a) is not ast.StringArg:
+                    raise GoatError("argument %s of %s must be a string in double quotes"
+                                    % (pname, e.name), a.loc)
+                attrs.append(op.string_attr(a.value, a.loc) if op.string_attr else a.value)
+            elif kind == "int":
+                if type(a) is not ast.Number or a.value != int(a.value):
+                    if type(a) is ast.Unary and type(a.operand) is ast.Number:
+                        attrs.append(-int(a.operand.value))
+                        continue
+                    raise GoatError("argument %s of %s must be a whole number written in the "
+                                    "program, such as 0" % (pname, e.name), a.loc)
+                attrs.append(int(a.value))
+        return b.op(op, nodes, e.loc, tuple(attrs))
+
+
+def _assigned(stmts, out):
+    """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``."""
+    for s in stmts:
+        t = type(s)
+        if t is ast.Assign:
+            out.append(s.name)
+        elif t is ast.For:
+            _assigned(s.body, out)
+        elif t is ast.If:
+            _assigned(s.body, out)
+            _assigned(s.orelse, out)
+
+
+def _defined_names(stmt):
+    t = type(stmt)
+    if t in (ast.Let, ast.Def, ast.Var):
+        return (stmt.name,)
+    if t is ast.LetTuple:
+        return tuple(stmt.names)
+    if t is ast.Import:
+        return (stmt.module,)
+    return ()
+
+
+def _visible(scope):
+    out = []
+    while scope is not None:
+        out.extend(scope.names)
+        scope = scope.parent
+    return out
+
+
+def resolve_path(path: str, loc: Loc) -> str:
+    """A file name written in the program, relative to the folder of the file it is written in
+    (the current folder for standard input and the REPL)."""
+    if os.path.isabs(path):
+        return path
+    src = loc.source.path
+    if not src or src.startswith("<") or src == "-":
+        return path
+    return os.path.join(os.path.dirname(src), path)
 
 
 def _suggest(name, candidates) -> str:
@@ -485,3 +1162,6 @@ def check(module: ast.Module, program: Program | None = None) -> Program:
     """Check a parsed module into a typed program.  Raises GoatError on the first error."""
     return Checker(program).check_module(module)
 
+
+__all__ = ["Checker", "Template", "VarBinding", "Module", "Scope", "check", "resolve_path",
+           "format_result", "subregions"]

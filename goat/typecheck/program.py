@@ -1,10 +1,31 @@
 """The typed program: what the checker produces and every back end consumes.
 
-It is a DAG of :class:`Node` s in creation order (so already topologically sorted), plus the
-program's effects (``print``) in source order.  Nodes are hash-consed: asking for the same op on
-the same inputs returns the existing node, so a sub-expression that the expansion of ``def``s
-repeats -- ``ln_hat(x2)`` is needed by the forward pass, by ``ln_back`` and by a gain's
-gradient -- exists, and is computed, once.
+It is a tree of :class:`Region` s of :class:`Node` s, as MLIR's ``scf`` dialect structures a
+function.  The program's own statements form the top region; a ``for`` loop's body and each
+branch of an ``if`` are regions of their own, owned by a LOOP or BRANCH node of the region
+around them:
+
+* a region's nodes are in creation order, so already topologically sorted;
+* its **block arguments** (ARG nodes) are the values that flow in each time it runs: the loop
+  index and the loop-carried ``var`` s; its **yields** are the values that flow out (the
+  carried vars' new values, the vars an ``if`` assigns);
+* a node may use any node of an enclosing region (a free value, computed before the loop);
+* its effects (``print``, ``save``) are in source order, each placed after the nodes that exist
+  when it is reached.
+
+Nodes are hash-consed per region: asking for the same op with the same attributes on the same
+inputs returns the existing node, in this region or an enclosing one, so a sub-expression that
+the expansion of ``def`` s repeats -- ``ln_hat(x2)`` is needed by the forward pass, by
+``ln_back`` and by a gain's gradient -- exists, and is computed, once.  A new node whose inputs
+all come from outside a loop is placed before the loop (hoisted), so it is computed once, not
+once per iteration; nothing is hoisted out of an ``if`` (it might not run).  Values of two
+iterations are never merged: an iteration's nodes are the same nodes run again.
+
+A ``def`` is checked once into a region of its own (kind "def", its parameters as block
+arguments, its size variables rigid); a call instantiates that region on the argument nodes.
+
+Every node of every region has a program-wide ``id`` (its index in ``Program.nodes``); an
+evaluator keeps one value slot per id.
 """
 from __future__ import annotations
 
@@ -12,24 +33,38 @@ from ..diagnostics import Loc
 
 # node kinds
 CONST = 0     # a literal; .value is a NumPy array (or a float for a scalar)
-OP = 1        # a registry op applied to .args
+OP = 1        # a registry op applied to .args, with static .attrs
 CAST = 2      # .args[0] seen at the declared shape .shape (a parameter or an annotation);
               #   checked at run time when the static check could not be complete
+ARG = 3       # a block argument of .region (a def's parameter, a loop's index or carried var)
+LOOP = 4      # a for loop: .args = (lo, hi, *initial values); .value = the body Region;
+              #   its value is the tuple of the carried vars' final values
+BRANCH = 5    # an if: .args = (condition,); .value = (then Region, else Region); its value
+              #   is the tuple of the values the taken branch yields
+GET = 6       # element .attrs[0] of the tuple .args[0] (a LOOP, BRANCH or CALL)
+CALL = 7      # in a def's region only: a call of another def (.op, a Template), instantiated
+              #   when the enclosing def is; its value is the callee's result
+
+KIND_NAMES = {CONST: "const", OP: "op", CAST: "cast", ARG: "arg", LOOP: "for", BRANCH: "if",
+              GET: "get", CALL: "call"}
 
 
 class Node:
     """One value of the program.
 
-    ``shape`` is its static shape (dims: int, None for ``?``, SizeVar).  ``check`` is True when
-    some input's shape was not fully known statically, so the shape rule runs again on the
-    actual shapes at run time.  ``loc`` is where the expression was written (for a node shared
-    by hash-consing, the first place).
+    ``shape`` is its static shape (dims: int, None for ``?``, SizeVar); a node whose value is a
+    tuple (a LOOP, a BRANCH, a CALL of a def returning several values) has a tuple of shapes.
+    ``check`` is True when some input's shape was not fully known statically, so the shape rule
+    runs again on the actual shapes at run time.  ``loc`` is where the expression was written
+    (for a node shared by hash-consing, the first place).  ``attrs`` are an op's static
+    attributes (a reshape's target shape, a file name), part of its hash-consing key.
     """
 
-    __slots__ = ("id", "kind", "op", "args", "shape", "loc", "check", "value", "what", "via")
+    __slots__ = ("id", "kind", "op", "args", "shape", "loc", "check", "value", "what", "via",
+                 "attrs", "region")
 
     def __init__(self, id, kind, op, args, shape, loc, check=False, value=None, what=None,
-                 via=()):
+                 via=(), attrs=(), region=None):
         self.id = id
         self.kind = kind
         self.op = op
@@ -40,49 +75,148 @@ class Node:
         self.value = value
         self.what = what        # CAST: a phrase naming the value, e.g. "argument h of ln_back"
         self.via = via          # checked nodes made by expanding a def: ((def name, call Loc), ...)
+        self.attrs = attrs
+        self.region = region    # the Region this node belongs to
 
     def __repr__(self):
-        name = {CONST: "const", OP: getattr(self.op, "name", "?"), CAST: "cast"}[self.kind]
-        return "%%%d = %s(%s) : %s" % (self.id, name, ", ".join("%%%d" % a.id for a in self.args),
-                                      self.shape)
+        name = getattr(self.op, "name", None) if self.kind in (OP, CALL) else KIND_NAMES[self.kind]
+        attrs = "" if not self.attrs else " %r" % (self.attrs,)
+        return "%%%d = %s(%s)%s : %s" % (self.id, name, ", ".join("%%%d" % a.id for a in self.args),
+                                        attrs, self.shape)
 
 
 class Effect:
-    """A ``print`` of ``node``, at position ``after`` in the node list (all nodes before it exist)."""
+    """Something a region does besides computing values, at position ``after`` in its node list
+    (all nodes before it exist): ``print`` of ``node``; ``format`` (a print with a format
+    string: ``data`` holds the parts, text and (node, spec, loc)); ``save`` of ``node`` to the
+    file ``data``."""
 
-    __slots__ = ("kind", "node", "loc", "after")
+    __slots__ = ("kind", "node", "loc", "after", "data")
 
-    def __init__(self, kind: str, node: Node, loc: Loc, after: int):
+    def __init__(self, kind: str, node, loc: Loc, after: int, data=None):
         self.kind = kind
         self.node = node
         self.loc = loc
         self.after = after
+        self.data = data
+
+    def uses(self):
+        """The nodes whose values this effect reads."""
+        if self.kind == "format":
+            return [p[0] for p in self.data if not isinstance(p, str)]
+        return [self.node]
+
+
+class Region:
+    """A list of nodes and effects run together: the program, a loop body, a branch, a def.
+
+    ``params`` are its block arguments (ARG nodes), ``yields`` the nodes whose values flow out
+    when it ends.  ``table`` hash-conses its nodes; ``memo`` remembers def calls expanded in it.
+    """
+
+    __slots__ = ("kind", "parent", "depth", "nodes", "effects", "params", "yields", "table",
+                 "memo", "loc", "_free")
+
+    def __init__(self, kind: str, parent: "Region | None" = None, loc: Loc | None = None):
+        self.kind = kind            # "program", "for", "if", "def"
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.nodes: list[Node] = []
+        self.effects: list[Effect] = []
+        self.params: list[Node] = []
+        self.yields: list[Node] = []
+        self.table: dict = {}
+        self.memo: dict = {}
+        self.loc = loc
+        self._free = None
+
+    def encloses(self, other: "Region") -> bool:
+        """Is ``other`` this region or nested in it?"""
+        while other is not None:
+            if other is self:
+                return True
+            other = other.parent
+        return False
+
+    def free_values(self) -> set:
+        """Ids of the nodes of enclosing regions that this region (or one nested in it) reads."""
+        if self._free is None:
+            inner = set()
+            used = set()
+            for n in self.nodes:
+                inner.add(n.id)
+                used.update(a.id for a in n.args)
+                for sub in subregions(n):
+                    used |= sub.free_values()
+            inner.update(p.id for p in self.params)
+            for e in self.effects:
+                used.update(u.id for u in e.uses())
+            used.update(y.id for y in self.yields)
+            self._free = used - inner
+        return self._free
+
+    def __repr__(self):
+        return "<%s region: %d nodes, %d effects>" % (self.kind, len(self.nodes), len(self.effects))
+
+
+def subregions(node: Node) -> tuple:
+    """The regions a LOOP or BRANCH node owns (none for other nodes)."""
+    if node.kind == LOOP:
+        return (node.value,)
+    if node.kind == BRANCH:
+        return node.value
+    return ()
 
 
 class Program:
-    """The checked program: nodes, effects, and the names it defined (for tools)."""
+    """The checked program: its top region, every node by id, and the names it defined."""
 
     def __init__(self):
         self.nodes: list[Node] = []
-        self.effects: list[Effect] = []
-        self.lets: dict = {}          # name -> Node, in definition order
+        self.main = Region("program")
+        self.lets: dict = {}          # name -> Node, in definition order (top-level lets and vars)
         self.defs: dict = {}          # name -> Template
-        self.order: list = []         # every let and def name, in definition order
-        self._table: dict = {}        # hash-consing: key -> Node
-        # (dict, key) of every entry added to a hash-consing or memo table since the last
-        # commit, so that a statement that fails can be taken back (the REPL); None: off
+        self.order: list = []         # every top-level let, var and def name, in order
+        self.outline: list = []       # (depth, text) for every binding, block and def, in order
+        self.templates = 0            # defs checked so far (their memo keys)
+        # (dict, key) of every entry added to a hash-consing or memo table of the top region
+        # since the last commit, so that a statement that fails can be taken back (the REPL);
+        # None: off
         self.journal: list | None = None
 
-    def intern(self, key, make):
-        """The node for ``key``, created by ``make(id)`` the first time it is asked for."""
-        node = self._table.get(key)
-        if node is None:
-            node = make(len(self.nodes))
-            if self.journal is not None:    # first the journal, so a Ctrl-C cannot strand the entry
-                self.journal.append((self._table, key))
-            self._table[key] = node
-            self.nodes.append(node)
+    @property
+    def effects(self) -> list:
+        return self.main.effects
+
+    def walk(self):
+        """Every node that runs: the top region's and those of the loops and branches in it
+        (not the nodes of def bodies, which run only as their calls' copies)."""
+        stack = [self.main]
+        while stack:
+            region = stack.pop()
+            for node in region.nodes:
+                yield node
+                stack.extend(subregions(node))
+
+    def new_node(self, region: Region, kind, op, args, shape, loc, **kw) -> Node:
+        node = Node(len(self.nodes), kind, op, args, shape, loc, region=region, **kw)
+        self.nodes.append(node)
+        region.nodes.append(node)
         return node
 
-    def add_effect(self, kind: str, node: Node, loc: Loc):
-        self.effects.append(Effect(kind, node, loc, len(self.nodes)))
+    def intern(self, region: Region, key, make):
+        """The node for ``key`` in ``region``, created by ``make(id)`` the first time it is
+        asked for (``make`` must give the node ``region``)."""
+        table = region.table
+        node = table.get(key)
+        if node is None:
+            node = make(len(self.nodes))
+            if self.journal is not None and region is self.main:
+                self.journal.append((table, key))   # first the journal: Ctrl-C cannot strand it
+            table[key] = node
+            self.nodes.append(node)
+            region.nodes.append(node)
+        return node
+
+    def add_effect(self, region: Region, kind: str, node, loc: Loc, data=None):
+        region.effects.append(Effect(kind, node, loc, len(region.nodes), data))

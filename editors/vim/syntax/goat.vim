@@ -4,12 +4,14 @@ if exists("b:current_syntax")
   finish
 endif
 
-syn keyword goatKeyword def let print
+syn keyword goatKeyword and def else for if import in let not or print return save var
 syn keyword goatType scalar tensor
-syn keyword goatBuiltin abs col_max col_mean col_min col_sum cos eq exp ge gt le log lt maximum minimum ne relu row_max row_mean row_min row_sum sigmoid sin sqrt tanh transpose
-syn match goatNumber '\(\<\d\+\.\=\d*\|\.\d\+\)\([eE][-+]\=\d\+\)\='
+syn keyword goatBuiltin abs col_max col_mean col_min col_sum cos eq exp ge gt iota le load log lt maximum minimum ne ones rand randn relu reshape row_max row_mean row_min row_sum sigmoid sin sqrt tanh transpose zeros
+syn match goatNumber '\(\<\d\+\(\.\.\@!\d*\)\=\|\.\d\+\)\([eE][-+]\=\d\+\)\='
 syn match goatShape '\(tensor\s*\[\)\@<=[^\]]*'
-syn match goatOperator '[-+*/@=]'
+syn match goatOperator '[-+*/@%<>=!]'
+syn region goatString start=+"+ skip=+\\.+ end=+"+ end=+$+ contains=goatField
+syn match goatField +{[^{}"]*}+ contained
 syn match goatComment '#.*$'
 
 hi def link goatKeyword Keyword
@@ -18,6 +20,8 @@ hi def link goatBuiltin Function
 hi def link goatNumber Number
 hi def link goatShape Constant
 hi def link goatOperator Operator
+hi def link goatString String
+hi def link goatField Special
 hi def link goatComment Comment
 
 let b:current_syntax = "goat"

@@ -1,0 +1,51 @@
+"""Where ``import NAME`` finds ``NAME.mg``.
+
+The search order (LANGUAGE.md, B3): the folder of the file that imports (the current folder for
+standard input and the REPL), then each folder of the ``GOAT_PATH`` environment variable
+(separated like ``PATH``), then goat's standard library, installed with goat as the package
+``goat.stdlib`` (the ``stdlib/`` folder of the source tree).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from ..diagnostics import GoatError, Loc
+
+
+def stdlib_dir() -> str:
+    """The folder holding the standard library's ``.mg`` files."""
+    try:
+        spec = importlib.util.find_spec("goat.stdlib")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(os.path.dirname(here)), "stdlib")
+
+
+def search_path(loc: Loc) -> list:
+    """The folders searched for a module imported at ``loc``, in order."""
+    src = loc.source.path
+    if src and not src.startswith("<") and src != "-":
+        dirs = [os.path.dirname(src) or "."]
+    else:
+        dirs = ["."]
+    dirs += [d for d in os.environ.get("GOAT_PATH", "").split(os.pathsep) if d]
+    dirs.append(stdlib_dir())
+    return dirs
+
+
+def find(name: str, loc: Loc) -> str:
+    """The path of ``name``.mg for an import at ``loc``; GoatError naming where it looked."""
+    dirs = search_path(loc)
+    for d in dirs:
+        path = os.path.join(d, name + ".mg")
+        if os.path.isfile(path):
+            return os.path.normpath(path) if not os.path.isabs(d) else path
+    shown = ", ".join("the program's folder" if i == 0 else
+                      "the standard library" if i == len(dirs) - 1 else d
+                      for i, d in enumerate(dirs))
+    raise GoatError("cannot find module '%s': there is no %s.mg in %s (GOAT_PATH adds folders)"
+                    % (name, name, shown), loc)
