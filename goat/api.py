@@ -152,10 +152,14 @@ def _load(source: Source, timings: dict | None = None) -> Program:
     return program
 
 
-def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None):
-    """Run a checked program; returns the printed values as NumPy float64 arrays."""
+def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
+            progress=None):
+    """Run a checked program; returns what it printed: a NumPy float64 array per
+    ``print EXPR``, a string (the line, without its newline) per ``print "..."``.
+    ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops."""
     t0 = time.perf_counter()
-    ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True)
+    ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
+                   progress=progress)
     ev.run()
     if timings is not None:
         timings["run"] = time.perf_counter() - t0

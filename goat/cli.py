@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="the array back end (default: numpy)")
     run.add_argument("--time", action="store_true",
                      help="report parse, check and run times on standard error")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress bar for long loops (it is shown only on a terminal)")
 
     sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
                    description="Start the REPL: type statements, see their shapes as you type.")
@@ -92,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                            description="Check FILE without running it: syntax, names and every shape.")
     check.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
     check.add_argument("--shapes", action="store_true",
-                       help="print the shape of every let (and the signature of every def)")
+                       help="print the shape of every let and var (in blocks too, indented) and "
+                            "the signature of every def")
     return p
 
 
@@ -105,11 +108,13 @@ def _read(path: str):
 
 def _cmd_run(args) -> int:
     from .api import _load, execute, with_deep_stack
+    from .progress import Progress
     timings = {} if args.time else None
     source = _read(args.file)
     program = with_deep_stack(_load, source, timings)
-    out = _Output()
-    execute(program, stdout=out, backend=args.backend, timings=timings)
+    progress = Progress(enabled=not args.quiet)
+    out = progress.wrap_output(_Output())
+    execute(program, stdout=out, backend=args.backend, timings=timings, progress=progress)
     out.flush()
     if timings is not None:
         sys.stderr.write("goat: parse %.3f s, check %.3f s, run %.3f s (%d nodes)\n"
@@ -119,16 +124,10 @@ def _cmd_run(args) -> int:
 
 def _cmd_check(args) -> int:
     from .api import _load, with_deep_stack
-    from .typecheck.shapes import format_type
     source = _read(args.file)
     program = with_deep_stack(_load, source)
     if args.shapes:
-        out = []
-        for name in program.order:
-            if name in program.defs:
-                out.append("def %s" % program.defs[name].signature())
-            else:
-                out.append("%s : %s" % (name, format_type(program.lets[name].shape)))
+        out = ["  " * depth + text for depth, text in program.outline]
         stdout = _Output()
         stdout.write("\n".join(out) + ("\n" if out else ""))
         stdout.flush()

@@ -2,6 +2,8 @@
 tour runs as shown."""
 import os
 
+import pytest
+
 from conftest import ROOT, run
 from goat.ops import builtin_names
 
@@ -20,7 +22,7 @@ def test_every_builtin_is_in_the_language_reference():
 def test_readme_opens_with_the_two_commands():
     lines = read("README.md").splitlines()
     block = lines[lines.index("```sh") + 1:lines.index("```sh") + 3]
-    assert block == ["pip install . && goat run examples/lm35/train_200.mg",
+    assert block == ["pip install . && goat run examples/lm35/train.mg",
                      "pip install '.[test]' && pytest"]
     assert lines.index("```sh") < 5
 
@@ -54,3 +56,62 @@ def test_readme_repl_transcript_is_what_the_repl_shows():
     s.run("let q = [[1, 2], [3, 4], [5, 6]]\nlet k = [[1, 0], [0, 1], [1, 1]]")
     assert " %s\n" % s.hint("q @ transpose(k") in transcript
     assert show(s.run("q @ transpose(k)")[0].value) in transcript
+
+
+def _reference_examples():
+    """(line, program, expected output or None) of every ```goat block of docs/language.md."""
+    lines = read("docs", "language.md").splitlines()
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "```goat":
+            start = i + 1
+            end = lines.index("```", start)
+            program = "\n".join(lines[start:end]) + "\n"
+            expected = None
+            j = end + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            if j < len(lines) and lines[j] == "```text":
+                close = lines.index("```", j + 1)
+                expected = "\n".join(lines[j + 1:close]) + "\n"
+            out.append((start, program, expected))
+            i = end
+        i += 1
+    return out
+
+
+def test_every_statement_kind_has_a_reference_example():
+    programs = "".join(p for _, p, _ in _reference_examples())
+    for word in ("var ", "for ", "if ", "else", "def ", "return ", "import ", "save(", "load(",
+                 "reshape(", "iota(", "randn(", "rand(", "print \"", "+=", " or ", "%"):
+        assert word in programs, word
+
+
+@pytest.mark.parametrize("line, program, expected", _reference_examples())
+def test_language_reference_examples_print_what_they_show(tmp_path, line, program, expected):
+    import io
+    import goat
+    path = tmp_path / "example.mg"
+    path.write_text(program, encoding="utf-8")
+    out = io.StringIO()
+    goat.run_file(str(path), stdout=out)
+    if expected is not None:
+        assert out.getvalue() == expected, "docs/language.md line %d" % line
+
+
+def test_readme_training_loop_finds_the_weights():
+    """The README's loop: least squares by gradient descent, against NumPy's lstsq."""
+    readme = read("README.md")
+    program = readme.split("so a training loop is a page:")[1].split("```")[1]
+    printed = run(program.strip("\n"))
+    losses = [float(line.split("loss ")[1]) for line in printed[:-1]]
+    assert losses[0] > 1 and losses[-1] < 1e-20
+    import numpy as np
+    from goat.ops import rng
+    x = rng.normal(np, (64, 3), 1)
+    y = x @ np.array([[1], [-2], [0.5]]) + 0.1
+    a = np.hstack([x, np.ones((64, 1))])
+    coef = np.linalg.lstsq(a, y, rcond=None)[0]
+    np.testing.assert_allclose(printed[-1], coef[:3].T, atol=1e-12)
+    assert "1, -2 and 0.5" in readme

@@ -394,3 +394,50 @@ def test_train_200_learns(goat):
     attention = values[("attention",)]
     for i in range(2, 7):   # each scored position looks two places back most
         assert np.argmax(attention[i]) == i - 2, (i, attention[i])
+
+
+# ---------------------------------------------------------------------------
+# the loop: examples/lm35/train.mg
+# ---------------------------------------------------------------------------
+
+_MEMREF_HEADER = "Unranked Memref base@ = 0x\u2026 rank = 2 offset = 0 sizes = [7, 7]"
+
+
+def _loop_numbers(text):
+    """The numbers train.mg prints, in train_200.mg's print order, as printed (%g)."""
+    lines = text.splitlines()
+    out = []
+    for k in gen.CHECKPOINTS:
+        m = re.fullmatch(r"step %d: loss (\S+), (\S+) of 64 correct" % k, lines.pop(0))
+        assert m, k
+        out += [m.group(1), m.group(2)]
+    m = re.fullmatch(r"held out: loss (\S+), (\S+) of 64 correct", lines.pop(0))
+    out += [m.group(1), m.group(2)]
+    m = re.fullmatch(r"all 64 sequences, by first token: (\S+) (\S+) (\S+) (\S+) \(of 64 each\)",
+                     lines.pop(0))
+    out += list(m.groups())
+    assert lines.pop(0) == "attention of the first training sequence:"
+    return out, "\n".join(lines) + "\n"
+
+
+def test_train_loop_prints_what_the_unrolled_program_prints():
+    """examples/lm35/train.mg (a loop, a page) against train_200.mg (14,529 lines, unrolled):
+    the same weights, data and arithmetic, so every printed digit is equal."""
+    import io
+    import goat as goat_api
+    loop_out, unrolled_out = io.StringIO(), io.StringIO()
+    goat_api.run_file(str(LM35 / "train.mg"), stdout=loop_out)
+    goat_api.run_file(str(LM35 / "train_200.mg"), stdout=unrolled_out)
+    numbers, attention = _loop_numbers(loop_out.getvalue())
+    blocks = unrolled_out.getvalue().split("Unranked Memref")[1:]
+    assert len(blocks) == len(numbers) + 1 == 23
+    for got, block in zip(numbers, blocks):
+        assert block.endswith("data = \n[[%s]]\n" % got)
+    assert attention.startswith(_MEMREF_HEADER)
+    assert "Unranked Memref" + blocks[-1] == attention
+    # the checkpoints on the way are those the independent reference trainer computes while
+    # the run is stable (examples/lm35/README.md): the loop is right, not only consistent
+    want = dict(zip(gen.print_layout(200), expected(200)))
+    for i, k in enumerate(gen.CHECKPOINTS[:4]):
+        assert float(numbers[2 * i]) == pytest.approx(want[("loss", k)], rel=1e-5)
+        assert float(numbers[2 * i + 1]) == want[("correct", k)]

@@ -43,7 +43,6 @@ import io
 import os
 import stat
 import struct
-import tempfile
 import threading
 
 import numpy as np
@@ -353,6 +352,7 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
                 raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
+        import tempfile
         fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".",
                                    suffix=".tmp")
         with os.fdopen(fd, "wb") as f:

@@ -14,12 +14,11 @@ was found.
 """
 from __future__ import annotations
 
+import atexit
+import os
 import threading
-from importlib import resources
 
 import numpy as np
-from lark import Lark, UnexpectedInput, UnexpectedToken
-from lark.lexer import Lexer as LarkLexer
 
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
@@ -32,18 +31,6 @@ STATEMENT_KEYWORD_TERMS = {KEYWORDS[k] for k in STATEMENT_KEYWORDS} | {"RBRACE"}
 OPERATOR_TERMS = {"PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT", "EQEQ", "NE", "LT", "LE",
                   "GT", "GE", "AND", "OR"}
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
-
-
-class _TokenListLexer(LarkLexer):
-    """Feeds lark a list of tokens made by :func:`tokenize` (lark's custom-lexer interface 2)."""
-
-    __future_interface__ = 2
-
-    def __init__(self, lexer_conf):
-        pass
-
-    def lex(self, lexer_state, parser_state):
-        return iter(lexer_state.text)
 
 
 class _Build:
@@ -282,20 +269,21 @@ def _count(shape) -> str:
 
 class _Recorder:
     """lark's callbacks while a statement is parsed for the first time: each rule is applied
-    for real (to a :class:`_Build`) and written down as a line of Python, so that the whole
-    statement becomes a function of its tokens."""
+    for real (to a :class:`_Build`) and written down as a step (the rule, and which tokens and
+    earlier results it was given), so that the whole statement becomes a function of its
+    tokens."""
 
     def __init__(self):
         self.build = None
-        self.names = {}       # id(object) -> the Python expression that yields it
-        self.lines = []
+        self.names = {}       # id(object) -> its reference: token index i >= 0, result j as -1-j
+        self.steps = []
         self.keep = []        # results stay alive so their ids stay unique
 
     def start(self, build, tokens, record=True):
         self.build = build
         self.record = record
-        self.names = {id(t): "t[%d]" % i for i, t in enumerate(tokens)} if record else {}
-        self.lines = []
+        self.names = {id(t): i for i, t in enumerate(tokens)} if record else {}
+        self.steps = []
         self.keep = []
 
     def _rule(self, rule):
@@ -303,33 +291,203 @@ class _Recorder:
             result = getattr(self.build, rule)(children)
             if not self.record:
                 return result
-            refs = ", ".join("None" if c is None else self.names[id(c)] for c in children)
-            var = "r%d" % len(self.lines)
-            self.lines.append("    %s = b.%s([%s])" % (var, rule, refs))
-            self.names[id(result)] = var
+            self.steps.append((rule, [None if c is None else self.names[id(c)] for c in children]))
+            self.names[id(result)] = -len(self.steps)
             self.keep.append(result)
             return result
         return callback
 
-    def compile(self):
-        """The recorded statement as ``f(b, t) -> Stmt`` (b: a _Build, t: the tokens)."""
-        code = "def replay(b, t):\n%s\n    return r%d\n" % ("\n".join(self.lines), len(self.lines) - 1)
-        scope = {}
-        exec(compile(code, "<goat statement shape>", "exec"), scope)
-        return scope["replay"]
+
+def _checked_steps(steps, ntokens):
+    """``steps`` as [(rule, (ref, ...))] after checking them (they may come from the cache
+    file): known rules, references to tokens that exist and to earlier results only.  Raises
+    ValueError otherwise."""
+    out = []
+    if not isinstance(steps, list) or not steps:
+        raise ValueError("no steps")
+    for j, step in enumerate(steps):
+        rule, refs = step
+        if rule not in _RULE_SET:
+            raise ValueError(rule)
+        for r in refs:
+            if r is not None and not (type(r) is int and -j <= r < ntokens):
+                raise ValueError(r)
+        out.append((rule, tuple(refs)))
+    return out
 
 
+def _compile_steps(steps):
+    """``f(b, t) -> Stmt`` doing what the (checked) ``steps`` do, as one Python function."""
+    lines = []
+    for j, (rule, refs) in enumerate(steps):
+        shown = ", ".join("None" if r is None else "t[%d]" % r if r >= 0 else "r%d" % (-r - 1)
+                          for r in refs)
+        lines.append("    r%d = b.%s([%s])" % (j, rule, shown))
+    code = "def replay(b, t):\n%s\n    return r%d\n" % ("\n".join(lines), len(lines) - 1)
+    scope = {}
+    exec(compile(code, "<goat statement shape>", "exec"), scope)
+    return scope["replay"]
+
+
+class _Shape:
+    """How to build the statements of one token-kind sequence: the recorded steps, followed
+    one by one for the first few statements of this shape, then compiled into a Python function
+    that replaces this object in _SHAPES (compiling costs about as much as following the steps
+    ten times, and most shapes of a program occur once or twice)."""
+
+    __slots__ = ("key", "steps", "uses")
+    COMPILE_AFTER = 8
+
+    def __init__(self, key, steps):
+        self.key = key
+        self.steps = steps
+        self.uses = 0
+
+    def __call__(self, b, t):
+        self.uses += 1
+        if self.uses > self.COMPILE_AFTER:
+            fn = _compile_steps(self.steps)
+            if _SHAPES.get(self.key) is self:
+                _SHAPES[self.key] = fn
+            return fn(b, t)
+        r = []
+        for rule, refs in self.steps:
+            r.append(getattr(b, rule)([None if x is None else t[x] if x >= 0 else r[-1 - x]
+                                       for x in refs]))
+        return r[-1]
+
+
+_RULE_SET = frozenset(RULES)
 _RECORDER = _Recorder()
 _LOCK = threading.Lock()
-_PARSER = Lark(
-    resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8"),
-    parser="lalr", lexer=_TokenListLexer, start=["single", "interactive", "expression"],
-    maybe_placeholders=True,
-    transformer=type("_RecordingTransformer", (), {
-        rule: staticmethod(_RECORDER._rule(rule)) for rule in RULES})(),
-)
+_LARK = None
+
+
+def _lark():
+    """lark's LALR(1) parser for goat's grammar, made the first time a statement's shape is
+    not known yet (most programs are read without it: see _SavedShapes)."""
+    global _LARK
+    if _LARK is None:
+        from lark import Lark
+        from lark.lexer import Lexer as LarkLexer
+
+        class TokenListLexer(LarkLexer):
+            """Feeds lark the tokens made by tokenize (lark's custom-lexer interface 2)."""
+            __future_interface__ = 2
+
+            def __init__(self, lexer_conf):
+                pass
+
+            def lex(self, lexer_state, parser_state):
+                return iter(lexer_state.text)
+
+        _LARK = Lark(
+            _GRAMMAR, parser="lalr", lexer=TokenListLexer,
+            start=["single", "interactive", "expression"], maybe_placeholders=True,
+            transformer=type("_RecordingTransformer", (), {
+                rule: staticmethod(_RECORDER._rule(rule)) for rule in RULES})(),
+        )
+    return _LARK
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "grammar.lark"),
+          encoding="utf-8") as _f:
+    _GRAMMAR = _f.read()
+
+
+class _SavedShapes:
+    """The statement shapes of earlier runs, kept in goat's cache folder
+    (``$XDG_CACHE_HOME/goat``, by default ``~/.cache/goat``), so that a program is read without
+    loading lark at all when every shape it uses was seen before: what a run of a familiar
+    program spends starting up.
+
+    The file is data (rule names and references), checked before use; one per version of the
+    grammar and of goat.  Nothing here is needed for correctness: a missing, unreadable or
+    damaged file is ignored, a file that cannot be written is not written.
+    ``GOAT_NO_CACHE=1`` turns it off.
+    """
+
+    LIMIT = 1024            # shapes kept in the file: those of the latest runs
+
+    def __init__(self):
+        self.loaded = None  # key string -> steps
+        self.new = {}
+        self.used = []
+        self.path = None
+
+    def _file(self):
+        if self.path is None:
+            import zlib
+            from .. import __version__
+            digest = "%08x" % zlib.crc32((_GRAMMAR + "\0" + __version__ + "\0" + " ".join(RULES))
+                                         .encode("utf-8"))
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                   ".cache")
+            self.path = os.path.join(base, "goat", "statement-shapes-%s.json" % digest)
+        return self.path
+
+    def get(self, key):
+        if self.loaded is None:
+            self.loaded = {}
+            if os.environ.get("GOAT_NO_CACHE"):
+                return None
+            try:
+                path = self._file()
+                if os.path.isfile(path) and os.path.getsize(path) < 16 * 1024 * 1024:
+                    import json
+                    with open(path, encoding="utf-8") as f:
+                        data = json.load(f)
+                    if isinstance(data, dict):
+                        self.loaded = data
+            except (OSError, ValueError, RuntimeError):
+                self.loaded = {}
+        k = " ".join(key)
+        steps = self.loaded.get(k)
+        if steps is not None:
+            self.used.append(k)
+        return steps
+
+    def add(self, key, steps):
+        if os.environ.get("GOAT_NO_CACHE"):
+            return
+        if not self.new:
+            atexit.register(self.save)
+        self.new[" ".join(key)] = [[rule, list(refs)] for rule, refs in steps]
+
+    def save(self):
+        """Write the known shapes (called once, when the process ends)."""
+        if not self.new:
+            return
+        try:
+            path = self._file()
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            import json
+            import tempfile
+            old = self.loaded or {}
+            data = dict(self.new)                   # the newest first, then those used now,
+            for k in self.used:                     # then the rest, up to LIMIT
+                data.setdefault(k, old[k])
+            for k, v in old.items():
+                if len(data) >= self.LIMIT:
+                    break
+                data.setdefault(k, v)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".shapes-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(data, f, separators=(",", ":"))
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            self.new = {}
+        except Exception:
+            pass            # a cache that cannot be written is not written
+
+
+_SAVED = _SavedShapes()
 _SHAPES: dict = {}          # tuple of token kinds -> replay function
-_MAX_SHAPES = 50_000
+_MAX_SHAPES = 4096
 _MAX_RECORDED_TOKENS = 2_000
 
 
@@ -390,16 +548,18 @@ def _hint(tokens, tok) -> str:
 
 
 def _first_parse(build: _Build, tokens: list, start: str = "single"):
-    """Parse one statement with lark, recording it; returns (stmt, replay function or None).
+    """Parse one statement with lark, recording it; returns (stmt, its recorded steps or None).
 
     A very long statement is not recorded: no other statement is likely to share its shape,
     and compiling its replay would cost more than parsing it.
     """
+    from lark import UnexpectedInput, UnexpectedToken
     record = len(tokens) <= _MAX_RECORDED_TOKENS
     with _LOCK:
+        parser = _lark()
         _RECORDER.start(build, tokens, record)
         try:
-            stmt = _PARSER.parse(tokens, start=start)
+            stmt = parser.parse(tokens, start=start)
         except UnexpectedToken as e:
             tok = e.token
             try:        # LALR's merged lookaheads over-report; ask which tokens really fit
@@ -422,9 +582,9 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
             if isinstance(inner, GoatError):
                 raise inner from None
             raise
-        replay = _RECORDER.compile() if record else None
+        steps = _RECORDER.steps if record else None
         _RECORDER.start(None, (), False)
-    return stmt, replay
+    return stmt, steps
 
 
 def _parse_tokens(build: _Build, tokens: list, start: str):
@@ -435,9 +595,20 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
     replay = _SHAPES.get(key)
     if replay is not None:
         return replay(build, tokens)
-    stmt, replay = _first_parse(build, tokens, start)
-    if replay is not None and len(_SHAPES) < _MAX_SHAPES:
-        _SHAPES[key] = replay
+    steps = _SAVED.get(key)
+    if steps is not None:
+        try:
+            replay = _Shape(key, _checked_steps(steps, len(tokens)))
+        except (ValueError, TypeError):
+            replay = None           # a damaged cache entry: parse afresh
+        if replay is not None:
+            if len(_SHAPES) < _MAX_SHAPES:
+                _SHAPES[key] = replay
+            return replay(build, tokens)
+    stmt, steps = _first_parse(build, tokens, start)
+    if steps is not None and len(_SHAPES) < _MAX_SHAPES:
+        _SHAPES[key] = _Shape(key, steps)
+        _SAVED.add(key, steps)
     return stmt
 
 

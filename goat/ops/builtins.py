@@ -271,8 +271,6 @@ _fill("ones", 1.0, "a tensor of ones")
 
 
 def _draw(name, method, doc):
-    from . import rng
-
     def shape(seed, target, _n=name):
         cells = 1
         for d in seed:
@@ -285,11 +283,13 @@ def _draw(name, method, doc):
                              % (_n, format_shape(seed)))
         return _static_shape(_n, target)
 
-    def evaluate(be, target, _m=getattr(rng, method)):
+    def evaluate(be, target):
+        from . import rng
         xp = be.xp
+        draw = getattr(rng, method)
 
         def run(seed):
-            return _m(xp, tuple(target), rng.check_seed(_scalar(seed)))
+            return draw(xp, tuple(target), rng.check_seed(_scalar(seed)))
         return run
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,

@@ -174,26 +174,35 @@ class Repl:
 
     # ------------------------------------------------------------------ the toolbar
     def hint(self, text: str, width: int = 100):
-        """(style, text) for the toolbar, recomputed only when the input changed."""
+        """(style, text) for the toolbar, recomputed only when the input changed.  Nothing the
+        hint does may end the session: a failure inside it is shown as one line."""
         if (text, width) != self._hint_for:
-            self._hint_for = (text, width)
-            stripped = text.strip()
-            if stripped.startswith(":"):
-                word, _, rest = stripped.partition(" ")
-                if word == ":type" and rest.strip():
-                    h = self.session.hint(rest, width)
-                    self._hint = ("error" if h.startswith("error:") else "hint", h)
-                elif word in COMMANDS or word in ALIASES:
-                    self._hint = ("hint", COMMANDS[ALIASES.get(word, word)])
-                else:
-                    matches = [c for c in COMMANDS if c.startswith(word)]
-                    self._hint = ("hint", "   ".join(matches) if matches else
-                                  "no command %s; :help lists them" % word)
-            elif not stripped:
-                self._hint = ("", ":help for help   Tab completes   Ctrl-D leaves")
-            else:
-                h = self.session.hint(text, width)
+            try:
+                return self._compute_hint(text, width)
+            except Exception as e:          # a bug in goat: say so, keep the session
+                self._hint_for = (text, width)
+                self._hint = ("error", internal_error_line(e))
+        return self._hint
+
+    def _compute_hint(self, text: str, width: int):
+        self._hint_for = (text, width)
+        stripped = text.strip()
+        if stripped.startswith(":"):
+            word, _, rest = stripped.partition(" ")
+            if word == ":type" and rest.strip():
+                h = self.session.hint(rest, width)
                 self._hint = ("error" if h.startswith("error:") else "hint", h)
+            elif word in COMMANDS or word in ALIASES:
+                self._hint = ("hint", COMMANDS[ALIASES.get(word, word)])
+            else:
+                matches = [c for c in COMMANDS if c.startswith(word)]
+                self._hint = ("hint", "   ".join(matches) if matches else
+                              "no command %s; :help lists them" % word)
+        elif not stripped:
+            self._hint = ("", ":help for help   Tab completes   Ctrl-D leaves")
+        else:
+            h = self.session.hint(text, width)
+            self._hint = ("error" if h.startswith("error:") else "hint", h)
         return self._hint
 
     def toolbar(self):

@@ -20,7 +20,6 @@ again at run time with the same rule and message (LANGUAGE.md Part A, Errors).
 """
 from __future__ import annotations
 
-import difflib
 import os
 
 from ..diagnostics import GoatError, Loc
@@ -29,8 +28,7 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, GET, LOOP, OP, Node, Program, Region,
                       subregions)
-from .shapes import (ShapeError, SizeVar, bind, compatible, format_shape, format_type,
-                     is_static)
+from .shapes import ShapeError, SizeVar, bind, compatible, format_shape, format_type
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -129,6 +127,14 @@ def _subst(shape, env):
     return tuple(env[d.name][0] if isinstance(d, SizeVar) and d.name in env else d for d in shape)
 
 
+def _unknown(shapes) -> bool:
+    """Does any of ``shapes`` have a ``?`` dimension?"""
+    for s in shapes:
+        if None in s:
+            return True
+    return False
+
+
 def _cells(shape):
     """The number of cells of a static shape, else None."""
     n = 1
@@ -198,7 +204,11 @@ class Builder:
                 shape = op.shape(*shapes, *attrs)
             except ShapeError as e:
                 raise _shape_error(e, loc) from None
-            check = not all(is_static(s) for s in shapes) or op.checks_at_run_time
+            # a ? size makes the static check incomplete; size variables do not (they are
+            # checked symbolically, and each call binds them to sizes the call checks)
+            check = _unknown(shapes) or op.checks_at_run_time
+        elif not check:                 # a def's node, instantiated: its sizes may now be ?
+            check = _unknown([a.shape for a in args])
         pure = op.pure
         home = self._home(args) if pure and not check else self.region
         if pure:
@@ -510,13 +520,14 @@ class Checker:
             if scope is not self.top:
                 raise GoatError("a def must be at the top level of the program, not inside a "
                                 "block", stmt.loc)
+            mark = len(self.program.outline)
             tmpl = self._define(stmt)
             self.globals[stmt.name] = tmpl
             self.where[stmt.name] = stmt.loc.line
             if not self.module:
                 self.program.defs[stmt.name] = tmpl
                 self.program.order.append(stmt.name)
-            self._outline("def " + tmpl.signature())
+                self.program.outline.insert(mark, (self.depth, "def " + tmpl.signature()))
             return tmpl
         if t is ast.Import:
             return self._import(stmt, scope)
@@ -1154,6 +1165,7 @@ def resolve_path(path: str, loc: Loc) -> str:
 
 
 def _suggest(name, candidates) -> str:
+    import difflib
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
     return "; did you mean '%s'?" % close[0] if close else ""
 
