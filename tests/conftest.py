@@ -2,10 +2,14 @@
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
-import goat
+# the tests' parses must not fill the user's cache of statement shapes (goat/lexer/parser.py)
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="goat-test-cache-")
+
+import goat  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
