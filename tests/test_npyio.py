@@ -7,13 +7,13 @@ import pickle
 import stat
 import struct
 import sys
+import tempfile
 import zipfile
 
 import numpy as np
 import pytest
 from numpy.lib import format as npformat
 
-from goat.interp import npyio
 from goat.interp.npyio import read_npy, save_npy
 from goat.ops.registry import OpError
 
@@ -243,7 +243,7 @@ def test_permission_denied(tmp_path, monkeypatch):
 
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(p))
-    monkeypatch.setattr(npyio.os, "open", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     assert message(read_npy, str(p), (2,), shown="x.npy") == "cannot load x.npy: permission denied"
 
 
@@ -473,7 +473,7 @@ def test_save_onto_a_directory(tmp_path):
 def test_save_permission_denied(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
-    monkeypatch.setattr(npyio.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
     assert (message(save_npy, str(tmp_path / "w.npy"), np.zeros(2), shown="w.npy")
             == "cannot save w.npy: permission denied")
 
@@ -526,7 +526,7 @@ def test_an_interrupted_save_leaves_the_old_file_whole(tmp_path, monkeypatch, er
     old = np.arange(1000.0)
     np.save(p, old)
     before = p.read_bytes()
-    monkeypatch.setattr(npyio._format, "write_array", fail_halfway(error))
+    monkeypatch.setattr(npformat, "write_array", fail_halfway(error))
     assert message(save_npy, str(p), np.zeros(1000), shown="w.npy") == "cannot save w.npy: " + why
     assert p.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["w.npy"]          # no temporary file left behind
@@ -536,7 +536,7 @@ def test_an_interrupt_during_save_removes_the_temporary_file(tmp_path, monkeypat
     p = tmp_path / "w.npy"
     np.save(p, np.arange(10.0))
     before = p.read_bytes()
-    monkeypatch.setattr(npyio._format, "write_array", fail_halfway(KeyboardInterrupt()))
+    monkeypatch.setattr(npformat, "write_array", fail_halfway(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         save_npy(str(p), np.zeros(10))
     assert p.read_bytes() == before
@@ -546,7 +546,7 @@ def test_an_interrupt_during_save_removes_the_temporary_file(tmp_path, monkeypat
 def test_a_failed_rename_removes_the_temporary_file(tmp_path, monkeypatch):
     def refuse(src, dst):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
-    monkeypatch.setattr(npyio.os, "replace", refuse)
+    monkeypatch.setattr(os, "replace", refuse)
     assert (message(save_npy, str(tmp_path / "w.npy"), np.zeros(2), shown="w.npy")
             == "cannot save w.npy: invalid cross-device link")
     assert os.listdir(tmp_path) == []

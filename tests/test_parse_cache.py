@@ -48,7 +48,7 @@ def test_a_second_run_reads_without_lark(tmp_path):
     cache = tmp_path / "cache"
     assert _run(tmp_path, cache) is True          # the first run parses with lark
     data = json.loads(_cache_file(cache).read_text())
-    assert data and all(isinstance(v, list) for v in data.values())
+    assert data and all(isinstance(v, str) for v in data.values())
     assert _run(tmp_path, cache) is False         # the second knows every shape
 
 
@@ -75,12 +75,14 @@ def test_hostile_cache_entries_cannot_change_a_program(tmp_path):
     data = json.loads(path.read_text())
     bad = {}
     for i, key in enumerate(data):
-        if i % 3 == 0:
-            bad[key] = [["__import__", [0]]]
-        elif i % 3 == 1:
-            bad[key] = [["number", [999]]]
+        if i % 4 == 0:
+            bad[key] = "__import__:0"
+        elif i % 4 == 1:
+            bad[key] = "number:999"
+        elif i % 4 == 2:
+            bad[key] = ["number", [0]]
         else:
-            bad[key] = "print"
+            bad[key] = "number:-1"
     path.write_text(json.dumps(bad))
     assert _run(tmp_path, cache) is True          # parsed afresh, correctly
 
@@ -102,7 +104,7 @@ def test_the_cache_is_bounded(tmp_path):
     from goat.lexer import parser
     saved = parser._SavedShapes()
     saved.path = str(tmp_path / "shapes.json")
-    saved.loaded = {"k%d" % i: [["number", [0]]] for i in range(parser._SavedShapes.LIMIT + 50)}
+    saved.loaded = {"k%d" % i: "number:0" for i in range(parser._SavedShapes.LIMIT + 50)}
     saved.add(("NUMBER", "_NL"), [("number", [0])])
     saved.save()
     data = json.loads((tmp_path / "shapes.json").read_text())

@@ -223,6 +223,67 @@ class Evaluator:
             self._run_plan(plan)
         return self.printed
 
+    def _compiled(self, plan):
+        """A region's plan as one Python function ``run()``: straight-line code, a statement
+        per instruction (``v[12] = f12(v[3], v[4])``, ``v[3] = None``), with no dispatch on
+        the instruction's kind.  A loop body runs it once per iteration.  A failing op is
+        found by the line of the generated code the error came from."""
+        lines = ["def run():", "    v = vals"]
+        scope = {"vals": self.values}
+        where = {}                      # line number -> node id
+        for out, fn, args, frees in plan:
+            if out is None:
+                name = "e%d" % len(lines)
+                scope[name] = self._effect_fn(fn)
+                lines.append("    %s(v)" % name)
+            elif args is None:
+                scope["c%d" % out] = fn
+                lines.append("    v[%d] = c%d" % (out, out))
+            else:
+                node = self.program.nodes[out]
+                if node.kind == GET:
+                    lines.append("    v[%d] = v[%d][%d]" % (out, args[0], node.attrs[0]))
+                elif fn is _identity:
+                    lines.append("    v[%d] = v[%d]" % (out, args[0]))
+                else:
+                    scope["f%d" % out] = fn
+                    lines.append("    v[%d] = f%d(%s)" % (out, out, ", ".join("v[%d]" % a for a in args)))
+                where[len(lines)] = out
+            if frees:
+                lines.append("    " + "; ".join("v[%d] = None" % f for f in frees))
+        lines.append("    return None")
+        code = compile("\n".join(lines) + "\n", "<goat region>", "exec")
+        exec(code, scope)
+        run = scope["run"]
+        run.where = where
+        return run
+
+    def _effect_fn(self, effect):
+        run = self._effect
+        return lambda vals: run(effect, vals)
+
+    def _run_compiled(self, run):
+        try:
+            run()
+        except (MemoryError, OpError) as e:
+            tb = e.__traceback__
+            while tb is not None and tb.tb_frame.f_code is not run.__code__:
+                tb = tb.tb_next
+            if tb is None or tb.tb_lineno not in run.where:
+                raise
+            raise self._located(e, self.program.nodes[run.where[tb.tb_lineno]]) from None
+
+    def _located(self, e, node):
+        """The GoatError for an op's OpError or MemoryError, at the node's line."""
+        if isinstance(e, OpError):
+            return GoatError(e.message, node.loc, notes=_notes(node))
+        cells = 1
+        for d in node.shape if node.kind not in (LOOP, BRANCH) else ():
+            cells *= d if isinstance(d, int) else 1
+        return GoatError("out of memory computing a value of shape %s (%.3g GB)"
+                         % (format_shape(node.shape), cells * 8 / 1e9), node.loc,
+                         notes=_notes(node))
+
     def _run_plan(self, plan):
         vals = self.values
         out = None
@@ -243,25 +304,17 @@ class Evaluator:
         except (MemoryError, OpError) as e:
             if out is None:
                 raise
-            node = self.program.nodes[out]
-            if isinstance(e, OpError):
-                raise GoatError(e.message, node.loc, notes=_notes(node)) from None
-            cells = 1
-            for d in node.shape if node.kind not in (LOOP, BRANCH) else ():
-                cells *= d if isinstance(d, int) else 1
-            raise GoatError("out of memory computing a value of shape %s (%.3g GB)"
-                            % (format_shape(node.shape), cells * 8 / 1e9), node.loc,
-                            notes=_notes(node)) from None
+            raise self._located(e, self.program.nodes[out]) from None
 
     def _loop(self, node):
         """The function that runs a LOOP node: (lo, hi, *initial values) -> final values."""
         body = node.value
-        plan = self._plan(body)
+        plan = self._compiled(self._plan(body))
         index = body.params[0].id
         carried = [p.id for p in body.params[1:]]
         yields = [y.id for y in body.yields]
         vals = self.values
-        run_plan = self._run_plan
+        run_plan = self._run_compiled
         top = node.region is self.program.main and self.progress is not None
         one = len(carried) == 1
 
@@ -296,10 +349,10 @@ class Evaluator:
     def _branch(self, node):
         """The function that runs a BRANCH node: condition -> the taken branch's yields."""
         then, orelse = node.value
-        plans = (self._plan(orelse), self._plan(then))
+        plans = (self._compiled(self._plan(orelse)), self._compiled(self._plan(then)))
         yields = ([y.id for y in orelse.yields], [y.id for y in then.yields])
         vals = self.values
-        run_plan = self._run_plan
+        run_plan = self._run_compiled
         cond_loc = node.args[0].loc
 
         def run(cond):

@@ -298,21 +298,32 @@ class _Recorder:
         return callback
 
 
-def _checked_steps(steps, ntokens):
-    """``steps`` as [(rule, (ref, ...))] after checking them (they may come from the cache
-    file): known rules, references to tokens that exist and to earlier results only.  Raises
-    ValueError otherwise."""
+def _encode_steps(steps) -> str:
+    """Steps as the cache file keeps them: ``rule:ref,ref;rule:ref`` (``n`` for None)."""
+    return ";".join(rule + ":" + ",".join("n" if r is None else str(r) for r in refs)
+                    for rule, refs in steps)
+
+
+def _decode_steps(text, ntokens):
+    """The steps a cache entry holds, after checking them: known rules, references to tokens
+    that exist and to earlier results only.  Raises ValueError otherwise."""
+    if not isinstance(text, str) or not text:
+        raise ValueError("not steps")
     out = []
-    if not isinstance(steps, list) or not steps:
-        raise ValueError("no steps")
-    for j, step in enumerate(steps):
-        rule, refs = step
+    for j, step in enumerate(text.split(";")):
+        rule, _, refs = step.partition(":")
         if rule not in _RULE_SET:
             raise ValueError(rule)
-        for r in refs:
-            if r is not None and not (type(r) is int and -j <= r < ntokens):
+        decoded = []
+        for r in refs.split(",") if refs else ():
+            if r == "n":
+                decoded.append(None)
+                continue
+            r = int(r)
+            if not -j <= r < ntokens:
                 raise ValueError(r)
-        out.append((rule, tuple(refs)))
+            decoded.append(r)
+        out.append((rule, tuple(decoded)))
     return out
 
 
@@ -401,8 +412,8 @@ class _SavedShapes:
     loading lark at all when every shape it uses was seen before: what a run of a familiar
     program spends starting up.
 
-    The file is data (rule names and references), checked before use; one per version of the
-    grammar and of goat.  Nothing here is needed for correctness: a missing, unreadable or
+    The file is data (for each shape, a string of rule names and references), checked before
+    use; one per version of the grammar and of goat.  Nothing here is needed for correctness: a missing, unreadable or
     damaged file is ignored, a file that cannot be written is not written.
     ``GOAT_NO_CACHE=1`` turns it off.
     """
@@ -423,7 +434,7 @@ class _SavedShapes:
                                          .encode("utf-8"))
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                    ".cache")
-            self.path = os.path.join(base, "goat", "statement-shapes-%s.json" % digest)
+            self.path = os.path.join(base, "goat", "statement-shapes-2-%s.json" % digest)
         return self.path
 
     def get(self, key):
@@ -452,7 +463,7 @@ class _SavedShapes:
             return
         if not self.new:
             atexit.register(self.save)
-        self.new[" ".join(key)] = [[rule, list(refs)] for rule, refs in steps]
+        self.new[" ".join(key)] = _encode_steps(steps)
 
     def save(self):
         """Write the known shapes (called once, when the process ends)."""
@@ -598,7 +609,7 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
     steps = _SAVED.get(key)
     if steps is not None:
         try:
-            replay = _Shape(key, _checked_steps(steps, len(tokens)))
+            replay = _Shape(key, _decode_steps(steps, len(tokens)))
         except (ValueError, TypeError):
             replay = None           # a damaged cache entry: parse afresh
         if replay is not None:

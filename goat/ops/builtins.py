@@ -82,11 +82,32 @@ _unary("sigmoid", "1 / (1 + exp(-x)), the logistic function",
        lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))))
 
 
-def _compare(name, relation, ufunc):
-    def make(be, _u=ufunc):
-        f = getattr(be.xp, _u)
+_PY_RELATION = {"greater_equal": float.__ge__, "greater": float.__gt__, "less_equal": float.__le__,
+                "less": float.__lt__, "equal": float.__eq__, "not_equal": float.__ne__,
+                "logical_and": lambda a, b: bool(a) and bool(b),
+                "logical_or": lambda a, b: bool(a) or bool(b)}
+
+
+def _truth_op(ufunc):
+    """The evaluation of a comparison or logical op: 0/1 as float64.  On two Python floats
+    (a loop's index against a number, as in `if step % 50 == 0`) plain Python compares them,
+    with the same result and without NumPy's per-call cost."""
+    py = _PY_RELATION[ufunc]
+
+    def make(be):
+        f = getattr(be.xp, ufunc)
         f64 = be.xp.float64
-        return lambda a, b: f(a, b).astype(f64)
+
+        def run(a, b):
+            if type(a) is float and type(b) is float:
+                return 1.0 if py(a, b) else 0.0
+            return f(a, b).astype(f64)
+        return run
+    return make
+
+
+def _compare(name, relation, ufunc):
+    make = _truth_op(ufunc)
     register(Op(name=name, arity=2, symbol=relation,
                 signature="%s(a, b) or a %s b -> broadcast shape" % (name, relation),
                 doc="1 where a %s b, else 0 (broadcasts like +; a NaN compares unequal to "
@@ -104,10 +125,7 @@ _compare("ne", "!=", "not_equal")
 
 
 def _logical(name, word, ufunc, verb, doc):
-    def make(be, _u=ufunc):
-        f = getattr(be.xp, _u)
-        f64 = be.xp.float64
-        return lambda a, b: f(a, b).astype(f64)
+    make = _truth_op(ufunc)
     register(Op(name=name, arity=2, symbol=word, callable_by_name=False,
                 signature="a %s b -> broadcast shape" % word, doc=doc,
                 shape=lambda a, b, _v=verb: broadcast(_v, a, b), evaluate=make,
@@ -177,7 +195,7 @@ def _transpose_shape(s):
 
 register(Op(name="transpose", arity=1, signature="transpose(x: RxC) -> CxR",
             doc="swaps the last two dimensions", shape=_transpose_shape,
-            evaluate=lambda be: (lambda x, _s=be.xp.swapaxes: _s(x, -1, -2))))
+            evaluate=lambda be: (lambda x: x.swapaxes(-1, -2))))
 
 
 # ---------------------------------------------------------------- shapes and new tensors
