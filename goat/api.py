@@ -9,9 +9,11 @@ Every function raises :class:`goat.GoatError` for a problem in the program (its 
 """
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 from .diagnostics import GoatError, Loc, Source
 from .gpu import get_backend
@@ -85,6 +87,24 @@ def with_deep_stack(fn, *args, **kwargs):
     return result.get("value")
 
 
+@contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off for the duration, then as it was.
+
+    Reading and checking a program makes a few hundred thousand small objects that live as
+    long as the program; the collector would walk them all again and again while they are made
+    (it doubled the time to read the 14,529-line training program).  Nothing made here needs
+    the collector to be freed in time: what is garbage when it is switched back on is collected
+    then."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read_source(path: str) -> Source:
     """Read a program file as UTF-8 text.  Raises GoatError if it cannot be read or decoded."""
     try:
@@ -138,6 +158,11 @@ def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
 
 
 def _load(source: Source, timings: dict | None = None) -> Program:
+    with gc_paused():
+        return _load_now(source, timings)
+
+
+def _load_now(source: Source, timings: dict | None = None) -> Program:
     t0 = time.perf_counter()
     try:
         module = parse(source)
@@ -160,7 +185,8 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     t0 = time.perf_counter()
     ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
                    progress=progress)
-    ev.run()
+    with gc_paused():
+        ev.run()
     if timings is not None:
         timings["run"] = time.perf_counter() - t0
     return ev.printed

@@ -183,7 +183,8 @@ def main(argv=None) -> int:
 
 def entry() -> None:
     """The console script."""
-    status = main()
+    argv = sys.argv[1:]
+    status = main(argv)
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
@@ -193,4 +194,22 @@ def entry() -> None:
     except (OSError, ValueError) as e:
         sys.stderr.write(_output_error(e).render() + "\n")
         status = status or 1
+    if argv and argv[0] in ("run", "check"):
+        _exit_now(status)
     sys.exit(status)
+
+
+def _exit_now(status: int) -> None:
+    """End a finished run at once: everything it wrote is flushed and the cache of statement
+    shapes saved, and the operating system takes back the memory in one piece rather than
+    Python freeing a large checked program object by object (a fifth of a second for the
+    14,529-line training program)."""
+    from .lexer.parser import save_shapes
+    save_shapes()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    os._exit(status)

@@ -497,6 +497,12 @@ class _SavedShapes:
 
 
 _SAVED = _SavedShapes()
+
+
+def save_shapes() -> None:
+    """Write the statement shapes learned by this process to the cache now (otherwise done
+    when the process ends normally)."""
+    _SAVED.save()
 _SHAPES: dict = {}          # tuple of token kinds -> replay function
 _MAX_SHAPES = 4096
 _MAX_RECORDED_TOKENS = 2_000
