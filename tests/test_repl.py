@@ -349,3 +349,30 @@ def test_the_hint_follows_the_session():
     d = Driven("zeta" + CTRL_C + "let zeta = [[1, 2]]" + ENTER + "zeta")
     assert "error: unknown name 'zeta'" in d.toolbars
     assert d.toolbars[-1] == "zeta  :  tensor[1x2]"
+
+
+def test_hint_inside_a_block_shows_the_statement_being_typed():
+    s = Session(out=io.StringIO())
+    s.run("var w = [[1, 2]]")
+    assert s.hint("for i in 0..3 {\n  let a = w * i") == "a : tensor[1x2]"
+    assert s.hint("for i in 0..3 {\n  w = w * 2") == "w : tensor[1x2]"
+    assert s.hint("for i in 0..3 {\n  if i > 1 {\n    let b = transpose(w") == "b : tensor[2x1]"
+    assert s.hint("def f(x: tensor[N, K]) {\n  let y = row_sum(x)") == "y : tensor[N, 1]"
+    assert s.hint("def f(x: tensor[N, K]) {\n  return row_sum(x), x") == "(tensor[N, 1], tensor[N, K])"
+    assert s.hint("for i in 0..3 {\n  let a = w @ w").startswith(
+        "error: cannot matrix-multiply shapes 1x2 and 1x2")
+    assert s.hint("for i in 0..3 {") == ""
+    # nothing of what the hints checked stays in the session
+    assert [n for n, _ in s.names()] == ["w"]
+
+
+def test_a_loop_typed_at_the_repl_runs():
+    out = io.StringIO()
+    s = Session(out=out)
+    s.run("var total = 0")
+    results = s.run("for i in 1..5 {\n  total += i\n  if i == 4 { print \"i = {i}\" }\n}")
+    assert [r.kind for r in results] == ["block"]
+    assert out.getvalue() == "i = 4\n"
+    assert s.run("total")[0].value == 10.0
+    assert s.describe("total") == "scalar"
+    assert s.describe("var t2 = total * [[1, 2]]") == "var t2 : tensor[1x2]"

@@ -186,14 +186,28 @@ class Session:
         return self._describe(text)[1]
 
     def _describe(self, text: str):
-        """(statement kind, description) of the last statement of ``text``."""
+        """(statement kind, description) of the last statement of ``text`` (inside a block
+        when it ends in one: the statement being typed)."""
         stmts = self.parse(text)
         if not stmts:
             return None, "", None
         snap = self._snapshot()
+        self.checker.last = None
         try:
             for stmt in stmts:
-                checked = self._check(stmt)
+                try:
+                    checked = self._check(stmt)
+                except GoatError as e:
+                    # a def still being typed has no return yet: show what is there so far
+                    if not (type(stmt) is ast.Def and "must end with return" in e.message
+                            and self.checker.last is not None):
+                        raise
+            if type(stmt) in (ast.For, ast.If, ast.Def) and self.checker.last is not None:
+                inner, value = self.checker.last
+                if inner.loc.start >= stmt.loc.start:
+                    stmt, checked = inner, value
+                    if type(stmt) is ast.Return:
+                        stmt = ast.ExprStmt(stmt.expr, stmt.loc)
         finally:
             self._restore(snap)
         t = type(stmt)
@@ -213,6 +227,8 @@ class Session:
         if t is ast.Print:
             return "print", format_type(checked.shape), stmt
         if t is ast.ExprStmt:
+            if isinstance(checked, tuple):
+                return "expr", "(%s)" % ", ".join(format_type(n.shape) for n in checked), stmt
             return "expr", format_type(checked.shape), stmt
         return "let", "", stmt          # a block, a format print, a save: nothing to show
 
@@ -223,8 +239,19 @@ class Session:
         if not body or body.startswith(":") or any(k.startswith(body) for k in STATEMENT_KEYWORDS):
             return ""               # nothing yet, a command, or a keyword half typed
         missing = open_brackets(text)
-        if "[" in missing or "{" in missing:
-            return ""               # a literal or a block still being typed has no shape yet
+        if "[" in missing:
+            return ""               # a literal still being typed has no shape yet
+        if "{" in missing:          # inside a block: the statement being typed, in its block
+            if text.rstrip().endswith("{"):
+                return ""
+            closing = "".join(")" if c == "(" else "\n}" for c in reversed(missing))
+            try:
+                kind, described, stmt = self._describe(text + closing)
+            except GoatError as e:
+                if _incomplete(e) or (missing[-1] == "(" and not _shape_complaint(e)):
+                    return ""
+                return "error: " + e.message
+            return described
         candidate = text + ")" * len(missing)
         try:
             kind, described, stmt = self._describe(candidate)

@@ -431,6 +431,7 @@ class Checker:
         self.later: dict = {}         # names the file defines further down -> their line
         self.gone: dict = {}          # names of blocks that have ended -> their line
         self.depth = 0                # block nesting, for the outline
+        self.last = None              # (statement, its value) of the last plain statement checked
 
     # ------------------------------------------------------------------ constants
     def const(self, value, loc):
@@ -474,6 +475,12 @@ class Checker:
             self.program.outline.append((self.depth, text))
 
     def _stmt(self, stmt, scope: Scope, b: Builder):
+        result = self._stmt_kind(stmt, scope, b)
+        if type(stmt) not in _BLOCKS:
+            self.last = (stmt, result)
+        return result
+
+    def _stmt_kind(self, stmt, scope: Scope, b: Builder):
         t = type(stmt)
         if t is ast.Let:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
@@ -801,15 +808,17 @@ class Checker:
             try:
                 if stmt.block:
                     stmts = stmt.body
-                    if not stmts or type(stmts[-1]) is not ast.Return:
-                        raise GoatError("the body of %s must end with return, giving its value"
-                                        % stmt.name, stmts[-1].loc if stmts else stmt.loc)
-                    for s in stmts[:-1]:
+                    ends = bool(stmts) and type(stmts[-1]) is ast.Return
+                    for s in stmts[:-1] if ends else stmts:
                         if type(s) is ast.Return:
                             raise GoatError("return must be the last statement of %s's body"
                                             % stmt.name, s.loc)
                         self._stmt(s, fscope, body)
+                    if not ends:
+                        raise GoatError("the body of %s must end with return, giving its value"
+                                        % stmt.name, stmts[-1].loc if stmts else stmt.loc)
                     result = self.expr(stmts[-1].expr, fscope, body)
+                    self.last = (stmts[-1], result)
                 else:
                     result = self.expr(stmt.body, fscope, body)
                 tmpl.result = result
@@ -1119,6 +1128,9 @@ class Checker:
                                     "program, such as 0" % (pname, e.name), a.loc)
                 attrs.append(int(a.value))
         return b.op(op, nodes, e.loc, tuple(attrs))
+
+
+_BLOCKS = (ast.For, ast.If, ast.Def)
 
 
 def _assigned(stmts, out):
