@@ -385,3 +385,46 @@ def test_importing_the_module_does_not_import_prompt_toolkit():
                        text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
     assert p.stdout.strip() == "False"
     assert "prompt_toolkit" not in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# through `goat run`: a top-level loop longer than a second shows the bar on a terminal only
+
+_LONG = "var x = 0\nfor i in 0..1200000 {\n    x += i % 7\n}\nprint \"x = {x:.0f}\"\n"
+# sum of i % 7 for i < 1,200,000: 171,428 full cycles of 0..6 (21 each), then 0, 1, 2, 3
+_LONG_RESULT = "x = %d" % (171428 * 21 + 0 + 1 + 2 + 3)
+
+
+def _goat_argv(*args):
+    return [sys.executable, "-m", "goat", *args]
+
+
+def test_goat_run_shows_the_bar_on_a_terminal(tmp_path):
+    import pexpect
+    prog = tmp_path / "long.mg"
+    prog.write_text(_LONG)
+    env = dict(os.environ, PYTHONPATH=ROOT, TERM="xterm")
+    child = pexpect.spawn(_goat_argv("run", str(prog))[0], _goat_argv("run", str(prog))[1:],
+                          env=env, dimensions=(24, 100), timeout=60, encoding="utf-8")
+    child.expect(r"for i in 0\.\.1200000 \(line 2\)")
+    child.expect(_LONG_RESULT)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_goat_run_quiet_and_redirected_show_no_bar(tmp_path):
+    import pexpect
+    prog = tmp_path / "long.mg"
+    prog.write_text(_LONG)
+    env = dict(os.environ, PYTHONPATH=ROOT, TERM="xterm")
+    argv = _goat_argv("run", "--quiet", str(prog))
+    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 100), timeout=60,
+                          encoding="utf-8")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "for i in" not in child.before and _LONG_RESULT in child.before
+    p = subprocess.run(_goat_argv("run", str(prog)), capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (0, _LONG_RESULT + "\n", "")
