@@ -126,3 +126,73 @@ def test_replayed_statements_equal_a_fresh_parse():
              for toks in parser.tokenize(source)]
     assert dump(first.stmts) == dump(fresh)
     assert isinstance(first.stmts[4].expr, ast.Binary)
+
+
+# ---------------------------------------------------------------------------------------------
+# regions: loops and branches in the checked program
+
+LOOP = ("let x = [[0.5, -1, 2]]\nvar acc = x * 0\nfor i in 0..%d {\n"
+        "    let e = exp(x * i)\n    let inv = sqrt(x * x)\n    acc = acc + e / 100 + inv\n}\n"
+        "print acc\n")
+
+
+def test_a_loop_body_is_checked_once():
+    small, large = goat.check_source(LOOP % 3), goat.check_source(LOOP % 3000)
+    assert len(list(small.walk())) == len(list(large.walk()))
+    x = np.array([[0.5, -1, 2]])
+    want = sum(np.exp(x * i) / 100 + np.sqrt(x * x) for i in range(3))
+    # the same association as the program: ((acc + e / 100) + inv), from acc = 0
+    acc = x * 0
+    for i in range(3):
+        acc = acc + np.exp(x * i) / 100 + np.sqrt(x * x)
+    assert goat.run_source(LOOP % 3)[0].tolist() == acc.tolist()
+    np.testing.assert_allclose(acc, want, rtol=1e-15)
+
+
+def test_lets_run_once_per_iteration_and_invariants_once_in_all():
+    calls = run_counting(LOOP % 25)
+    assert calls["exp"] == 25          # depends on i: computed each iteration, once
+    assert calls["sqrt"] == 1          # depends on nothing the loop changes: computed before it
+    program = goat.check_source(LOOP % 25)
+    sqrt, = ops_named(program, "sqrt")
+    assert sqrt.region is program.main
+
+
+def test_nothing_moves_out_of_an_if():
+    src = ("let x = [[4, 9]]\nfor i in 0..10 {\n    if i == 7 { print sqrt(x) }\n}\n")
+    assert run_counting(src)["sqrt"] == 1
+    program = goat.check_source(src)
+    sqrt, = ops_named(program, "sqrt")
+    assert sqrt.region.kind == "if"
+    assert goat.run_source(src)[0].tolist() == [[2.0, 3.0]]
+
+
+def test_values_of_two_iterations_are_not_merged():
+    src = "var v = [[1]]\nfor i in 0..4 {\n    v = v * 2 + 1\n    print v\n}\n"
+    assert [a.item() for a in goat.run_source(src)] == [3.0, 7.0, 15.0, 31.0]
+
+
+def test_static_attributes_join_the_hash_consing_key():
+    src = ("let q = [[1, 2, 3], [4, 5, 6]]\nlet a = reshape(q, tensor[3x2])\n"
+           "let b = reshape(q, tensor[6x1])\nlet c = reshape(q, tensor[3x2])\n"
+           "let z1 = zeros(tensor[2x2])\nlet z2 = zeros(tensor[2x2])\nlet z3 = zeros(tensor[2x3])\n")
+    program = goat.check_source(src)
+    lets = program.lets
+    assert lets["a"] is lets["c"] and lets["a"] is not lets["b"]
+    assert lets["z1"] is lets["z2"] and lets["z1"] is not lets["z3"]
+    assert lets["a"].attrs == ((3, 2),)
+
+
+def test_loop_temporaries_are_freed_each_iteration():
+    """A 100-iteration loop over 8 MB temporaries: peak memory of a few iterations' worth."""
+    src = ("let big = ones(tensor[1000x1000])\nvar s = [[0]]\nfor i in 0..100 {\n"
+           "    let t = big * i\n    let u = t + 1\n    s = s + col_sum(row_sum(u)) / 1000000\n}\n"
+           "print s\n")
+    tracemalloc.start()
+    try:
+        (value,) = goat.run_source(src)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert value.item() == sum(i + 1 for i in range(100))
+    assert peak < 60e6, peak
