@@ -196,3 +196,11 @@ def test_loop_temporaries_are_freed_each_iteration():
         tracemalloc.stop()
     assert value.item() == sum(i + 1 for i in range(100))
     assert peak < 60e6, peak
+
+
+def test_a_def_that_reads_a_file_reads_it_at_each_call(tmp_path):
+    np.save(tmp_path / "v.npy", np.array([[1.0]]))
+    prog = tmp_path / "p.mg"
+    prog.write_text('def f(s: scalar) { let v: tensor[1x1] = load("v.npy"); return v * s }\n'
+                    'print f(2)\nsave([[5]], "v.npy")\nprint f(2)\n')
+    assert [a.item() for a in goat.run_file(str(prog))] == [2.0, 10.0]

@@ -219,6 +219,7 @@ class Builder:
         make = lambda i: Node(i, OP, op, tuple(args), shape, loc, check, via=via, attrs=attrs,
                               region=home)
         if not pure:
+            self.checker.impure = True      # a def reading a file: each call reads it
             return self.program.new_node(home, OP, op, tuple(args), shape, loc, check=check,
                                          via=via, attrs=attrs)
         return self.program.intern(home, key, make)
