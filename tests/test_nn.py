@@ -343,6 +343,41 @@ def test_wrong_number_of_arguments(folder):
     assert err.splitlines()[0] == "%s:2: error: nn.layer_norm takes 3 arguments, got 2" % prog
 
 
+def test_sizes_known_only_when_the_program_runs(folder, tmp_path):
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    out = goat.run_source('import nn\nlet x: tensor[?x3] = load("x.npy")\n'
+                          'let y: tensor[?x?] = load("y.npy")\n'
+                          "print nn.layer_norm(x, [[1, 2, 3]], [[0, 0, 1]])\n"
+                          "print nn.softmax_rows(y)\nprint nn.log_softmax(y)\n"
+                          "print nn.layer_norm_back(y, y, [[1, 1, 1, 1, 1]])\n",
+                          path=str(tmp_path / "p.mg"))
+    g, t = np.array([[1.0, 2, 3]]), np.array([[0.0, 0, 1]])
+    close(out[0], ref_layer_norm(x, g, t), atol=1e-12)
+    close(out[1], ref_softmax(y))
+    close(out[2], ref_log_softmax(y), atol=1e-12)
+    close(out[3], ref_layer_norm_back(y, y, np.ones((1, 5))), rtol=1e-10, atol=1e-10)
+    # a wrong size is found when the call runs, at the call's line, after the earlier prints
+    (tmp_path / "w.mg").write_text('import nn\nlet y: tensor[?x?] = load("y.npy")\nprint [[1]]\n'
+                                   "print nn.layer_norm(y, [[1, 1, 1]], [[0, 0, 0]])\n")
+    status, out, err = cli("run", "w.mg", cwd=str(tmp_path))
+    assert status == 1 and out.endswith("[[1]]\n") and out.count("Unranked") == 1
+    assert err.startswith("w.mg:4: error: argument h of nn.layer_norm must have shape ?x3, got 3x5")
+
+
+def test_causal_mask_of_scores_sized_at_run_time(folder, tmp_path):
+    y = np.random.default_rng(10).standard_normal((3, 5))
+    np.save(tmp_path / "y.npy", y)
+    src = 'import nn\nlet y: tensor[?x?] = load("y.npy")\nprint nn.causal_mask(y @ transpose(y))\n'
+    (tmp_path / "p.mg").write_text(src)
+    status, out, err = cli("run", "p.mg", cwd=str(tmp_path))
+    assert (status, err) == (0, "")
+    [m] = goat.run_source(src, path=str(tmp_path / "p.mg"))
+    assert np.array_equal(m, ref_causal_mask(3))
+
+
 # ---------------------------------------------------------------------------- the book's defs
 def book_defs():
     with open(os.path.join(ROOT, "examples", "lm35", "train_200.mg")) as f:
@@ -390,3 +425,25 @@ def test_nn_gives_the_bits_of_the_books_112_row_defs(go):
     # and they are right
     close(ours[0], ref_layer_norm(h, g, t), atol=1e-12)
     close(ours[1], ref_layer_norm_back(d, h, g), rtol=1e-10, atol=1e-10)
+
+
+def test_train_200_with_its_defs_replaced_by_nn_prints_the_same_bits(folder):
+    # the book's whole 200-step training program, each 112-row def now a call of nn's
+    with open(os.path.join(ROOT, "examples", "lm35", "train_200.mg")) as f:
+        src = f.read()
+    calls = {"softmax_rows": "nn.softmax_rows(m)", "ln_sigma": "nn.ln_sigma(h)",
+             "ln_hat": "nn.ln_hat(h)", "ln_out": "nn.layer_norm(h, g, t)",
+             "ln_back": "nn.layer_norm_back(d, h, g)", "log_softmax": "nn.log_softmax(z)"}
+    lines, replaced = [], []
+    for line in src.split("\n"):
+        m = re.match(r"def (\w+)\((.*)\) = ", line)
+        if m:
+            line = "def %s(%s) = %s" % (m.group(1), m.group(2), calls[m.group(1)])
+            replaced.append(m.group(1))
+        lines.append(line)
+    assert sorted(replaced) == sorted(calls)
+    book = goat.run_source(src, path=str(folder / "book.mg"))
+    ours = goat.run_source("import nn\n" + "\n".join(lines), path=str(folder / "ours.mg"))
+    assert len(book) == len(ours) > 10
+    for x, y in zip(book, ours):
+        assert x.shape == y.shape and x.tobytes() == y.tobytes()

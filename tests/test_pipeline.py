@@ -155,7 +155,7 @@ def test_lets_run_once_per_iteration_and_invariants_once_in_all():
     assert calls["sqrt"] == 1          # depends on nothing the loop changes: computed before it
     program = goat.check_source(LOOP % 25)
     sqrt, = ops_named(program, "sqrt")
-    assert sqrt.region is program.main
+    assert sqrt.region.kind == "pre"            # the loop's pre-region: before its first iteration
 
 
 def test_nothing_moves_out_of_an_if():

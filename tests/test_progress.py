@@ -390,9 +390,10 @@ def test_importing_the_module_does_not_import_prompt_toolkit():
 # ---------------------------------------------------------------------------------------------
 # through `goat run`: a top-level loop longer than a second shows the bar on a terminal only
 
-_LONG = "var x = 0\nfor i in 0..1200000 {\n    x += i % 7\n}\nprint \"x = {x:.0f}\"\n"
-# sum of i % 7 for i < 1,200,000: 171,428 full cycles of 0..6 (21 each), then 0, 1, 2, 3
-_LONG_RESULT = "x = %d" % (171428 * 21 + 0 + 1 + 2 + 3)
+# about 10 microseconds an iteration: 2 to 3 seconds in all, well past the bar's 1 s delay
+_LONG = ("let big = ones(tensor[100x100])\nvar x = [[0]]\nfor i in 0..250000 {\n"
+         "    x += col_sum(row_sum(big * i)) / 10000\n}\nprint \"x = {x:.0f}\"\n")
+_LONG_RESULT = "x = %d" % (250000 * 249999 // 2)
 
 
 def _goat_argv(*args):
@@ -406,7 +407,7 @@ def test_goat_run_shows_the_bar_on_a_terminal(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT, TERM="xterm")
     child = pexpect.spawn(_goat_argv("run", str(prog))[0], _goat_argv("run", str(prog))[1:],
                           env=env, dimensions=(24, 100), timeout=60, encoding="utf-8")
-    child.expect(r"for i in 0\.\.1200000 \(line 2\)")
+    child.expect(r"for i in 0\.\.250000 \(line 3\)")
     child.expect(_LONG_RESULT)
     child.expect(pexpect.EOF)
     child.close()

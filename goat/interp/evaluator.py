@@ -24,7 +24,7 @@ import numpy as np
 from ..diagnostics import GoatError
 from ..ops.registry import OpError
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, subregions
-from ..typecheck.shapes import ShapeError, compatible, format_shape
+from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
 from .printer import format_memref, format_number
 
 
@@ -33,7 +33,8 @@ def _shape_of(x):
 
 
 def _notes(node):
-    """Where a failing node came from, when it was made by expanding defs (innermost first).
+    """Where a failing node (or effect) came from, when it was made by expanding defs
+    (innermost first).
 
     A call in the same file as the failing expression is named by its line; one elsewhere (an
     earlier input of the REPL, say) by its path and line.
@@ -84,8 +85,30 @@ def _same_size_check(node):
     return run
 
 
+def _same_shape_check(node):
+    (what,) = node.value
+
+    def run(x, ref):
+        a, b = _shape_of(x), _shape_of(ref)
+        if a != b:
+            raise GoatError("%s must keep the var's shape, %s; got %s"
+                            % (what, format_shape(b), format_shape(a)), node.loc,
+                            notes=_notes(node))
+        return x
+    return run
+
+
 def _identity(x):
     return x
+
+
+def _has_run_dims(attrs) -> bool:
+    for a in attrs:
+        if type(a) is tuple:
+            for d in a:
+                if type(d) is RunDim:
+                    return True
+    return False
 
 
 def _one_number(x, what, loc):
@@ -134,6 +157,8 @@ class Evaluator:
         """The function that computes ``node`` from its inputs' values."""
         kind = node.kind
         if kind == OP:
+            if _has_run_dims(node.attrs):
+                return self._run_dims(node)
             key = node.op.name if not node.attrs else (node.op.name, node.attrs)
             fn = self._fns.get(key)
             if fn is None:
@@ -143,7 +168,7 @@ class Evaluator:
             return fn
         if kind == CAST:
             if len(node.args) == 2:
-                return _same_size_check(node)
+                return _same_shape_check(node) if len(node.value) == 1 else _same_size_check(node)
             return _cast_check(node) if node.check else _identity
         if kind == GET:
             return itemgetter(node.attrs[0])
@@ -153,10 +178,26 @@ class Evaluator:
             return self._branch(node)
         raise TypeError(node)
 
-    def _plan(self, region, start=0, estart=0, free=True):
+    def _run_dims(self, node):
+        """An op whose shape attribute holds sizes known only when it runs (RunDim): the sizes
+        are read from the values of the extra arguments, then the op runs as usual."""
+        op, attrs, be = node.op, node.attrs, self.be
+        real = sum(1 for _, kind in op.params if kind == "value")    # then the size sources
+        ids = [a.id for a in node.args]
+        where = {nid: ids.index(nid) for nid in ids}
+
+        def run(*values):
+            def size(d):
+                return _shape_of(values[where[d.node.id]])[d.axis] if type(d) is RunDim else d
+            resolved = tuple(tuple(size(d) for d in a) if type(a) is tuple else a for a in attrs)
+            return op.evaluate(be, *resolved)(*values[:real])
+        return run
+
+    def _plan(self, region, start=0, estart=0, free=True, keep=()):
         """Instructions for region.nodes[start:] and region.effects[estart:], interleaved in
         program order: (out id, function, argument ids, ids to drop after).  An effect is
-        (None, effect, (), drops); a constant (id, value, None, drops)."""
+        (None, effect, (), drops); a constant (id, value, None, drops).  Values in ``keep``
+        (a pre-region's values its loop body reads) are not dropped."""
         nodes = region.nodes
         effects = region.effects
         steps = []
@@ -186,6 +227,8 @@ class Evaluator:
                         last_use[u.id] = k
             for y in region.yields:
                 last_use[y.id] = len(steps)         # read after the plan has run
+            for i in keep:
+                last_use[i] = len(steps)
             drop = {}
             for nid, k in last_use.items():
                 if nid in mine and k < len(steps):
@@ -307,9 +350,13 @@ class Evaluator:
             raise self._located(e, self.program.nodes[out]) from None
 
     def _loop(self, node):
-        """The function that runs a LOOP node: (lo, hi, *initial values) -> final values."""
+        """The function that runs a LOOP node: (lo, hi, *initial values) -> final values.
+        The loop's pre-region runs once, before the first iteration, when there is one."""
         body = node.value
+        pre = body.parent
         plan = self._compiled(self._plan(body))
+        pre_plan = self._compiled(self._plan(pre, keep=body.free_values())) if pre.nodes else None
+        pre_ids = [n.id for n in pre.nodes]
         index = body.params[0].id
         carried = [p.id for p in body.params[1:]]
         yields = [y.id for y in body.yields]
@@ -319,9 +366,15 @@ class Evaluator:
         one = len(carried) == 1
 
         def run(lo, hi, *state):
-            lo = _bound(lo, node)
-            hi = _bound(hi, node)
+            try:
+                lo = _bound(lo, node)
+                hi = _bound(hi, node)
+            except GoatError as e:
+                e.notes = _notes(node)
+                raise
             bar = None
+            if pre_plan is not None and hi > lo:
+                run_plan(pre_plan)
             if top and hi > lo:
                 label = node.loc.source.line(node.loc.line).strip().rstrip("{").strip()
                 bar = self.progress.loop(hi - lo, "%s (line %d)" % (label, node.loc.line))
@@ -342,6 +395,8 @@ class Evaluator:
                     bar.close()
             for pid in carried:
                 vals[pid] = None
+            for nid in pre_ids:
+                vals[nid] = None
             vals[index] = None
             return tuple(state)
         return run
@@ -353,10 +408,13 @@ class Evaluator:
         yields = ([y.id for y in orelse.yields], [y.id for y in then.yields])
         vals = self.values
         run_plan = self._run_compiled
-        cond_loc = node.args[0].loc
 
         def run(cond):
-            taken = _one_number(cond, "an if condition", cond_loc) != 0.0   # NaN is true, as in C
+            try:
+                taken = _one_number(cond, "an if condition", node.loc) != 0.0   # NaN is true, as in C
+            except GoatError as e:
+                e.notes = _notes(node)
+                raise
             run_plan(plans[taken])
             return tuple(vals[y] for y in yields[taken])
         return run
@@ -384,11 +442,12 @@ class Evaluator:
                 x = self.be.to_numpy(vals[node.id])
                 if x.size != 1:
                     raise GoatError("a {} field of a format string must hold a single number, "
-                                    "but this value has shape %s" % format_shape(x.shape), loc)
+                                    "but this value has shape %s" % format_shape(x.shape), loc,
+                                    notes=_notes(effect))
                 try:
                     pieces.append(format_value(float(x.reshape(())), spec))
                 except OpError as e:
-                    raise GoatError(e.message, loc) from None
+                    raise GoatError(e.message, loc, notes=_notes(effect)) from None
             text = "".join(pieces)
             if self.keep_printed:
                 self.printed.append(text)
@@ -400,7 +459,7 @@ class Evaluator:
             try:
                 save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
             except OpError as e:
-                raise GoatError(e.message, effect.loc) from None
+                raise GoatError(e.message, effect.loc, notes=_notes(effect)) from None
         else:
             raise TypeError(kind)
 

@@ -187,7 +187,7 @@ class Assign(Stmt):
 
 class For(Stmt):
     """``for NAME in LO..HI { BODY }``: BODY runs for NAME = LO, LO + 1, ..., HI - 1."""
-    __slots__ = ("name", "lo", "hi", "body", "name_loc")
+    __slots__ = ("name", "lo", "hi", "body", "name_loc", "head")
 
     def __init__(self, name: str, lo: Expr, hi: Expr, body: list, loc: Loc, name_loc: Loc):
         self.name = name
@@ -196,11 +196,12 @@ class For(Stmt):
         self.body = body
         self.loc = loc
         self.name_loc = name_loc
+        self.head = loc         # the header, up to its '{' (loc grows to the closing '}')
 
 
 class If(Stmt):
     """``if COND { BODY } else { ORELSE }``; ``else if`` is an If alone in ORELSE (``chained``)."""
-    __slots__ = ("cond", "body", "orelse", "chained")
+    __slots__ = ("cond", "body", "orelse", "chained", "head")
 
     def __init__(self, cond: Expr, body: list, orelse: list, loc: Loc, chained: bool = False):
         self.cond = cond
@@ -208,6 +209,7 @@ class If(Stmt):
         self.orelse = orelse
         self.loc = loc
         self.chained = chained
+        self.head = loc         # the header, up to its '{' (loc grows to the closing '}')
 
 
 class Return(Stmt):

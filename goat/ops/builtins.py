@@ -132,9 +132,9 @@ def _logical(name, word, ufunc, verb, doc):
                 tags=("elementwise", "logical", "operator")))
 
 
-_logical("logical_and", "and", "logical_and", "combine with and",
+_logical("logical_and", "and", "logical_and", "apply 'and' to",
          "1 where both a and b are non-zero, else 0 (a NaN counts as non-zero, as in C)")
-_logical("logical_or", "or", "logical_or", "combine with or",
+_logical("logical_or", "or", "logical_or", "apply 'or' to",
          "1 where a or b (or both) is non-zero, else 0 (a NaN counts as non-zero, as in C)")
 register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
             signature="not a -> same shape",
@@ -336,8 +336,8 @@ def _iota_shape(target, axis):
     target = _static_shape("iota", target)
     r = len(target)
     if not -r <= axis < r:
-        raise ShapeError("iota's axis %d is outside tensor %s of rank %d (axes 0 to %d, or -1 "
-                         "for the last)" % (axis, format_type(target), r, r - 1))
+        raise ShapeError("iota's axis %d is outside %s, of rank %d (axes 0 to %d, or -1 for the "
+                         "last)" % (axis, format_type(target), r, r - 1))
     return target
 
 

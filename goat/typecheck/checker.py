@@ -28,7 +28,7 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, GET, LOOP, OP, Node, Program, Region,
                       subregions)
-from .shapes import ShapeError, SizeVar, bind, compatible, format_shape, format_type
+from .shapes import RunDim, ShapeError, SizeVar, bind, compatible, format_shape, format_type
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -39,10 +39,12 @@ class Template:
     arguments are the parameters.  ``result`` is the body's value: a node, or a tuple of nodes
     for a def that returns several values."""
 
-    __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure")
+    __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
+                 "qualname")
 
     def __init__(self, name, params, loc, index):
         self.name = name
+        self.qualname = name        # as messages name it: nn.layer_norm for a module's def
         self.params = params        # [(name, declared shape, loc)]
         self.region = Region("def", None, loc)
         self.result = None
@@ -99,12 +101,13 @@ class Scope:
     outermost scope: a name defined inside it may not be defined again in a block nested in it,
     and a def body may not assign the vars of the scope around it."""
 
-    __slots__ = ("names", "lines", "what", "parent", "function")
+    __slots__ = ("names", "lines", "what", "parent", "function", "shadows")
 
     def __init__(self, parent=None, function=False, names=None, lines=None):
         self.names = {} if names is None else names
         self.lines = {} if lines is None else lines
         self.what = {}              # name -> "parameter", "loop variable" (for messages)
+        self.shadows = set()        # vars of the code around a block, as the block sees them
         self.parent = parent
         self.function = function
 
@@ -125,6 +128,20 @@ def _shape_error(e: ShapeError, loc: Loc) -> GoatError:
 
 def _subst(shape, env):
     return tuple(env[d.name][0] if isinstance(d, SizeVar) and d.name in env else d for d in shape)
+
+
+def _subst_attr(shape, env):
+    """A shape attribute of a def's op for one call: a size variable the call bound to a ``?``
+    dimension becomes a RunDim, read from that argument when the op runs (``env[None]``)."""
+    run = env.get(None, {})
+    out = []
+    for d in shape:
+        if isinstance(d, SizeVar) and d.name in env:
+            v = env[d.name][0]
+            out.append(run.get(d.name) if v is None else v)
+        else:
+            out.append(d)
+    return tuple(out)
 
 
 def _unknown(shapes) -> bool:
@@ -158,24 +175,23 @@ class Builder:
         self.program = checker.program
         self.region = region
         self.symbolic = symbolic
-        lim = region
-        while lim.kind == "for":        # loop-invariant values may move out of loops only
-            lim = lim.parent
-        self.limit = lim
+        # a loop body's invariants go to the loop's pre-region, which runs before the first
+        # iteration and only when there is one (no further: the loop may not run at all)
+        self.pre = region.parent if region.kind == "for" else None
 
     def sub(self, region: Region) -> "Builder":
         return Builder(self.checker, region, self.symbolic)
 
     def _home(self, args):
-        """The region a new node over ``args`` belongs to: the innermost one holding an
-        argument, but never outside an ``if`` or a def around this builder's region."""
-        home = self.limit
-        depth = home.depth
+        """The region a new node over ``args`` belongs to: this builder's, or, when none of
+        them is computed in this loop body, the loop's pre-region."""
+        region = self.region
+        if self.pre is None:
+            return region
         for a in args:
-            r = a.region
-            if r.depth > depth:
-                home, depth = r, r.depth
-        return home
+            if a.region is region:
+                return region
+        return self.pre
 
     def _find(self, key, region):
         r = region
@@ -209,13 +225,18 @@ class Builder:
             check = _unknown(shapes) or op.checks_at_run_time
         elif not check:                 # a def's node, instantiated: its sizes may now be ?
             check = _unknown([a.shape for a in args])
+        if attrs and not self.symbolic:
+            sources = _run_dim_sources(attrs)
+            if sources:                     # sizes read from these values when the op runs
+                args = tuple(args) + tuple(s for s in sources if s not in args)
         pure = op.pure
         home = self._home(args) if pure and not check else self.region
         if pure:
             node = self._find(key, home)
             if node is not None:
                 return node
-        via = tuple(self.checker.calls) if check or not pure else ()
+        calls = self.checker.calls
+        via = tuple(calls) if calls else ()
         make = lambda i: Node(i, OP, op, tuple(args), shape, loc, check, via=via, attrs=attrs,
                               region=home)
         if not pure:
@@ -249,6 +270,19 @@ class Builder:
             return node
         return self.program.intern(home, key, lambda i: Node(i, CAST, None, (x, ref), x.shape,
                                                              loc, True, value=spec, via=via,
+                                                             region=home))
+
+    def same_shape(self, x, ref, what, loc):
+        """``x``, checked when it runs to have exactly the shape of ``ref``'s value (a var
+        whose sizes are known only when it runs keeps them)."""
+        key = ("same", x.id, ref.id)
+        home = self.region
+        node = self._find(key, home)
+        if node is not None:
+            return node
+        via = tuple(self.checker.calls)
+        return self.program.intern(home, key, lambda i: Node(i, CAST, None, (x, ref), x.shape,
+                                                             loc, True, value=(what,), via=via,
                                                              region=home))
 
     def get(self, node, index, shape):
@@ -288,7 +322,7 @@ class Builder:
                     return hit
                 r = r.parent
         args, env = checker.bind_arguments(tmpl, args, loc, self)
-        checker.calls.append((tmpl.name, loc))
+        checker.calls.append((tmpl.qualname, loc))
         try:
             result = self.instantiate(tmpl, args, env)
         finally:
@@ -332,13 +366,16 @@ class Builder:
             if kind == OP:
                 attrs = n.attrs
                 if has_vars and attrs:
-                    attrs = n.op.subst_attrs(attrs, lambda s: _subst(s, env))
+                    attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
                 new = self.op(n.op, [m(a.id, a) for a in n.args], n.loc, attrs, shape, n.check)
             elif kind == CAST:
                 if len(n.args) == 2:
                     x, ref = (m(a.id, a) for a in n.args)
-                    dim, ref_dim, name, what, ref_what = n.value
-                    new = self.same_size(x, dim, ref, ref_dim, name, what, ref_what, n.loc)
+                    if len(n.value) == 1:
+                        new = self.same_shape(x, ref, n.value[0], n.loc)
+                    else:
+                        dim, ref_dim, name, what, ref_what = n.value
+                        new = self.same_size(x, dim, ref, ref_dim, name, what, ref_what, n.loc)
                 else:
                     new = self.cast(m(n.args[0].id, n.args[0]), shape, n.what, n.loc, n.check)
             elif kind == GET:
@@ -367,6 +404,7 @@ class Builder:
             self.program.add_effect(self.region, e.kind, None, e.loc, data)
         else:
             self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, e.data)
+        self.region.effects[-1].via = tuple(self.checker.calls)
 
     def _copy_params(self, src: Region, dst: Region, mapping, env):
         for p in src.params:
@@ -378,13 +416,17 @@ class Builder:
     def _copy_loop(self, n, mapping, env):
         m = mapping.get
         body = n.value
-        region = Region("for", self.region, body.loc)
+        pre = Region("pre", self.region, body.loc)
+        region = Region("for", pre, body.loc)
+        pre.inner.append(region)
+        self.sub(pre)._copy_region(body.parent, mapping, env)
         self._copy_params(body, region, mapping, env)
         self.sub(region)._copy_region(body, mapping, env)
         region.yields = [m(y.id, y) for y in body.yields]
         args = tuple(m(a.id, a) for a in n.args)
         shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
-        return self.program.new_node(self.region, LOOP, None, args, shape, n.loc, value=region)
+        return self.program.new_node(self.region, LOOP, None, args, shape, n.loc, value=region,
+                                     via=tuple(self.checker.calls))
 
     def _copy_branch(self, n, mapping, env):
         m = mapping.get
@@ -396,7 +438,8 @@ class Builder:
             regions.append(region)
         shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
         return self.program.new_node(self.region, BRANCH, None, (m(n.args[0].id, n.args[0]),),
-                                     shape, n.loc, value=tuple(regions))
+                                     shape, n.loc, value=tuple(regions),
+                                     via=tuple(self.checker.calls))
 
 
 class _Shared:
@@ -540,6 +583,10 @@ class Checker:
         if t is ast.Import:
             return self._import(stmt, scope)
         if t is ast.Return:
+            if self._defining is not None:
+                raise GoatError("return must be the last statement of %s's body, outside any "
+                                "block: assign a var in the block, and return it at the end"
+                                % self._defining, stmt.loc)
             raise GoatError("return can only end the body of a def written with { }", stmt.loc)
         raise TypeError("unknown statement %r" % (stmt,))
 
@@ -551,7 +598,8 @@ class Checker:
         finally:
             self.depth -= 1
             for name, line in scope.lines.items():
-                self.gone[name] = line
+                if name not in scope.shadows:
+                    self.gone[name] = line
 
     def _bind(self, scope: Scope, name, loc, binding, line):
         self._new_name(scope, name, loc)
@@ -579,7 +627,7 @@ class Checker:
                 if what:
                     raise GoatError("'%s' is already the name of a %s here; choose another name"
                                     % (name, what), loc)
-                if s is scope:
+                if s is scope and name not in s.shadows:
                     raise GoatError("'%s' is already defined on line %d; a name can be defined "
                                     "only once in a file" % (name, s.lines[name]), loc)
                 raise GoatError("'%s' is already defined on line %d, outside this block; a block "
@@ -644,8 +692,10 @@ class Checker:
                             "keeps the shape it was declared with"
                             % (format_shape(node.shape), name, format_shape(binding.declared)),
                             stmt.expr.loc)
-        node = b.cast(node, binding.declared, "the value assigned to '%s'" % name, stmt.loc,
-                      runtime)
+        what = "the value assigned to '%s'" % name
+        node = b.cast(node, binding.declared, what, stmt.loc, runtime)
+        if None in binding.declared:    # a size known when it runs: it must stay the same
+            node = b.same_shape(node, binding.node, what, stmt.loc)
         owner.names[name] = VarBinding(node, binding.declared, binding.line)
         return node
 
@@ -707,9 +757,10 @@ class Checker:
         self._one_value(lo, stmt.lo.loc, "a loop bound")
         self._one_value(hi, stmt.hi.loc, "a loop bound")
         carried = self._carried(stmt.body, scope)
-        header = stmt.loc.source.line(stmt.loc.line).strip().rstrip("{").strip()
-        self._outline(header)
-        region = Region("for", b.region, stmt.loc)
+        self._outline(_header(stmt))
+        pre = Region("pre", b.region, stmt.loc)
+        region = Region("for", pre, stmt.loc)
+        pre.inner.append(region)
         program = self.program
         index = program.new_node(region, ARG, None, (), (), stmt.name_loc, what="loop index")
         region.params.append(index)
@@ -723,6 +774,8 @@ class Checker:
                                  what="var %s" % name)
             region.params.append(p)
             inner.names[name] = VarBinding(p, binding.declared, binding.line)
+            inner.lines[name] = binding.line
+            inner.shadows.add(name)
         self._block(stmt.body, inner, b.sub(region))
         region.yields = [inner.names[name].node for name, _, _ in carried]
         inits = tuple(binding.node for _, binding, _ in carried)
@@ -742,19 +795,29 @@ class Checker:
         self._one_value(cond, stmt.cond.loc, "an if condition")
         carried = self._carried(stmt.body + stmt.orelse, scope)
         regions = []
-        text = stmt.loc.source.line(stmt.loc.line).strip().rstrip("{").strip()
+        shifted = False
         for k, stmts in enumerate((stmt.body, stmt.orelse)):
-            if k == 1 and stmts:
+            if k == 0:
+                outline = self.program.outline
+                if stmt.chained and outline[-1:] == [(self.depth - 1, "else")] and not self.module:
+                    outline[-1] = (self.depth - 1, "else " + _header(stmt))
+                    shifted = True          # an else-if reads at the depth of its first if
+                    self.depth -= 1
+                else:
+                    self._outline(_header(stmt))
+            elif stmts:
                 self._outline("else")
-            elif k == 0:
-                self._outline(text if not stmt.chained else text.split("else", 1)[-1].strip())
             region = Region("if", b.region, stmt.loc)
             inner = Scope(scope)
             for name, binding, _ in carried:
                 inner.names[name] = VarBinding(binding.node, binding.declared, binding.line)
+                inner.lines[name] = binding.line
+                inner.shadows.add(name)
             self._block(stmts, inner, b.sub(region))
             region.yields = [inner.names[name].node for name, _, _ in carried]
             regions.append(region)
+        if shifted:
+            self.depth += 1
         branch = self.program.new_node(b.region, BRANCH, None, (cond,),
                                        tuple(bd.declared for _, bd, _ in carried), stmt.loc,
                                        value=tuple(regions))
@@ -862,14 +925,22 @@ class Checker:
         path = modules.find(name, stmt.loc)
         real = os.path.realpath(path)
         shared = self.shared
-        for i, (p, shown) in enumerate(shared.loading):
-            if p == real:
-                chain = [s for _, s in shared.loading[i:]] + [shown]
-                raise GoatError("import cycle: %s" % " imports ".join(
-                    os.path.basename(s) for s in chain), stmt.module_loc)
-        module = shared.modules.get(real)
-        if module is None:
-            module = self._load_module(name, path, real, stmt)
+        program_file = not self.module and modules.is_file_source(stmt.loc.source)
+        if program_file:                    # the program itself is being read, too
+            here = stmt.loc.source.path
+            shared.loading.append((os.path.realpath(here), here))
+        try:
+            for i, (p, shown) in enumerate(shared.loading):
+                if p == real:
+                    chain = [s for _, s in shared.loading[i:]] + [path]
+                    raise GoatError("import cycle: %s" % " imports ".join(
+                        os.path.basename(s) for s in chain), stmt.module_loc)
+            module = shared.modules.get(real)
+            if module is None:
+                module = self._load_module(name, path, real, stmt)
+        finally:
+            if program_file:
+                shared.loading.pop()
         self._bind(scope, name, stmt.module_loc, module, stmt.loc.line)
         self._outline("import %s" % name)
         return module
@@ -885,7 +956,7 @@ class Checker:
             sub = Checker(self.program, module=True, shared=shared)
             sub.look_ahead(parsed)
             for s in parsed.stmts:
-                if type(s) not in (ast.Def, ast.Let, ast.Import):
+                if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
                     raise GoatError("a module may hold only def, let and import statements; "
                                     "this belongs in a program", s.loc)
                 sub.check_stmt(s)
@@ -897,6 +968,9 @@ class Checker:
         finally:
             shared.loading.pop()
         module = Module(name, path, dict(sub.globals))
+        for v in module.names.values():
+            if isinstance(v, Template) and v.qualname == v.name:
+                v.qualname = "%s.%s" % (name, v.name)
         shared.modules[real] = module
         return module
 
@@ -910,7 +984,7 @@ class Checker:
         Returns ([(bound shape, needs a run-time check, phrase naming the argument)], bindings).
         """
         env = {}
-        whats = ["argument %s of %s" % (pname, tmpl.name) for pname, _, _ in tmpl.params]
+        whats = ["argument %s of %s" % (pname, tmpl.qualname) for pname, _, _ in tmpl.params]
         for (_, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
             try:
                 bind(declared, actual, env, what)
@@ -959,6 +1033,15 @@ class Checker:
         if tmpl.has_vars:
             for i, j, k, m, name in self.unknown_sizes(tmpl, shapes):
                 out[i] = builder.same_size(out[i], j, out[k], m, name, checked[i][2], checked[k][2], loc)
+            # a size variable bound to a ? size: where its size is read when the call runs
+            run = {}
+            for i, ((_, declared, _), a) in enumerate(zip(tmpl.params, out)):
+                for j, d in enumerate(declared):
+                    if (isinstance(d, SizeVar) and env.get(d.name, (0,))[0] is None
+                            and d.name not in run and j < len(a.shape) and a.shape[j] is None):
+                        run[d.name] = RunDim(a, j)
+            if run:
+                env[None] = run
         return out, env
 
     # ------------------------------------------------------------------ expressions
@@ -1132,6 +1215,23 @@ class Checker:
 
 
 _BLOCKS = (ast.For, ast.If, ast.Def)
+
+
+def _run_dim_sources(attrs):
+    """The nodes whose run-time sizes the RunDims in ``attrs`` read, in order."""
+    out = []
+    for a in attrs:
+        if type(a) is tuple:
+            for d in a:
+                if type(d) is RunDim and d.node not in out:
+                    out.append(d.node)
+    return out
+
+
+def _header(stmt) -> str:
+    """A block's header as written, without its '{': ``for step in 0..200``."""
+    head = stmt.head
+    return " ".join(head.source.text[head.start:head.end].rstrip("{").split())
 
 
 def _assigned(stmts, out):

@@ -25,11 +25,16 @@ def stdlib_dir() -> str:
     return os.path.join(os.path.dirname(os.path.dirname(here)), "stdlib")
 
 
+def is_file_source(source) -> bool:
+    """Was ``source`` read from a file (not standard input, a string, or the REPL)?"""
+    src = source.path
+    return bool(src) and not src.startswith("<") and src != "-"
+
+
 def search_path(loc: Loc) -> list:
     """The folders searched for a module imported at ``loc``, in order."""
-    src = loc.source.path
-    if src and not src.startswith("<") and src != "-":
-        dirs = [os.path.dirname(src) or "."]
+    if is_file_source(loc.source):
+        dirs = [os.path.dirname(loc.source.path) or "."]
     else:
         dirs = ["."]
     dirs += [d for d in os.environ.get("GOAT_PATH", "").split(os.pathsep) if d]
@@ -44,8 +49,11 @@ def find(name: str, loc: Loc) -> str:
         path = os.path.join(d, name + ".mg")
         if os.path.isfile(path):
             return os.path.normpath(path) if not os.path.isabs(d) else path
-    shown = ", ".join("the program's folder" if i == 0 else
-                      "the standard library" if i == len(dirs) - 1 else d
+    if is_file_source(loc.source):
+        first = "the folder of %s" % os.path.basename(loc.source.path)
+    else:
+        first = "the current folder"
+    shown = ", ".join(first if i == 0 else "the standard library" if i == len(dirs) - 1 else d
                       for i, d in enumerate(dirs))
     raise GoatError("cannot find module '%s': there is no %s.mg in %s (GOAT_PATH adds folders)"
                     % (name, name, shown), loc)

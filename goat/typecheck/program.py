@@ -16,10 +16,12 @@ around them:
 Nodes are hash-consed per region: asking for the same op with the same attributes on the same
 inputs returns the existing node, in this region or an enclosing one, so a sub-expression that
 the expansion of ``def`` s repeats -- ``ln_hat(x2)`` is needed by the forward pass, by
-``ln_back`` and by a gain's gradient -- exists, and is computed, once.  A new node whose inputs
-all come from outside a loop is placed before the loop (hoisted), so it is computed once, not
-once per iteration; nothing is hoisted out of an ``if`` (it might not run).  Values of two
-iterations are never merged: an iteration's nodes are the same nodes run again.
+``ln_back`` and by a gain's gradient -- exists, and is computed, once.  A new node of a loop's
+body whose inputs all come from outside the body is placed in the loop's *pre-region* instead
+(hoisted), which runs once, before the first iteration, and only when the loop runs at least
+once: it is computed once, not once per iteration, and never when the loop does not run.
+Nothing is hoisted out of an ``if`` (it might not run).  Values of two iterations are never
+merged: an iteration's nodes are the same nodes run again.
 
 A ``def`` is checked once into a region of its own (kind "def", its parameters as block
 arguments, its size variables rigid); a call instantiates that region on the argument nodes.
@@ -37,8 +39,9 @@ OP = 1        # a registry op applied to .args, with static .attrs
 CAST = 2      # .args[0] seen at the declared shape .shape (a parameter or an annotation);
               #   checked at run time when the static check could not be complete
 ARG = 3       # a block argument of .region (a def's parameter, a loop's index or carried var)
-LOOP = 4      # a for loop: .args = (lo, hi, *initial values); .value = the body Region;
-              #   its value is the tuple of the carried vars' final values
+LOOP = 4      # a for loop: .args = (lo, hi, *initial values); .value = the body Region, whose
+              #   parent is the loop's pre-region (the loop-invariant nodes, run once before the
+              #   first iteration); its value is the tuple of the carried vars' final values
 BRANCH = 5    # an if: .args = (condition,); .value = (then Region, else Region); its value
               #   is the tuple of the values the taken branch yields
 GET = 6       # element .attrs[0] of the tuple .args[0] (a LOOP, BRANCH or CALL)
@@ -91,7 +94,7 @@ class Effect:
     string: ``data`` holds the parts, text and (node, spec, loc)); ``save`` of ``node`` to the
     file ``data``."""
 
-    __slots__ = ("kind", "node", "loc", "after", "data")
+    __slots__ = ("kind", "node", "loc", "after", "data", "via")
 
     def __init__(self, kind: str, node, loc: Loc, after: int, data=None):
         self.kind = kind
@@ -99,6 +102,7 @@ class Effect:
         self.loc = loc
         self.after = after
         self.data = data
+        self.via = ()           # made by expanding defs: ((def name, call Loc), ...)
 
     def uses(self):
         """The nodes whose values this effect reads."""
@@ -115,10 +119,12 @@ class Region:
     """
 
     __slots__ = ("kind", "parent", "depth", "nodes", "effects", "params", "yields", "table",
-                 "memo", "loc", "_free")
+                 "memo", "loc", "inner", "_free")
 
     def __init__(self, kind: str, parent: "Region | None" = None, loc: Loc | None = None):
-        self.kind = kind            # "program", "for", "if", "def"
+        self.kind = kind            # "program", "for" (a loop body), "pre" (a loop's
+                                    # pre-region), "if", "def"
+        self.inner: list = []       # a pre-region's loop body (regions no node owns)
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
         self.nodes: list[Node] = []
@@ -148,6 +154,8 @@ class Region:
                 used.update(a.id for a in n.args)
                 for sub in subregions(n):
                     used |= sub.free_values()
+            for sub in self.inner:
+                used |= sub.free_values()
             inner.update(p.id for p in self.params)
             for e in self.effects:
                 used.update(u.id for u in e.uses())
@@ -160,9 +168,10 @@ class Region:
 
 
 def subregions(node: Node) -> tuple:
-    """The regions a LOOP or BRANCH node owns (none for other nodes)."""
+    """The regions a LOOP or BRANCH node owns (none for other nodes): a loop's pre-region
+    (whose ``inner`` holds the body), an if's two branches."""
     if node.kind == LOOP:
-        return (node.value,)
+        return (node.value.parent,)
     if node.kind == BRANCH:
         return node.value
     return ()
@@ -197,6 +206,7 @@ class Program:
             for node in region.nodes:
                 yield node
                 stack.extend(subregions(node))
+            stack.extend(region.inner)
 
     def new_node(self, region: Region, kind, op, args, shape, loc, **kw) -> Node:
         node = Node(len(self.nodes), kind, op, args, shape, loc, region=region, **kw)

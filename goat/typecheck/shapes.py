@@ -42,8 +42,31 @@ class SizeVar:
         return hash(("SizeVar", self.name))
 
 
+class RunDim:
+    """A size only the running program knows: dimension ``axis`` of ``node``'s value.
+
+    It stands in a static attribute (the shape of ``zeros(tensor[T, T])``) when a call binds a
+    def's size variable T to a ``?`` dimension of that argument; the op reads the size when it
+    runs.  In a node's shape the same size is ``?``."""
+
+    __slots__ = ("node", "axis")
+
+    def __init__(self, node, axis: int):
+        self.node = node
+        self.axis = axis
+
+    def __eq__(self, other):
+        return isinstance(other, RunDim) and other.node is self.node and other.axis == self.axis
+
+    def __hash__(self):
+        return hash(("RunDim", self.node.id, self.axis))
+
+    def __repr__(self):
+        return "?"
+
+
 def format_dim(d) -> str:
-    if d is None:
+    if d is None or type(d) is RunDim:
         return "?"
     return str(d)
 
