@@ -235,3 +235,14 @@ def test_a_function_defined_later_at_top_level():
     e = error("print g([[1]])\ndef g(x: tensor[1x1]) = x")
     assert e.message == ("unknown function 'g': it is defined later, on line 2; a name must be "
                          "defined before it is used")
+
+
+def test_chained_comparison_says_they_do_not_chain():
+    e = error("print 1 < 2 < 3")
+    assert e.message.endswith("; comparisons do not chain: write a < b and b < c")
+
+
+def test_a_misspelled_module_gets_a_suggestion():
+    e = error("import nnn")
+    assert e.message.startswith("cannot find module 'nnn'")
+    assert e.message.endswith("did you mean 'nn'?")

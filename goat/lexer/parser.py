@@ -548,6 +548,9 @@ def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
     prev = tokens[i - 1].type if i > 0 else None
+    comparisons = ("EQEQ", "NE", "LT", "LE", "GT", "GE")
+    if tok.type in comparisons and any(t.type in comparisons for t in tokens[:i]):
+        return "; comparisons do not chain: write a < b and b < c"
     if tok.type == "STAR" and prev == "STAR":
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
     depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])

@@ -55,5 +55,14 @@ def find(name: str, loc: Loc) -> str:
         first = "the current folder"
     shown = ", ".join(first if i == 0 else "the standard library" if i == len(dirs) - 1 else d
                       for i, d in enumerate(dirs))
-    raise GoatError("cannot find module '%s': there is no %s.mg in %s (GOAT_PATH adds folders)"
-                    % (name, name, shown), loc)
+    known = set()
+    for d in dirs:
+        try:
+            known.update(f[:-3] for f in os.listdir(d) if f.endswith(".mg"))
+        except OSError:
+            pass
+    import difflib
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    hint = "; did you mean '%s'?" % close[0] if close else " (GOAT_PATH adds folders)"
+    raise GoatError("cannot find module '%s': there is no %s.mg in %s%s"
+                    % (name, name, shown, hint), loc)
