@@ -21,7 +21,7 @@ from .interp.evaluator import Evaluator
 from .lexer import ast
 from .lexer.parser import parse
 from .typecheck.checker import Checker
-from .typecheck.program import Program
+from .typecheck.program import Program, subregions
 
 # Deeply nested expressions (a 10,000-level bracket nest, a 10,000-term sum) recurse in the
 # checker; they run on a thread with a large stack so that they are checked, not crashed on.
@@ -105,11 +105,24 @@ def gc_paused():
             gc.enable()
 
 
+MAX_PROGRAM_BYTES = 256 * 1024 * 1024     # a program's text, at most (no one writes more)
+
+
+def read_program_bytes(f, shown: str) -> bytes:
+    """The bytes of a program from an open binary file (a pipe or a device too), refusing
+    more than MAX_PROGRAM_BYTES rather than reading without end (/dev/zero)."""
+    data = f.read(MAX_PROGRAM_BYTES + 1)
+    if len(data) > MAX_PROGRAM_BYTES:
+        raise GoatError("cannot read %s: it holds more than %d MB, which is not a program"
+                        % (shown, MAX_PROGRAM_BYTES // (1024 * 1024)), path=shown)
+    return data
+
+
 def read_source(path: str) -> Source:
     """Read a program file as UTF-8 text.  Raises GoatError if it cannot be read or decoded."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = read_program_bytes(f, path)
     except IsADirectoryError:
         raise GoatError("cannot read %s: it is a directory" % path, path=path) from None
     except OSError as e:
@@ -186,10 +199,38 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
                    progress=progress)
     with gc_paused():
-        ev.run()
+        if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
+            with_deep_stack(_run, ev)
+        else:                                # Ctrl-C reaches the run itself
+            _run(ev)
     if timings is not None:
         timings["run"] = time.perf_counter() - t0
     return ev.printed
+
+
+def _nesting(region) -> int:
+    """How deep blocks nest in ``region``."""
+    deepest = 0
+    stack = [(region, 0)]
+    while stack:
+        r, d = stack.pop()
+        deepest = max(deepest, d)
+        for node in r.nodes:
+            for sub in subregions(node):
+                stack.append((sub, d + 1))
+        for sub in r.inner:
+            stack.append((sub, d + 1))
+    return deepest
+
+
+def _run(ev):
+    """Run an evaluator."""
+    try:
+        ev.run()
+    except RecursionError:
+        nodes = ev.program.nodes
+        raise GoatError("the program's blocks are nested too deeply to run",
+                        path=nodes[0].loc.source.path if nodes else None) from None
 
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",

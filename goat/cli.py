@@ -100,9 +100,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(path: str):
-    from .api import decode_source, read_source
+    from .api import decode_source, read_program_bytes, read_source
     if path == "-":
-        return decode_source(sys.stdin.buffer.read(), "<stdin>")
+        return decode_source(read_program_bytes(sys.stdin.buffer, "<stdin>"), "<stdin>")
     return read_source(path)
 
 

@@ -22,6 +22,13 @@ While a bar is on the terminal that standard output also goes to, a write throug
 then writes and flushes the text in the program's thread (so its errors propagate as usual), and
 the bar is drawn again, below the text, once the program has been quiet for a moment.
 
+When the loop ends, ``close`` takes the bar off the terminal for good, whatever the bar's threads
+are doing: from then on nothing of prompt-toolkit's reaches the terminal, and if anything of the
+bar ever did, the line the cursor is on is erased once more, directly, even when the bar is
+believed to be erased already. That belief can be wrong: on Ctrl-C the terminal driver throws away
+the output it has not delivered yet (no ``NOFLSH``), which may be the bar's last erase (and the
+program's last line), leaving the bar on the screen under the program's next words.
+
 prompt-toolkit is imported only when a bar is about to be drawn: importing this module is cheap.
 Whatever goes wrong in the bar's machinery is swallowed: the bar is dropped, never the program.
 """
@@ -38,6 +45,9 @@ __all__ = ["Progress", "LoopBar"]
 _QUIET = 0.02
 # how long the program's thread waits for the bar's thread to erase the bar before giving up
 _HANDSHAKE_TIMEOUT = 2.0
+# the bar's last words, from where the cursor is: erase to the end of the screen, plain attributes,
+# lines wrap again, the cursor shows (the bar hides it and turns wrapping off while it draws)
+_LAST_ERASE = "\x1b[J\x1b[0m\x1b[?7h\x1b[?25h"
 
 
 def _isatty(stream) -> bool:
@@ -80,12 +90,15 @@ class _Bar(LoopBar):
     Three threads touch it: the program's (``advance``, ``close``, writes through
     ``Progress.wrap_output``); the starter (waits ``delay``, starts the ``ProgressBar``, and at the
     end stops it); and prompt-toolkit's application thread, which draws. ``_mu`` guards the
-    shared state; nobody waits for another thread while holding it.
+    shared state; nobody waits for another thread while holding it. ``_tty`` is held while bytes
+    go to the terminal, and guards ``_drawn`` and ``_released``: once the bar is released (see
+    ``_release``), the application's output is thrown away for good.
     """
 
     __slots__ = ("n", "total", "label", "shares_stdout", "_progress", "_stream", "_delay",
                  "_t0", "_stop", "_mu", "_tty", "_phase", "_suspended", "_suppress", "_writing",
-                 "_last_write", "_resume_pending", "_app", "_loop", "_pb", "_starter", "_closed")
+                 "_last_write", "_resume_pending", "_app", "_loop", "_pb", "_starter", "_closed",
+                 "_drawn", "_released")
 
     def __init__(self, progress: "Progress", stream, total: int, label: str, delay: float,
                  shares_stdout: bool):
@@ -110,6 +123,8 @@ class _Bar(LoopBar):
         self._loop = None
         self._pb = None
         self._closed = False
+        self._drawn = False              # something of the bar's may have reached the terminal
+        self._released = False           # the bar is off the terminal for good
         # A daemon thread, so that the application thread it starts is a daemon too: a bar that
         # somehow is never closed cannot keep the process alive.
         self._starter = threading.Thread(target=self._run, name="goat-progress", daemon=True)
@@ -121,8 +136,9 @@ class _Bar(LoopBar):
         self.n += 1
 
     def close(self) -> None:
-        if self._closed:
-            return
+        """End the bar. When it returns, the bar is off the terminal and stays off (the starter
+        releases it, see ``_release``, before it ends). Cheap when called again; a call cut short
+        (a second Ctrl-C) is finished by the next one."""
         self._closed = True
         if self._progress._active is self:
             self._progress._active = None
@@ -137,18 +153,27 @@ class _Bar(LoopBar):
     def _before_write(self) -> None:
         """Make sure the bar is off the terminal before the program writes to it."""
         with self._mu:
-            if self._suspended or self._phase != "running":
-                return
-            self._suspended = True
-            loop = self._loop
+            phase = self._phase
+            if phase != "done":
+                if self._suspended or phase != "running":
+                    return
+                self._suspended = True
+                loop = self._loop
+        if phase == "done":
+            # the bar broke down, or is ending: it may still be on the terminal
+            self._release()
+            return
         done = threading.Event()
         try:
             loop.call_soon_threadsafe(self._erase, done)
         except Exception:
             self._break()
+            self._release()
             return
         if not done.wait(_HANDSHAKE_TIMEOUT):
+            # the bar's thread does not answer: take the bar off ourselves, for good
             self._break()
+            self._release()
 
     def _after_write(self) -> None:
         with self._mu:
@@ -170,21 +195,50 @@ class _Bar(LoopBar):
             self._before_write()
             with self._tty:
                 out.write(text)
+                if text:
+                    # (known to ``_release`` as soon as the text is on the terminal)
+                    self._progress._line_start = text[-1] == "\n"
                 out.flush()
         finally:
             self._after_write()
 
     # -- any thread --------------------------------------------------------------------------
 
-    def _break(self, suppress: bool = True) -> None:
-        """Something failed: no more bar; the program goes on as if there never was one.
-        ``suppress``: draw nothing more at all (not even the erasing of the bar)."""
+    def _break(self) -> None:
+        """Something failed: no more bar; the program goes on as if there never was one. The
+        application draws nothing more; the bar is taken off the terminal by ``_release`` (by the
+        starter, which ``_stop`` wakes, or by the program's next write, whichever comes first)."""
         with self._mu:
             self._suspended = True
-            if suppress:
-                self._suppress = True
+            self._suppress = True
             self._phase = "done"
         self._stop.set()
+
+    def _release(self) -> None:
+        """Take the bar off the terminal for good; from any thread, any number of times.
+
+        Whatever the application's thread is doing (drawing, erasing, stuck), from now on its
+        output is thrown away; and if anything of the bar's ever reached the terminal, the line the
+        cursor is on is erased, from its start when that is where the bar begins (the bar is
+        drawn in column 0, and goes back there after each drawing) or where the program's output
+        ends a line: this also erases the ^C that the terminal echoes there. The erasing is done
+        even when the bar is believed to be erased already, since the terminal may have dropped
+        that erase (on Ctrl-C, the terminal driver throws away what it has not delivered yet).
+        Nothing is in the middle of being written meanwhile: the terminal shows the end of a
+        drawing, of an erase, or of the program's text."""
+        with self._tty:
+            if self._released:
+                return
+            self._released = True
+            self._suppress = True
+            if not self._drawn:
+                return
+            at_line_start = not self.shares_stdout or self._progress._line_start
+            try:
+                self._stream.write(("\r" if at_line_start else "") + _LAST_ERASE)
+                self._stream.flush()
+            except Exception:
+                pass
 
     # -- the application's thread ------------------------------------------------------------
 
@@ -220,7 +274,7 @@ class _Bar(LoopBar):
         self._try_resume()
 
     def _on_loop_error(self, loop, context) -> None:
-        self._break(suppress=False)
+        self._break()
 
     def _resume_later(self, after: float) -> None:
         try:
@@ -249,12 +303,7 @@ class _Bar(LoopBar):
             self._break()
 
     def _finish(self) -> None:
-        """Take the bar off the terminal for good and end the application."""
-        try:
-            if not self._suppress:
-                self._wipe()
-        except Exception:
-            pass
+        """End the application (the bar is already off the terminal: ``_release``)."""
         self._suppress = True
         try:
             self._app.exit()
@@ -309,9 +358,10 @@ class _Bar(LoopBar):
                 if not self._buffer:
                     return
                 with bar._tty:
-                    if bar._suppress:
+                    if bar._suppress or bar._released:
                         self._buffer = []
                         return
+                    bar._drawn = True
                     try:
                         super().flush()
                     except BaseException:
@@ -407,6 +457,10 @@ class _Bar(LoopBar):
         return True
 
     def _shut(self, pb) -> None:
+        # first the bar is off the terminal for good, then the application is told to end (what
+        # it draws meanwhile, its last drawing included, is thrown away): the one does not wait
+        # for the other, which may be slow to answer, or not answer at all
+        self._release()
         try:
             app = pb.app
             if not pb._app_started.wait(_HANDSHAKE_TIMEOUT):

@@ -370,8 +370,8 @@ def test_a_huge_promise_is_checked_before_any_allocation(tmp_path):
                             .replace("10**15", str(10 ** 15)).replace("10**6", str(10 ** 6)),
                             bytes(16)))
     assert message(read_npy, str(p), (None, None), shown="x.npy") == (
-        "x.npy is truncated: its header promises 8000000000000000000000 bytes of data, the "
-        "file holds 16")
+        "x.npy has a damaged header: its shape (1000000000000000, 1000000) is too large for any "
+        "machine to address")
 
 
 def test_trailing_bytes_are_an_error(tmp_path):
@@ -587,3 +587,20 @@ def test_save_in_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     save_npy("w.npy", np.arange(3.0))
     assert read_npy("w.npy", (3,)).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_save_never_replaces_a_device_or_a_pipe(tmp_path):
+    """A save onto a named pipe (or through a link to a device) is refused: replacing it with
+    a regular file would, as root, replace /dev/null for the whole machine."""
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    with pytest.raises(OpError) as e:
+        save_npy(str(fifo), np.zeros((1, 1)))
+    assert e.value.message.endswith("it is a named pipe, not a regular file")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    link = tmp_path / "null.npy"
+    os.symlink("/dev/null", link)
+    with pytest.raises(OpError) as e:
+        save_npy(str(link), np.zeros((1, 1)))
+    assert e.value.message.endswith("it is a character device, not a regular file")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

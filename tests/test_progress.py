@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import ROOT
+import goat.progress as progress_module
 from goat.diagnostics import GoatError
 from goat.progress import LoopBar, Progress
 
@@ -219,6 +220,117 @@ class _BrokenPipe:
         pass
 
 
+# -- the bar's threads and the terminal, forced into their worst orders -------------------------
+
+def _wait_for(master, needle, timeout=20.0):
+    """What the terminal received, up to and including ``needle`` (and a little more)."""
+    seen = b""
+    end = time.monotonic() + timeout
+    while needle not in seen:
+        assert time.monotonic() < end, seen
+        seen += _drain(master, 0.05)
+    return seen
+
+
+class _Lossy:
+    """The terminal (a pty's slave), losing what is written while ``losing``: what the terminal
+    driver does on Ctrl-C to the output it has not delivered yet (unless NOFLSH)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.losing = False
+
+    def write(self, text):
+        if not self.losing:
+            self._stream.write(text)
+        return len(text)
+
+    def flush(self):
+        self._stream.flush()
+
+    def fileno(self):
+        return self._stream.fileno()
+
+    def isatty(self):
+        return True
+
+
+def test_close_erases_the_bar_even_if_the_terminal_lost_the_erase(tty, monkeypatch):
+    # Ctrl-C just after a line of the program's: the terminal throws away the bar's erase and the
+    # line, echoes ^C on the bar (which it still shows), and the program closes the bar, believed
+    # to be erased already, then writes
+    pytest.importorskip("pyte")
+    master, slave = tty
+    terminal = _Lossy(slave)
+    monkeypatch.setattr(sys, "stdout", terminal)          # the program's output goes there too
+    p = Progress(stream=terminal, delay=0)
+    w = p.wrap_output(terminal)
+    bar = p.loop(100, LABEL)
+    try:
+        seen = _wait_for(master, LABEL.encode())           # the bar is up
+        monkeypatch.setattr(progress_module, "_QUIET", 60.0)  # and does not come back by itself
+        terminal.losing = True
+        w.write("step 1\n")                               # the bar is erased, the line written...
+        terminal.losing = False                            # ... and both are lost
+        slave.write("^C")
+        slave.flush()
+    finally:
+        bar.close()
+    w.write("interrupted\n")
+    w.flush()
+    screen = _screen(seen + _drain(master, 0.1))
+    assert _lines(screen) == ["interrupted"], screen.display
+    assert not screen.cursor.hidden
+
+
+def test_close_takes_the_bar_off_even_when_its_thread_does_not_answer(tty, monkeypatch):
+    # a loaded machine: the thread that draws does not get to run before close() gives up on it
+    pytest.importorskip("pyte")
+    master, stream = tty
+    monkeypatch.setattr(progress_module, "_HANDSHAKE_TIMEOUT", 0.2)
+    p = Progress(stream=stream, delay=0)
+    bar = p.loop(100, LABEL)
+    stall = threading.Event()
+    try:
+        seen = _wait_for(master, LABEL.encode())
+        bar._loop.call_soon_threadsafe(stall.wait)         # the application's thread hangs
+        bar.advance()
+        bar.close()
+        screen = _screen(seen + _drain(master, 0.1))
+        assert _lines(screen) == [], screen.display        # off the terminal when close() returns
+        assert not screen.cursor.hidden
+    finally:
+        stall.set()
+        bar._pb._thread.join(10)
+    assert _drain(master, 0.2) == b""                      # and nothing of the bar's came after
+
+
+def test_a_write_takes_the_bar_off_when_its_thread_does_not_answer(tty, monkeypatch):
+    # the program writes while the thread that draws does not run: the program's thread does not
+    # wait for it forever, nor writes over the bar
+    pytest.importorskip("pyte")
+    master, stream = tty
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(progress_module, "_HANDSHAKE_TIMEOUT", 0.2)
+    p = Progress(stream=stream, delay=0)
+    w = p.wrap_output(stream)
+    bar = p.loop(100, LABEL)
+    stall = threading.Event()
+    try:
+        seen = _wait_for(master, LABEL.encode())
+        bar._loop.call_soon_threadsafe(stall.wait)
+        w.write("step 1\n")
+        w.write("step 2\n")
+        screen = _screen(seen + _drain(master, 0.1))
+        assert _lines(screen) == ["step 1", "step 2"], screen.display
+        assert not screen.cursor.hidden
+    finally:
+        stall.set()
+        bar.close()
+        bar._pb._thread.join(10)
+    assert _drain(master, 0.2) == b""
+
+
 # -- a real program on a real pseudo-terminal ---------------------------------------------------
 
 SCRIPT = textwrap.dedent('''\
@@ -354,7 +466,9 @@ def test_ctrl_c_in_the_loop_leaves_the_terminal_sane(script):
     lines = _lines(screen)
     assert lines[0] == "before the loop"
     # (the terminal echoes ^C where the cursor is: on the bar's line, erased with the bar; or, if
-    # the program was writing just then, at the start of the next line)
+    # the program was writing just then, at the start of the next line. It also throws away what
+    # it has not delivered yet: a line of the program's may be missing, and the bar's erase before
+    # it, which close() makes up for)
     assert lines[-1] in ("interrupted; terminal unchanged", "^Cinterrupted; terminal unchanged")
     assert all(line.startswith("step ") for line in lines[1:-1]), lines
     assert not screen.cursor.hidden

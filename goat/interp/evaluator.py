@@ -16,6 +16,7 @@ line.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from operator import itemgetter
 
@@ -59,6 +60,15 @@ def _checked(fn, node):
     return run
 
 
+def _mismatch(what, shape, declared) -> str:
+    """The message of a run-time shape check: ``what`` names the value, or is ("var", name)
+    for a value assigned to a var (which the checker's own message words)."""
+    if type(what) is tuple:
+        from ..typecheck.checker import _var_shape_message
+        return _var_shape_message(what[1], shape, declared)
+    return "%s must have shape %s, got %s" % (what, format_shape(declared), format_shape(shape))
+
+
 def _cast_check(node):
     declared, what = node.shape, node.what
 
@@ -66,9 +76,7 @@ def _cast_check(node):
         actual = _shape_of(x)
         ok, _ = compatible(declared, actual)
         if not ok:
-            raise GoatError("%s must have shape %s, got %s"
-                            % (what, format_shape(declared), format_shape(actual)), node.loc,
-                            notes=_notes(node))
+            raise GoatError(_mismatch(what, actual, declared), node.loc, notes=_notes(node))
         return x
     return run
 
@@ -91,15 +99,23 @@ def _same_shape_check(node):
     def run(x, ref):
         a, b = _shape_of(x), _shape_of(ref)
         if a != b:
-            raise GoatError("%s must keep the var's shape, %s; got %s"
-                            % (what, format_shape(b), format_shape(a)), node.loc,
-                            notes=_notes(node))
+            raise GoatError(_mismatch(what, a, b), node.loc, notes=_notes(node))
         return x
     return run
 
 
 def _identity(x):
     return x
+
+
+def _located_kind(e) -> bool:
+    """Is ``e`` a failure of the program's to report at its line: an op's complaint, or memory
+    (NumPy says "array is too big" for a size no machine can address)?  Anything else is a bug
+    in goat."""
+    if isinstance(e, ValueError):
+        text = str(e)
+        return "array is too big" in text or "Maximum allowed dimension" in text
+    return True
 
 
 def _has_run_dims(attrs) -> bool:
@@ -120,10 +136,17 @@ def _one_number(x, what, loc):
     return float(x.reshape(()) if hasattr(x, "reshape") else x)
 
 
+MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all floats
+
+
 def _bound(x, node):
     v = _one_number(x, "a loop bound", node.loc)
     if not math.isfinite(v) or v != int(v):
         raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
+    if abs(v) > MAX_BOUND:
+        raise GoatError("a loop bound must be a whole number from -%d to %d (the loop index is "
+                        "a float, exact up to 2**53), got %.17g" % (MAX_BOUND, MAX_BOUND, v),
+                        node.loc)
     return int(v)
 
 
@@ -308,7 +331,9 @@ class Evaluator:
     def _run_compiled(self, run):
         try:
             run()
-        except (MemoryError, OpError) as e:
+        except (MemoryError, OpError, ValueError) as e:
+            if not _located_kind(e):
+                raise
             tb = e.__traceback__
             while tb is not None and tb.tb_frame.f_code is not run.__code__:
                 tb = tb.tb_next
@@ -344,8 +369,8 @@ class Evaluator:
                     vals[out] = fn(*[vals[a] for a in args])
                 for f in frees:
                     vals[f] = None
-        except (MemoryError, OpError) as e:
-            if out is None:
+        except (MemoryError, OpError, ValueError) as e:
+            if out is None or not _located_kind(e):
                 raise
             raise self._located(e, self.program.nodes[out]) from None
 
@@ -432,23 +457,7 @@ class Evaluator:
             if self.out is not None:
                 self.out.write(format_memref(value))
         elif kind == "format":
-            from .fmt import format_value
-            pieces = []
-            for part in effect.data:
-                if isinstance(part, str):
-                    pieces.append(part)
-                    continue
-                node, spec, loc = part
-                x = self.be.to_numpy(vals[node.id])
-                if x.size != 1:
-                    raise GoatError("a {} field of a format string must hold a single number, "
-                                    "but this value has shape %s" % format_shape(x.shape), loc,
-                                    notes=_notes(effect))
-                try:
-                    pieces.append(format_value(float(x.reshape(())), spec))
-                except OpError as e:
-                    raise GoatError(e.message, loc, notes=_notes(effect)) from None
-            text = "".join(pieces)
+            text = self._format(effect, effect.data, vals)
             if self.keep_printed:
                 self.printed.append(text)
             if self.out is not None:
@@ -456,12 +465,35 @@ class Evaluator:
         elif kind == "save":
             from .npyio import save_npy
             path, shown = effect.data
+            if not isinstance(shown, str):          # a name with {fields}
+                shown = self._format(effect, shown, vals)
+                path = shown if os.path.isabs(shown) else os.path.join(path, shown)
             try:
                 save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
             except OpError as e:
                 raise GoatError(e.message, effect.loc, notes=_notes(effect)) from None
         else:
             raise TypeError(kind)
+
+    def _format(self, effect, parts, vals):
+        """The text of a format string's ``parts`` with the values in ``vals``."""
+        from .fmt import format_value
+        pieces = []
+        for part in parts:
+            if isinstance(part, str):
+                pieces.append(part)
+                continue
+            node, spec, loc = part
+            x = self.be.to_numpy(vals[node.id])
+            if x.size != 1:
+                raise GoatError("a {} field of a format string must hold a single number, "
+                                "but this value has shape %s" % format_shape(x.shape), loc,
+                                notes=_notes(effect))
+            try:
+                pieces.append(format_value(float(x.reshape(())), spec))
+            except OpError as e:
+                raise GoatError(e.message, loc, notes=_notes(effect)) from None
+        return "".join(pieces)
 
 
 def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):

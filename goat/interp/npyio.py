@@ -49,7 +49,7 @@ import numpy as np
 from numpy.lib import format as _format
 
 from goat.ops.registry import OpError
-from goat.typecheck.shapes import format_shape, format_type
+from goat.typecheck.shapes import MAX_BYTES, format_shape, format_type
 
 MAX_HEADER_SIZE = 10000   # NumPy's own default limit (``max_header_size``) for a safe header
 
@@ -84,16 +84,16 @@ def read_npy(path: str, declared: tuple, shown: str | None = None) -> np.ndarray
         raise OpError(_os_message("load", path, name, e)) from None
 
 
-def _require_regular(st, name):
+def _require_regular(st, name, verb="load"):
     mode = st.st_mode
     if stat.S_ISDIR(mode):
-        raise OpError("cannot load %s: it is a directory" % name)
+        raise OpError("cannot %s %s: it is a directory" % (verb, name))
     if not stat.S_ISREG(mode):
         kind = ("a named pipe" if stat.S_ISFIFO(mode) else
                 "a character device" if stat.S_ISCHR(mode) else
                 "a block device" if stat.S_ISBLK(mode) else
                 "a socket" if stat.S_ISSOCK(mode) else "not a plain file")
-        raise OpError("cannot load %s: it is %s, not a regular file" % (name, kind))
+        raise OpError("cannot %s %s: it is %s, not a regular file" % (verb, name, kind))
 
 
 def _read_exact(f, n: int) -> bytes:
@@ -248,6 +248,12 @@ def _read_header(f, version, file_size, name):
     if not (isinstance(shape, tuple)
             and all(type(d) is int and d >= 0 for d in shape)):
         raise OpError(damaged + "its shape %s is not a tuple of sizes" % _short(shape))
+    cells = 1
+    for d in shape:
+        cells *= max(d, 1)
+    if cells * 8 > MAX_BYTES:           # as NumPy counts: an empty dimension as 1
+        raise OpError(damaged + "its shape %s is too large for any machine to address"
+                      % _short(shape))
     fortran_order = header["fortran_order"]
     if not isinstance(fortran_order, bool):
         raise OpError(damaged + "its fortran_order %s is not True or False"
@@ -347,7 +353,11 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
             raise OSError(errno.ENOTDIR if os.path.exists(directory) else errno.ENOENT,
                           os.strerror(errno.ENOENT))
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+            st = os.stat(target)
+            # a device, a pipe or a socket is not replaced by a file (as root, save to
+            # /dev/null would otherwise replace the machine's /dev/null)
+            _require_regular(st, name, "save")
+            mode = stat.S_IMODE(st.st_mode)
             if not os.access(target, os.W_OK):    # a read-only file stays protected
                 raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         except FileNotFoundError:

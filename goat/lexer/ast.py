@@ -152,14 +152,16 @@ class Let(Stmt):
 
 
 class LetTuple(Stmt):
-    """``let a, b = EXPR``: binds each name to one value of a tuple."""
-    __slots__ = ("names", "expr", "name_locs")
+    """``let a, b = EXPR``: binds each name to one value of a tuple; ``kind`` "var" for
+    ``var a, b = EXPR``, "assign" for ``a, b = EXPR`` (vars assigned)."""
+    __slots__ = ("names", "expr", "name_locs", "kind")
 
-    def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list):
+    def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list, kind: str = "let"):
         self.names = names
         self.expr = expr
         self.loc = loc
         self.name_locs = name_locs
+        self.kind = kind
 
 
 class Var(Stmt):
@@ -232,7 +234,8 @@ class Import(Stmt):
 
 
 class Save(Stmt):
-    """``save(EXPR, "file.npy")``: writes the value to a NumPy .npy file."""
+    """``save(EXPR, "file.npy")``: writes the value to a NumPy .npy file.  ``path`` is the
+    name, or, for a name with ``{fields}`` (``"w_{step}.npy"``), its parts as PrintFormat's."""
     __slots__ = ("expr", "path", "path_loc")
 
     def __init__(self, expr: Expr, path: str, loc: Loc, path_loc: Loc):

@@ -81,6 +81,16 @@ class _Build:
         return ast.LetTuple([t.value for t in names], expr, self._loc(kw).to(expr.loc),
                             [self._loc(t) for t in names])
 
+    def var_tuple(self, c):
+        kw, *names, expr = c
+        return ast.LetTuple([t.value for t in names], expr, self._loc(kw).to(expr.loc),
+                            [self._loc(t) for t in names], kind="var")
+
+    def assign_tuple(self, c):
+        *names, expr = c
+        return ast.LetTuple([t.value for t in names], expr, self._loc(names[0]).to(expr.loc),
+                            [self._loc(t) for t in names], kind="assign")
+
     def var_stmt(self, c):
         kw, name, typ, expr = c
         ann = self._type(typ) if typ is not None else None
@@ -112,8 +122,9 @@ class _Build:
 
     def save_stmt(self, c):
         kw, _lp, expr, string, rp = c
-        return ast.Save(expr, self._string(string), self._loc(kw).to(self._loc(rp)),
-                        self._loc(string))
+        # a name with {fields} is a format string (see parse: _format_parts)
+        path = string if "{" in string.value else self._string(string)
+        return ast.Save(expr, path, self._loc(kw).to(self._loc(rp)), self._loc(string))
 
     def for_head(self, c):
         kw, name, _in, lo, _dots, hi, brace = c
@@ -544,10 +555,20 @@ def _describe_expected(expected) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+_STATEMENT_HABITS = {
+    "break": "; goat has no break: put the rest of the loop's body in an if, with a var as a flag",
+    "continue": "; goat has no continue: put the rest of the loop's body in an if",
+    "while": "; goat has no while loop: write for i in 0..N { if ... { ... } }",
+    "elif": "; write else if",
+}
+
+
 def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
     prev = tokens[i - 1].type if i > 0 else None
+    if tok.type == "SLASH" and prev == "SLASH":
+        return "; there is no integer division (//): write (a - a % b) / b"
     comparisons = ("EQEQ", "NE", "LT", "LE", "GT", "GE")
     if tok.type in comparisons and any(t.type in comparisons for t in tokens[:i]):
         return "; comparisons do not chain: write a < b and b < c"
@@ -589,6 +610,11 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
             if tok.type == "$END":
                 raise GoatError("syntax error: the statement ends early; expected %s"
                                 % _describe_expected(e.expected), build._loc(tokens[-1])) from None
+            first = tokens[0]
+            if first.type == "NAME" and first.value in _STATEMENT_HABITS:
+                raise GoatError("syntax error: '%s' is not a statement%s"
+                                % (first.value, _STATEMENT_HABITS[first.value]),
+                                build._loc(first)) from None
             raise GoatError("syntax error: expected %s, found %s%s"
                             % (_describe_expected(e.expected), _describe_found(tok),
                                _hint(tokens, tok)),
@@ -648,6 +674,8 @@ def _format_parts(build: _Build, tok) -> list:
             continue
         _, start, end, spec = part
         loc = Loc(source, base + start, base + end)
+        if "#" in tok.value[1 + start:1 + end]:
+            raise GoatError("a {} field cannot hold a '#': it would start a comment", loc)
         statements = tokenize(source, base + start, base + end)
         if len(statements) != 1:
             raise GoatError("a {} field of a format string holds one expression", loc)
@@ -726,6 +754,8 @@ def parse(source: Source, interactive: bool = False) -> ast.Module:
         t = type(stmt)
         if t is ast.PrintFormat:
             stmt.parts = _format_parts(build, stmt.parts)
+        elif t is ast.Save and not isinstance(stmt.path, str):
+            stmt.path = _format_parts(build, stmt.path)
         elif t is ast.Header or t is ast.Close:
             blocks = True
         append(stmt)

@@ -297,7 +297,10 @@ class Repl:
             return 100
 
     def _show(self, r):
-        if r.kind == "value":
+        if r.kind == "value" and isinstance(r.value, tuple):
+            for k, v in enumerate(r.value):
+                self.write("value %d of %d: %s\n" % (k + 1, len(r.value), show(v, self._width())))
+        elif r.kind == "value":
             self.write(show(r.value, self._width()) + "\n")
         elif r.kind in ("let", "assign"):
             self.write("%s : %s\n" % (r.name, _type(r.shape)), "type")

@@ -100,6 +100,16 @@ class Session:
         finally:
             sys.setrecursionlimit(old)
 
+    def _evaluate(self, loc):
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, _RECURSION_LIMIT))
+        try:
+            self.evaluator.run()
+        except RecursionError:
+            raise GoatError("this input's blocks are nested too deeply to run", loc) from None
+        finally:
+            sys.setrecursionlimit(old)
+
     # ------------------------------------------------------------------ running
     def parse(self, text: str, path: str = "<repl>") -> list:
         return parse(Source(path, text if text.endswith("\n") else text + "\n"),
@@ -120,7 +130,7 @@ class Session:
         snap = self._snapshot()
         try:
             checked = self._check(stmt)
-            self.evaluator.run()
+            self._evaluate(stmt.loc)
         except BaseException:
             self._restore(snap)
             raise
@@ -146,6 +156,9 @@ class Session:
         if t is not ast.ExprStmt:           # a for or an if block
             return Result("block")
         # a copy: the session's own value must not change if the caller changes this one
+        if isinstance(checked, tuple):
+            return Result("value", None, tuple(n.shape for n in checked),
+                          tuple(np.array(self.evaluator.value(n)) for n in checked))
         return Result("value", None, checked.shape, np.array(self.evaluator.value(checked)))
 
     def load(self, path: str) -> list:
@@ -167,7 +180,7 @@ class Session:
                                         stmt.loc)
                     seen[name] = stmt.loc.line
                 checked.append(self._check(stmt))
-            self.evaluator.run()
+            self._evaluate(None)
         except BaseException:
             self._restore(snap)
             raise

@@ -28,7 +28,8 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, GET, LOOP, OP, Node, Program, Region,
                       subregions)
-from .shapes import RunDim, ShapeError, SizeVar, bind, compatible, format_shape, format_type
+from .shapes import (RunDim, ShapeError, SizeVar, bind, check_size, compatible, format_shape,
+                     format_type)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -398,12 +399,16 @@ class Builder:
 
     def _copy_effect(self, e, mapping):
         m = mapping.get
+
+        def parts(data):
+            return [p if isinstance(p, str) else (m(p[0].id, p[0]),) + tuple(p[1:]) for p in data]
         if e.kind == "format":
-            data = [p if isinstance(p, str) else (m(p[0].id, p[0]),) + tuple(p[1:])
-                    for p in e.data]
-            self.program.add_effect(self.region, e.kind, None, e.loc, data)
+            self.program.add_effect(self.region, e.kind, None, e.loc, parts(e.data))
         else:
-            self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, e.data)
+            data = e.data
+            if e.kind == "save" and not isinstance(data[1], str):
+                data = (data[0], parts(data[1]))
+            self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, data)
         self.region.effects[-1].via = tuple(self.checker.calls)
 
     def _copy_params(self, src: Region, dst: Region, mapping, env):
@@ -561,12 +566,15 @@ class Checker:
             return self._print_format(stmt, scope, b)
         if t is ast.Save:
             node = self.value(stmt.expr, scope, b)
-            path = resolve_path(stmt.path, stmt.loc)
-            self.program.add_effect(b.region, "save", node, stmt.loc, (path, stmt.path))
+            if isinstance(stmt.path, str):
+                path = (resolve_path(stmt.path, stmt.loc), stmt.path)
+            else:                       # "w_{step}.npy": the name is made when it runs
+                path = (resolve_path(".", stmt.loc), self._format_data(stmt.path, scope, b))
+            self.program.add_effect(b.region, "save", node, stmt.loc, path)
             self.impure = True
             return node
-        if t is ast.ExprStmt:
-            return self.value(stmt.expr, scope, b)
+        if t is ast.ExprStmt:           # the REPL shows it (a tuple too)
+            return self.expr(stmt.expr, scope, b)
         if t is ast.Def:
             if scope is not self.top:
                 raise GoatError("a def must be at the top level of the program, not inside a "
@@ -646,7 +654,12 @@ class Checker:
                 dims.append(SizeVar(d))
             else:
                 dims.append(d)
-        return tuple(dims)
+        dims = tuple(dims)
+        try:
+            check_size(dims)
+        except ShapeError as e:
+            raise _shape_error(e, ann.loc) from None
+        return dims
 
     def _in_def(self, scope) -> bool:
         return self._defining is not None and scope is not None and scope is not self.top
@@ -662,45 +675,69 @@ class Checker:
                       stmt.loc, runtime)
 
     def _let_tuple(self, stmt, scope, b):
-        value = self.expr(stmt.expr, scope, b)
         n = len(stmt.names)
+        seen = set()
+        for name, loc in zip(stmt.names, stmt.name_locs):
+            if name in seen and name != "_":
+                raise GoatError("'%s' appears twice among the names this statement binds" % name,
+                                loc)
+            seen.add(name)
+        value = self.expr(stmt.expr, scope, b)
+        what = {"let": "let binds", "var": "var binds", "assign": "this assigns"}[stmt.kind]
         if not isinstance(value, tuple):
-            raise GoatError("let binds %d names here, but the value is a single tensor of shape "
-                            "%s" % (n, format_shape(value.shape)), stmt.expr.loc)
+            raise GoatError("%s %d names here, but the value is a single tensor of shape %s"
+                            % (what, n, format_shape(value.shape)), stmt.expr.loc)
         if len(value) != n:
-            raise GoatError("let binds %d names, but the value holds %d"
-                            % (n, len(value)), stmt.loc)
+            raise GoatError("%s %d names, but the value holds %d" % (what, n, len(value)),
+                            stmt.loc)
         for name, loc, node in zip(stmt.names, stmt.name_locs, value):
             if name == "_":             # a value not wanted here
                 continue
-            self._bind(scope, name, loc, node, stmt.loc.line)
-            self._outline("%s : %s" % (name, format_type(node.shape)))
+            if stmt.kind == "assign":
+                self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
+            elif stmt.kind == "var":
+                self._bind(scope, name, loc, VarBinding(node, node.shape, stmt.loc.line),
+                           stmt.loc.line)
+                self._outline("var %s : %s" % (name, format_type(node.shape)))
+            else:
+                self._bind(scope, name, loc, node, stmt.loc.line)
+                self._outline("%s : %s" % (name, format_type(node.shape)))
         return value
 
     def _assign(self, stmt, scope, b):
-        name = stmt.name
+        self._assignable(stmt.name, stmt.name_loc, scope)
+        node = self.value(stmt.expr, scope, b)
+        return self._assign_value(stmt.name, stmt.name_loc, node, stmt.expr.loc, stmt.loc, scope, b)
+
+    def _assignable(self, name, name_loc, scope):
         binding, owner = scope.find(name)
         if not isinstance(binding, VarBinding):
-            self._not_assignable(name, binding, owner, scope, stmt)
+            self._not_assignable(name, binding, owner, scope, name_loc)
         if self._crosses_def(scope, owner):
             raise GoatError("a def cannot assign to var '%s', defined outside it; return the new "
-                            "value instead" % name, stmt.name_loc)
-        node = self.value(stmt.expr, scope, b)
+                            "value instead" % name, name_loc)
+        return binding, owner
+
+    def _assign_value(self, name, name_loc, node, value_loc, loc, scope, b):
+        binding, owner = self._assignable(name, name_loc, scope)
         ok, runtime = compatible(binding.declared, node.shape)
         if not ok:
-            raise GoatError("cannot assign a value of shape %s to var '%s' of shape %s: a var "
-                            "keeps the shape it was declared with"
-                            % (format_shape(node.shape), name, format_shape(binding.declared)),
-                            stmt.expr.loc)
-        what = "the value assigned to '%s'" % name
-        node = b.cast(node, binding.declared, what, stmt.loc, runtime)
+            hint = ""
+            if _cells(node.shape) == 1 and _cells(binding.declared) == 1:
+                hint = ("; both hold one number: write reshape(VALUE, %s) to change its shape"
+                        % format_type(binding.declared))
+            raise GoatError(_var_shape_message(name, node.shape, binding.declared) + hint,
+                            value_loc)
+        what = ("var", name)            # the run-time checks say what the static one says
         if None in binding.declared:    # a size known when it runs: it must stay the same
-            node = b.same_shape(node, binding.node, what, stmt.loc)
+            node = b.cast(node, binding.declared, what, loc, False)
+            node = b.same_shape(node, binding.node, what, loc)
+        else:
+            node = b.cast(node, binding.declared, what, loc, runtime)
         owner.names[name] = VarBinding(node, binding.declared, binding.line)
         return node
 
-    def _not_assignable(self, name, binding, owner, scope, stmt):
-        loc = stmt.name_loc
+    def _not_assignable(self, name, binding, owner, scope, loc):
         if binding is None:
             if "." in name:
                 raise GoatError("cannot assign to '%s': a module's names cannot change" % name, loc)
@@ -748,14 +785,26 @@ class Checker:
     def _one_value(self, node, loc, what):
         cells = _cells(node.shape)
         if cells is not None and cells != 1:
-            raise GoatError("%s must be a single number (a scalar), got shape %s"
+            raise GoatError("%s must be a single number (one element), got shape %s"
                             % (what, format_shape(node.shape)), loc)
+
+    def _whole_bound(self, node, loc):
+        """A loop bound written as a number is checked now, not when the loop runs."""
+        if node.kind == 0 and isinstance(node.value, float):        # a constant
+            v = node.value
+            if v != int(v):
+                raise GoatError("a loop bound must be a whole number, got %g" % v, loc)
+            if abs(v) > 2 ** 53:
+                raise GoatError("a loop bound must be a whole number from -%d to %d (the loop "
+                                "index is a float, exact up to 2**53), got %.17g"
+                                % (2 ** 53, 2 ** 53, v), loc)
 
     def _for(self, stmt: ast.For, scope, b):
         lo = self.value(stmt.lo, scope, b)
         hi = self.value(stmt.hi, scope, b)
-        self._one_value(lo, stmt.lo.loc, "a loop bound")
-        self._one_value(hi, stmt.hi.loc, "a loop bound")
+        for node, expr in ((lo, stmt.lo), (hi, stmt.hi)):
+            self._one_value(node, expr.loc, "a loop bound")
+            self._whole_bound(node, expr.loc)
         carried = self._carried(stmt.body, scope)
         self._outline(_header(stmt))
         pre = Region("pre", b.region, stmt.loc)
@@ -825,8 +874,15 @@ class Checker:
         return branch
 
     def _print_format(self, stmt, scope, b):
+        data = self._format_data(stmt.parts, scope, b)
+        self.program.add_effect(b.region, "format", None, stmt.loc, data)
+        self.impure = True
+        return None
+
+    def _format_data(self, parts, scope, b):
+        """A format string's parts: text, and (node, spec, Loc) per field."""
         data = []
-        for part in stmt.parts:
+        for part in parts:
             if isinstance(part, str):
                 data.append(part)
                 continue
@@ -836,9 +892,7 @@ class Checker:
                 raise GoatError("a {} field of a format string must hold a single number, but "
                                 "this value has shape %s" % format_shape(node.shape), part.loc)
             data.append((node, part.spec, part.loc))
-        self.program.add_effect(b.region, "format", None, stmt.loc, data)
-        self.impure = True
-        return None
+        return data
 
     # ------------------------------------------------------------------ defs
     def _define(self, stmt: ast.Def) -> Template:
@@ -891,12 +945,14 @@ class Checker:
                 self.impure = outer_impure
                 self.depth = depth
             if stmt.ret is not None:
-                self._check_result(stmt, tmpl, fscope)
+                self._check_result(stmt, tmpl, fscope, body)
         finally:
             self._defining = None
         return tmpl
 
-    def _check_result(self, stmt, tmpl, fscope):
+    def _check_result(self, stmt, tmpl, fscope, body):
+        """The declared result against the body's value; where a ``?`` leaves it open, the
+        result is checked when the def runs."""
         declared = stmt.ret
         several = isinstance(tmpl.result, tuple)
         if isinstance(declared, list) != several or (several and len(declared) != len(tmpl.result)):
@@ -905,13 +961,17 @@ class Checker:
             raise GoatError("%s is declared to return %s, but returns %s" % (stmt.name, want, got),
                             stmt.name_loc)
         pairs = zip(declared, tmpl.result) if several else [(declared, tmpl.result)]
+        results = []
         for ann, node in pairs:
             dims = self._dims(ann, fscope)
-            ok, _ = compatible(dims, node.shape)
+            ok, runtime = compatible(dims, node.shape)
             if not ok:
                 raise GoatError("%s is declared to return %s, but its value has shape %s"
                                 % (stmt.name, format_type(dims), format_shape(node.shape)),
                                 ann.loc)
+            results.append(body.cast(node, dims, "the value %s returns (declared %s)"
+                                     % (stmt.name, format_type(dims)), ann.loc, runtime))
+        tmpl.result = tuple(results) if several else results[0]
 
     # ------------------------------------------------------------------ imports
     def _import(self, stmt: ast.Import, scope):
@@ -1075,6 +1135,10 @@ class Checker:
                 return b.op(_NEGATE, (self.value(e.operand, scope, b),), e.loc)
             return b.op(_NOT, (self.value(e.operand, scope, b),), e.loc)
         if t is ast.Tuple:
+            for item in e.items:
+                if type(item) is ast.Tuple:
+                    raise GoatError("a tuple cannot hold a tuple: list its values in one tuple",
+                                    item.loc)
             return tuple(self.value(item, scope, b) for item in e.items)
         if t is ast.TypeArg:
             raise GoatError("a type can only be an argument of a built-in that takes one, such "
@@ -1090,10 +1154,17 @@ class Checker:
             mod_name, _, member = name.partition(".")
             module, _ = scope.find(mod_name)
             if not isinstance(module, Module):
+                if module is None and mod_name in _FOREIGN_MODULES:
+                    raise GoatError("goat is not %s: its functions are built in (exp, log, "
+                                    "row_sum, transpose, ...; docs/language.md lists them), and "
+                                    "the book's are in nn (import nn)"
+                                    % _FOREIGN_MODULES[mod_name], loc)
                 if module is None:
                     raise GoatError("unknown module '%s'; import it first with import %s"
                                     % (mod_name, mod_name), loc)
-                raise GoatError("'%s' is not a module, so '%s' means nothing" % (mod_name, name), loc)
+                hint = _METHOD_HABITS.get(member, "")
+                raise GoatError("'%s' is not a module, so '%s' means nothing%s"
+                                % (mod_name, name, hint and "; goat has no methods: " + hint), loc)
             if "." in member:
                 raise GoatError("'%s': a module's name is followed by one name" % name, loc)
             v = module.names.get(member)
@@ -1168,6 +1239,9 @@ class Checker:
                 raise GoatError("unknown function '%s': it is defined later, on line %d; a name "
                                 "must be defined before it is used" % (name, self.later[name]),
                                 e.name_loc)
+            if name in _FUNCTION_HABITS:
+                raise GoatError("unknown function '%s'; %s" % (name, _FUNCTION_HABITS[name]),
+                                e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)
@@ -1216,6 +1290,35 @@ class Checker:
 
 _BLOCKS = (ast.For, ast.If, ast.Def)
 
+# what a NumPy, PyTorch or Python habit is in goat
+_FOREIGN_MODULES = {"np": "NumPy", "numpy": "NumPy", "torch": "PyTorch", "math": "Python",
+                    "F": "PyTorch", "jnp": "JAX"}
+_METHOD_HABITS = {
+    "T": "write transpose(x)", "transpose": "write transpose(x)",
+    "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes)",
+    "sum": "write row_sum(x), col_sum(x), or col_sum(row_sum(x)) for all of it",
+    "mean": "write row_mean(x) or col_mean(x)", "max": "write row_max(x) or col_max(x)",
+    "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
+    "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
+}
+_FUNCTION_HABITS = {
+    "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums everything)",
+    "mean": "write row_mean(x) or col_mean(x)",
+    "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
+    "min": "write row_min(x) or col_min(x), or minimum(a, b) elementwise",
+    "softmax": "write nn.softmax_rows(x) after import nn",
+    "log_softmax": "write nn.log_softmax(x) after import nn",
+    "layer_norm": "write nn.layer_norm(x, g, t) after import nn",
+    "attention": "write nn.attention(q, k, v, mask, scale) after import nn",
+    "len": "a value's sizes are part of its type (:type x in the REPL, goat check --shapes)",
+    "dot": "write a @ b", "matmul": "write a @ b", "mm": "write a @ b",
+    "pow": "there is no power: multiply, or write exp(p * log(x))",
+    "where": "write c * a + (1 - c) * b, with c a 0/1 comparison such as x > 0",
+    "zeros_like": "write zeros(tensor[...]) with the shape", "ones_like": "write ones(tensor[...]) with the shape",
+    "range": "loops are written for i in 0..N { ... }",
+    "float": "every value is already a float64 tensor", "int": "every value is a float64 tensor",
+}
+
 
 def _run_dim_sources(attrs):
     """The nodes whose run-time sizes the RunDims in ``attrs`` read, in order."""
@@ -1234,12 +1337,19 @@ def _header(stmt) -> str:
     return " ".join(head.source.text[head.start:head.end].rstrip("{").split())
 
 
+def _var_shape_message(name, shape, declared) -> str:
+    return ("cannot assign a value of shape %s to var '%s' of shape %s: a var keeps the shape "
+            "it was declared with" % (format_shape(shape), name, format_shape(declared)))
+
+
 def _assigned(stmts, out):
     """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``."""
     for s in stmts:
         t = type(s)
         if t is ast.Assign:
             out.append(s.name)
+        elif t is ast.LetTuple and s.kind == "assign":
+            out.extend(n for n in s.names if n != "_")
         elif t is ast.For:
             _assigned(s.body, out)
         elif t is ast.If:
@@ -1252,7 +1362,7 @@ def _defined_names(stmt):
     if t in (ast.Let, ast.Def, ast.Var):
         return (stmt.name,)
     if t is ast.LetTuple:
-        return tuple(stmt.names)
+        return tuple(n for n in stmt.names if n != "_") if stmt.kind != "assign" else ()
     if t is ast.Import:
         return (stmt.module,)
     return ()

@@ -49,6 +49,9 @@ def find(name: str, loc: Loc) -> str:
         path = os.path.join(d, name + ".mg")
         if os.path.isfile(path):
             return os.path.normpath(path) if not os.path.isabs(d) else path
+        if os.path.exists(path):
+            raise GoatError("cannot import module '%s': %s is not a regular file"
+                            % (name, os.path.normpath(path)), loc)
     if is_file_source(loc.source):
         first = "the folder of %s" % os.path.basename(loc.source.path)
     else:
@@ -62,7 +65,7 @@ def find(name: str, loc: Loc) -> str:
         except OSError:
             pass
     import difflib
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, sorted(known - {name}), n=1, cutoff=0.75)
     hint = "; did you mean '%s'?" % close[0] if close else " (GOAT_PATH adds folders)"
     raise GoatError("cannot find module '%s': there is no %s.mg in %s%s"
                     % (name, name, shown, hint), loc)

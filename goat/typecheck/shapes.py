@@ -87,6 +87,21 @@ def format_type(shape) -> str:
     return "tensor[%s]" % format_shape(shape)
 
 
+MAX_BYTES = 2 ** 63 - 1       # what any machine's address space (and NumPy) can index
+
+
+def check_size(shape) -> None:
+    """Raise ShapeError for a shape no machine can hold: more than 2**63 - 1 bytes of float64
+    cells, counting each empty dimension as 1 (as NumPy does).  Exact integers: no overflow."""
+    cells = 1
+    for d in shape:
+        if type(d) is int and d > 1:
+            cells *= d
+    if cells * 8 > MAX_BYTES:
+        raise ShapeError("%s is too large for any machine to address: more than 2**63 bytes"
+                         % format_type(shape))
+
+
 def is_static(shape) -> bool:
     """True when every dimension is a known int."""
     for d in shape:

@@ -1,0 +1,142 @@
+"""What a newcomer's trial and an attack on loops, state and files found: each fault's whole
+kind, held by the right behaviour."""
+import io
+import os
+
+import numpy as np
+import pytest
+
+import goat
+from conftest import cli, error, run
+
+
+# ---- sizes no machine can hold: found before anything runs, never an internal error
+
+@pytest.mark.parametrize("src", [
+    "let a = ones(tensor[4000000000x4000000000])",
+    "print zeros(tensor[0x9223372036854775807])",
+    "let a: tensor[3037000500x3037000500] = randn(1)",
+    "print iota(tensor[99999999999999999999x2], 0)",
+    "def f(x: tensor[4000000000x4000000000]) = x",
+])
+def test_a_written_shape_too_large_for_any_machine_is_a_static_error(src):
+    e = error("print 1\n" + src)
+    assert e.line == 2 and "too large for any machine to address" in e.message
+
+
+def test_a_large_but_addressable_shape_runs_out_of_memory_with_its_line():
+    e = error("print 1\nprint iota(tensor[1000000x1000000], 0)")
+    assert e.line == 2 and e.message.startswith("out of memory computing a value of shape")
+
+
+# ---- a def's declared result holds when a ? size leaves it open
+
+def test_a_declared_result_is_checked_when_the_def_runs():
+    e = error("def g(x: tensor[?x2]) -> tensor[3x2] {\n  return x\n}\n"
+              "let r = g([[1, 2]])\nprint r + [[10, 20], [30, 40], [50, 60]]")
+    assert e.line == 1 and e.notes == ("in g, called on line 4",)
+    assert e.message == ("the value g returns (declared tensor[3x2]) must have shape 3x2, "
+                         "got 1x2")
+    (ok,) = run("def g(x: tensor[?x2]) -> tensor[3x2] {\n  return x\n}\n"
+                "print g([[1, 2], [3, 4], [5, 6]])")
+    assert ok.tolist() == [[1, 2], [3, 4], [5, 6]]
+
+
+# ---- blocks nested deeply run (as deeply as they are checked)
+
+@pytest.mark.parametrize("depth", [400, 2000])
+def test_deeply_nested_ifs_run(depth):
+    src = "var c = 0\n" + "if 1 {\n" * depth + "c = 7\n" + "}\n" * depth + "print c"
+    assert run(src)[0].item() == 7.0
+
+
+def test_a_long_else_if_chain_runs():
+    src = ("var c = 0\nif 0 { c = 1 }" + "".join(" else if c == %d { c = 5 }" % k
+                                               for k in range(400)) + "\nprint c")
+    assert run(src)[0].item() == 5.0          # c == 0 on the first test: the first branch
+
+
+# ---- loop bounds, files read as programs
+
+def test_a_device_is_not_read_as_a_program(tmp_path):
+    status, out, err = cli("run", "/dev/zero")
+    assert status == 1 and out == ""
+    assert err == "/dev/zero: error: cannot read /dev/zero: it holds more than 256 MB, which is not a program\n"
+
+
+# ---- habits from Python and NumPy
+
+@pytest.mark.parametrize("src, says", [
+    ("for i in 0..3 {\n  break\n}", "'break' is not a statement; goat has no break"),
+    ("for i in 0..3 {\n  continue\n}", "'continue' is not a statement; goat has no continue"),
+    ("var c = 0\nwhile c < 3 { c += 1 }", "'while' is not a statement; goat has no while loop"),
+    ("if 1 { print 1 } elif 2 { print 2 }", "'elif' is not a statement; write else if"),
+    ("let a = 7 // 2", "there is no integer division (//): write (a - a % b) / b"),
+    ("let x = [[1]]\nprint x.T", "goat has no methods: write transpose(x)"),
+    ("let x = [[1]]\nprint x.shape", "goat has no methods: a value's shape is its type"),
+    ("print sum([[1, 2]])", "unknown function 'sum'; write row_sum(x) or col_sum(x)"),
+    ("print softmax([[1, 2]])", "write nn.softmax_rows(x) after import nn"),
+    ("print len([[1, 2]])", "a value's sizes are part of its type"),
+    ("print np.zeros(3)", "goat is not NumPy"),
+    ("print \"{1 # 2}\"", "a {} field cannot hold a '#'"),
+])
+def test_habits_get_a_hint(src, says):
+    assert says in error(src).message
+
+
+# ---- several vars at once; a save's name made when it runs
+
+def test_a_tuple_assigns_several_vars():
+    src = ("def f(x: tensor[1x2]) { return x * 2, x + 1 }\nvar a, b = f([[1, 2]])\n"
+           "for i in 0..2 {\n  a, b = f(a)\n}\nprint a\nprint b")
+    a, b = run(src)
+    x = np.array([[1.0, 2.0]])
+    for _ in range(3):
+        x, y = x * 2, x + 1
+    assert a.tolist() == x.tolist() and b.tolist() == y.tolist()
+
+
+@pytest.mark.parametrize("src, says", [
+    ("var a = 1\nlet c = 2\na, c = (3, 4)", "cannot assign to 'c': it is defined with let"),
+    ("var a = 1\nvar c = [[1]]\na, c = (3, 4)", "cannot assign a value of shape scalar to var 'c'"),
+    ("var a = 1\na, b = (3, 4)", "cannot assign to 'b': no var of that name is defined"),
+    ("var a, b = (1, 2, 3)", "var binds 2 names, but the value holds 3"),
+    ("def f(x: scalar) { return ((x, x), x) }", "a tuple cannot hold a tuple"),
+])
+def test_tuple_assignment_errors(src, says):
+    assert says in error(src).message
+
+
+def test_a_scalar_var_and_a_1x1_value_are_told_apart_with_the_way_out():
+    e = error("var b = 0\nb = col_mean([[1], [2]])")
+    assert e.message.endswith("both hold one number: write reshape(VALUE, scalar) to change its "
+                              "shape")
+    assert run("var b = 0\nb = reshape(col_mean([[1], [2]]), scalar)\nprint b")[0].item() == 1.5
+
+
+def test_save_with_fields_in_its_name(tmp_path):
+    prog = tmp_path / "p.mg"
+    prog.write_text('for step in 0..3 {\n  save([[1, 2]] * step, "w_{step:03d}.npy")\n}\n')
+    goat.run_file(str(prog))
+    assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".npy")) == [
+        "w_000.npy", "w_001.npy", "w_002.npy"]
+    assert np.load(tmp_path / "w_002.npy").tolist() == [[2.0, 4.0]]
+
+
+def test_a_module_that_is_not_a_file_says_so(tmp_path):
+    (tmp_path / "dirmod.mg").mkdir()
+    (tmp_path / "p.mg").write_text("import dirmod\n")
+    status, out, err = cli("run", "p.mg", cwd=str(tmp_path))
+    assert status == 1
+    assert err.startswith("p.mg:1: error: cannot import module 'dirmod': dirmod.mg is not a "
+                          "regular file")
+
+
+def test_the_repl_shows_a_tuple():
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("def h(x: scalar) { return x, x * [[2]] }")
+    r = s.run("h(3)")[0]
+    assert r.kind == "value" and r.shape == ((), (1, 1))
+    assert [v.tolist() for v in r.value] == [3.0, [[6.0]]]
+    assert s.describe("h(3)") == "(scalar, tensor[1x1])"
