@@ -41,11 +41,12 @@ class Template:
     for a def that returns several values."""
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
-                 "qualname")
+                 "qualname", "_flat")
 
     def __init__(self, name, params, loc, index):
         self.name = name
         self.qualname = name        # as messages name it: nn.layer_norm for a module's def
+        self._flat = None
         self.params = params        # [(name, declared shape, loc)]
         self.region = Region("def", None, loc)
         self.result = None
@@ -53,6 +54,33 @@ class Template:
         self.loc = loc
         self.index = index
         self.pure = True            # no effects, no file reads: a call may be shared
+
+    def flat(self):
+        """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
+        tuple elements (no blocks, no effects: the common def): ([(kind, node, args)], result),
+        where an argument is a slot number (the parameters first, then the entries) or a node
+        from outside the body.  False for other bodies."""
+        if self._flat is None:
+            region = self.region
+            slot = {p.id: i for i, p in enumerate(region.params)}
+            entries = []
+            ok = not region.effects
+            for n in region.nodes if ok else ():
+                kind = n.kind
+                if kind == ARG:
+                    continue
+                if kind not in (OP, CALL, GET) and not (kind == CAST and len(n.args) == 1):
+                    ok = False
+                    break
+                entries.append((kind, n, tuple([slot.get(a.id, a) for a in n.args])))
+                slot[n.id] = len(region.params) + len(entries) - 1
+            if ok:
+                nodes = self.result if isinstance(self.result, tuple) else (self.result,)
+                result = tuple(slot.get(n.id, n) for n in nodes)
+                self._flat = (entries, result)
+            else:
+                self._flat = False
+        return self._flat
 
     @property
     def shape(self):
@@ -340,12 +368,44 @@ class Builder:
 
     def instantiate(self, tmpl: Template, args, env):
         """The value of ``tmpl``'s body with its parameters bound to ``args``."""
+        flat = tmpl.flat()
+        if flat:
+            return self._instantiate_flat(tmpl, flat, args, env)
         mapping = {p.id: a for p, a in zip(tmpl.region.params, args)}
         self._copy_region(tmpl.region, mapping, env)
         result = tmpl.result
         if isinstance(result, tuple):
             return tuple(mapping.get(n.id, n) for n in result)
         return mapping.get(result.id, result)
+
+    def _instantiate_flat(self, tmpl, flat, args, env):
+        entries, result = flat
+        slots = list(args)
+        append = slots.append
+        has_vars = bool(env)
+        op_ = self.op
+        for kind, n, spec in entries:
+            argv = [slots[s] if type(s) is int else s for s in spec]
+            if kind == OP:
+                attrs = n.attrs
+                if has_vars:
+                    shape = _subst(n.shape, env)
+                    if attrs:
+                        attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
+                else:
+                    shape = n.shape
+                append(op_(n.op, argv, n.loc, attrs, shape, n.check))
+            elif kind == CALL:
+                append(self.call(n.op, argv, n.loc))
+            elif kind == GET:
+                src = argv[0]
+                append(src[n.attrs[0]] if isinstance(src, tuple)
+                       else self.get(src, n.attrs[0], _subst(n.shape, env) if has_vars else n.shape))
+            else:       # CAST
+                append(self.cast(argv[0], _subst(n.shape, env) if has_vars else n.shape, n.what,
+                                 n.loc, n.check))
+        out = tuple([slots[s] if type(s) is int else s for s in result])
+        return out if isinstance(tmpl.result, tuple) else out[0]
 
     def _copy_region(self, src: Region, mapping: dict, env: dict):
         """Copy the nodes and effects of ``src`` into this builder's region, ``mapping`` taking
