@@ -140,3 +140,18 @@ def test_the_repl_shows_a_tuple():
     assert r.kind == "value" and r.shape == ((), (1, 1))
     assert [v.tolist() for v in r.value] == [3.0, [[6.0]]]
     assert s.describe("h(3)") == "(scalar, tensor[1x1])"
+
+
+def test_a_broadcast_too_large_for_any_machine_is_found_before_running():
+    """A sum of 21 literals nested 31 deep, each 8 wide at another depth: 8**21 cells."""
+    def literal(wide_at):
+        s = "1"
+        for d in range(31):
+            s = "[" + ", ".join([s] * 8) + "]" if d == wide_at else "[" + s + "]"
+        return s
+    src = "print 1\nprint " + " + ".join(literal(k) for k in range(21))
+    e = error(src)
+    assert e.line == 2 and e.message.endswith("is too large for any machine to address: more "
+                                              "than 2**63 bytes")
+    status, out, err = cli("check", "-", stdin=src.encode())
+    assert status == 1 and out == ""

@@ -247,6 +247,8 @@ class Builder:
             shapes = [a.shape for a in args]
             try:
                 shape = op.shape(*shapes, *attrs)
+                if shape not in shapes:     # a new shape (broadcasting, @): can it be held?
+                    check_size(shape)
             except ShapeError as e:
                 raise _shape_error(e, loc) from None
             # a ? size makes the static check incomplete; size variables do not (they are
