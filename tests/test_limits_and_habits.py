@@ -155,3 +155,16 @@ def test_a_broadcast_too_large_for_any_machine_is_found_before_running():
                                               "than 2**63 bytes")
     status, out, err = cli("check", "-", stdin=src.encode())
     assert status == 1 and out == ""
+
+
+def test_a_program_whose_expansion_explodes_is_refused_at_the_call():
+    """Each def calls the one before on two different values: 2**23 operations.  goat stops
+    at its bound (goat.typecheck.checker.MAX_NODES), at the call, in bounded time and memory."""
+    src = ("def f0(x: tensor[1x1]) = x\n"
+           + "".join("def f%d(x: tensor[1x1]) = f%d(exp(x)) + f%d(sin(x))\n" % (i, i - 1, i - 1)
+                     for i in range(1, 24))
+           + "print 1\nprint f23([[0.1]])\n")
+    status, out, err = cli("run", "-", stdin=src.encode(), timeout=120)
+    assert status == 1 and out == ""
+    assert err.startswith("<stdin>:26: error: this call of f23 needs more than 500,000 "
+                          "operations to check")

@@ -35,6 +35,14 @@ _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
 
 
+MAX_NODES = 500_000     # the checked program's size, at most: a few hundred MB, a few seconds
+
+
+class CheckCancelled(Exception):
+    """Raised inside the checker when its ``cancel`` callable says to stop (the REPL's hint
+    gives up on a check that takes too long, or that the next key made useless)."""
+
+
 class Template:
     """A checked ``def``: parameters with declared shapes, and the body as a region whose block
     arguments are the parameters.  ``result`` is the body's value: a node, or a tuple of nodes
@@ -270,6 +278,8 @@ class Builder:
         via = tuple(calls) if calls else ()
         make = lambda i: Node(i, OP, op, tuple(args), shape, loc, check, via=via, attrs=attrs,
                               region=home)
+        if not (len(self.program.nodes) & 1023):
+            self.checker.poll(loc)
         if not pure:
             self.checker.impure = True      # a def reading a file: each call reads it
             return self.program.new_node(home, OP, op, tuple(args), shape, loc, check=check,
@@ -345,6 +355,7 @@ class Builder:
                 return tuple(self.get(node, k, s) for k, s in enumerate(shape))
             return node
         key = (tmpl.index,) + tuple([a.id for a in args])
+        checker.poll(loc)
         if tmpl.pure:
             r = self.region
             while r is not None:
@@ -543,6 +554,22 @@ class Checker:
         self.gone: dict = {}          # names of blocks that have ended -> their line
         self.depth = 0                # block nesting, for the outline
         self.last = None              # (statement, its value) of the last plain statement checked
+        self.cancel = None            # a callable: True stops the check (CheckCancelled)
+        self.max_nodes = MAX_NODES
+
+    def poll(self, loc):
+        """Stop a check that has grown too large, or that ``cancel`` asks to stop."""
+        if self.cancel is not None and self.cancel():
+            raise CheckCancelled()
+        if len(self.program.nodes) > self.max_nodes:
+            calls = self.calls
+            where = calls[0][1] if calls else loc
+            what = "this call of %s" % calls[0][0] if calls else "this statement"
+            raise GoatError("%s needs more than %s operations to check, more than goat checks "
+                            "(a def that calls defs on different values doubles the work at each "
+                            "level)" % (what, format(self.max_nodes, ",")), where,
+                            notes=tuple("in %s, called on line %d" % (name, l.line)
+                                        for name, l in reversed(calls[1:4])))
 
     # ------------------------------------------------------------------ constants
     def const(self, value, loc):
