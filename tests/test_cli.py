@@ -97,12 +97,26 @@ def test_nul_byte(tmp_path):
 
 
 def test_runtime_error_keeps_earlier_output(tmp_path):
+    # the rows of b are known only when the program runs (read from a file)
+    import numpy as np
+    np.save(tmp_path / "b.npy", np.arange(6.0).reshape(3, 2))
     src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint [[7]]\n"
-           "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
+           "let b: tensor[?x2] = load(\"b.npy\")\n"
+           "print add_rows([[1, 2], [3, 4]], b)\n")
     status, out, err = cli("run", write(tmp_path, "r.mg", src))
     assert status == 1
     assert out.endswith("[[7]]\n")
     assert ":1: error: cannot add shapes 2x2 and 3x2" in err.splitlines()[0]
+
+
+def test_a_question_mark_parameter_given_a_known_shape_is_checked_before_running(tmp_path):
+    src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint [[7]]\n"
+           "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
+    status, out, err = cli("run", write(tmp_path, "r.mg", src))
+    assert (status, out) == (1, "")
+    assert err.splitlines()[0].endswith("r.mg:1: error: cannot add shapes 2x2 and 3x2: "
+                                        "dimensions 2 and 3 differ and neither is 1")
+    assert "note: in add_rows, called on line 3" in err
 
 
 def test_internal_error_is_one_line_and_status_2(monkeypatch, capsys):

@@ -1,6 +1,7 @@
 """Every error message, its line, and its caret; static errors come before any output."""
 import io
 
+import numpy as np
 import pytest
 
 import goat
@@ -154,10 +155,12 @@ def test_static_errors_come_before_any_output():
     assert info.value.line == 2
 
 
-def test_runtime_check_of_unknown_dimensions_keeps_earlier_output():
+def test_runtime_check_of_unknown_dimensions_keeps_earlier_output(tmp_path):
+    np.save(tmp_path / "b.npy", np.array([[1.0, 2], [3, 4], [5, 6]]))
     src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\n"
            "print add_rows([[1, 2]], [[3, 4]])\n"
-           "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
+           "let b: tensor[?x2] = load(\"%s\")\n"
+           "print add_rows([[1, 2], [3, 4]], b)\n" % (tmp_path / "b.npy"))
     out = io.StringIO()
     with pytest.raises(goat.GoatError) as info:
         goat.run_source(src, path="t.mg", stdout=out)

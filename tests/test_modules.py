@@ -249,7 +249,9 @@ def test_a_modules_file_names_are_relative_to_the_module(tmp_path, monkeypatch):
 
 def test_a_run_time_error_inside_a_modules_def(tmp_path):
     write(tmp_path, "rt.mg", "# helper\ndef f(x: tensor[2x?]) = x @ [[1], [2], [3]]\n")
-    write(tmp_path, "p.mg", "print [[1]]\nimport rt\nprint rt.f([[1, 2], [3, 4]])\n")
+    np.save(tmp_path / "x.npy", np.array([[1.0, 2], [3, 4]]))
+    write(tmp_path, "p.mg", "print [[1]]\nimport rt\nlet x: tensor[2x?] = load(\"x.npy\")\n"
+                            "print rt.f(x)\n")
     status, out, err = cli("run", "p.mg", cwd=str(tmp_path))
     assert status == 1 and out == MEMREF % (1, 1, 1) + "[[1]]\n"    # checked when it runs
     assert err.splitlines()[0] == ("rt.mg:2: error: cannot matrix-multiply shapes 2x2 and 3x1: "

@@ -407,7 +407,10 @@ class Builder:
                         attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
                 else:
                     shape = n.shape
-                append(op_(n.op, argv, n.loc, attrs, shape, n.check))
+                check = n.check
+                if check:
+                    shape, check = self._recheck(n, argv, attrs, shape)
+                append(op_(n.op, argv, n.loc, attrs, shape, check))
             elif kind == CALL:
                 append(self.call(n.op, argv, n.loc))
             elif kind == GET:
@@ -415,10 +418,35 @@ class Builder:
                 append(src[n.attrs[0]] if isinstance(src, tuple)
                        else self.get(src, n.attrs[0], _subst(n.shape, env) if has_vars else n.shape))
             else:       # CAST
-                append(self.cast(argv[0], _subst(n.shape, env) if has_vars else n.shape, n.what,
-                                 n.loc, n.check))
+                shape = _subst(n.shape, env) if has_vars else n.shape
+                append(self.cast(argv[0], shape, n.what, n.loc,
+                                 self._recheck_cast(n, argv[0], shape) if n.check else False))
         out = tuple([slots[s] if type(s) is int else s for s in result])
         return out if isinstance(tmpl.result, tuple) else out[0]
+
+    def _recheck(self, n, args, attrs, shape):
+        """A def's op that a ``?`` left to be checked when it runs, instantiated on arguments
+        whose shapes are known: checked now (an error names the def's line and the calls it
+        came through), with its exact shape.  Returns (shape, still to check when it runs)."""
+        shapes = [a.shape for a in args]
+        if _unknown(shapes) or any(type(d) is RunDim for s in attrs if type(s) is tuple
+                                   for d in s):
+            return shape, True
+        try:
+            return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
+        except ShapeError as e:
+            raise GoatError(e.message, n.loc, notes=self.checker.call_notes(n.loc)) from None
+
+    def _recheck_cast(self, n, x, declared):
+        """A def's cast (an argument, an annotation) whose value's shape is now known."""
+        if _unknown([x.shape]):
+            return True
+        ok, _ = compatible(declared, x.shape)
+        if not ok:
+            from ..interp.evaluator import _mismatch
+            raise GoatError(_mismatch(n.what, x.shape, declared), n.loc,
+                            notes=self.checker.call_notes(n.loc))
+        return False
 
     def _copy_region(self, src: Region, mapping: dict, env: dict):
         """Copy the nodes and effects of ``src`` into this builder's region, ``mapping`` taking
@@ -441,7 +469,11 @@ class Builder:
                 attrs = n.attrs
                 if has_vars and attrs:
                     attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
-                new = self.op(n.op, [m(a.id, a) for a in n.args], n.loc, attrs, shape, n.check)
+                argv = [m(a.id, a) for a in n.args]
+                check = n.check
+                if check:
+                    shape, check = self._recheck(n, argv, attrs, shape)
+                new = self.op(n.op, argv, n.loc, attrs, shape, check)
             elif kind == CAST:
                 if len(n.args) == 2:
                     x, ref = (m(a.id, a) for a in n.args)
@@ -451,7 +483,9 @@ class Builder:
                         dim, ref_dim, name, what, ref_what = n.value
                         new = self.same_size(x, dim, ref, ref_dim, name, what, ref_what, n.loc)
                 else:
-                    new = self.cast(m(n.args[0].id, n.args[0]), shape, n.what, n.loc, n.check)
+                    x = m(n.args[0].id, n.args[0])
+                    new = self.cast(x, shape, n.what, n.loc,
+                                    self._recheck_cast(n, x, shape) if n.check else False)
             elif kind == GET:
                 src_val = m(n.args[0].id, n.args[0])
                 if isinstance(src_val, tuple):
@@ -556,6 +590,14 @@ class Checker:
         self.last = None              # (statement, its value) of the last plain statement checked
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
+
+    def call_notes(self, loc):
+        """Notes naming the def calls being expanded, innermost first, as run-time errors
+        name them: ``in f, called on line 4``."""
+        here = loc.source
+        return tuple("in %s, called %s" % (name, "on line %d" % l.line if l.source is here
+                                           else "at %s:%d" % (l.source.path, l.line))
+                     for name, l in reversed(self.calls))
 
     def poll(self, loc):
         """Stop a check that has grown too large, or that ``cancel`` asks to stop."""
@@ -1145,7 +1187,8 @@ class Checker:
             ok, runtime = compatible(bound, actual)
             if not ok:
                 raise GoatError("%s must have shape %s, got %s"
-                                % (what, format_shape(bound), format_shape(actual)), loc)
+                                % (what, _declared_shape(declared, env), format_shape(actual)),
+                                loc)
             out.append((bound, runtime, what))
         return out, env
 
@@ -1177,7 +1220,9 @@ class Checker:
                 return args, {}
         shapes = [a.shape for a in args]
         checked, env = self.check_arguments(tmpl, shapes, [loc] * len(args))
-        out = [builder.cast(a, bound, what, loc, runtime) if a.shape != bound else a
+        # an argument whose shape is known keeps it (a ? parameter does not make it unknown:
+        # the body's operations are then checked on it now, not when they run)
+        out = [builder.cast(a, bound, what, loc, runtime) if runtime else a
                for a, (bound, runtime, what) in zip(args, checked)]
         if tmpl.has_vars:
             for i, j, k, m, name in self.unknown_sizes(tmpl, shapes):
@@ -1424,6 +1469,15 @@ def _header(stmt) -> str:
     """A block's header as written, without its '{': ``for step in 0..200``."""
     head = stmt.head
     return " ".join(head.source.text[head.start:head.end].rstrip("{").split())
+
+
+def _declared_shape(declared, env) -> str:
+    """A parameter's declared shape with the sizes its variables were bound to:
+    ``Nx3 (N = 1)``."""
+    names = [d.name for d in declared if isinstance(d, SizeVar)]
+    bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
+             if n in env and env[n][0] is not None]
+    return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
 
 
 def _var_shape_message(name, shape, declared) -> str:
