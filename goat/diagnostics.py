@@ -157,6 +157,27 @@ class GoatError(Exception):
         return "\n".join(out)
 
 
+class GoatErrors(GoatError):
+    """Several independent errors of one file (a compiler's list): the first is this error's
+    own message and position, ``errors`` holds them all (in order), and ``left_out`` counts
+    those beyond the cap that are not shown."""
+
+    def __init__(self, errors: list, left_out: int = 0):
+        first = errors[0]
+        super().__init__(first.message, first.loc, first._path, first.notes)
+        self.errors = list(errors)
+        self.left_out = left_out
+
+    def render(self) -> str:
+        out = [e.render() for e in self.errors]
+        total = len(self.errors) + self.left_out
+        if self.left_out:
+            out.append("goat: %d errors, the first %d shown" % (total, len(self.errors)))
+        elif total > 1:
+            out.append("goat: %d errors" % total)
+        return "\n".join(out)
+
+
 def internal_error_line(exc: BaseException) -> str:
     """The single line shown when goat itself fails (exit status 2)."""
     detail = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__

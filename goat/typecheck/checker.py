@@ -632,6 +632,44 @@ class Checker:
             self.check_stmt(stmt)
         return self.program
 
+    def check_module_all(self, module: ast.Module, limit: int = 20) -> Program:
+        """Check every statement, reporting every independent error (as compilers do): a
+        statement that fails is skipped, and statements that use what it would have defined
+        (or assigned) are skipped without a second report.  Raises GoatError for one error,
+        GoatErrors for several (at most ``limit`` shown)."""
+        self.look_ahead(module)
+        errors, left_out = [], 0
+        broken = set()                      # names whose value is unknown after an error
+        for stmt in module.stmts:
+            if broken and _uses(stmt) & broken:
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
+                continue
+            try:
+                self.check_stmt(stmt)
+            except GoatError as e:
+                if len(errors) < limit:
+                    errors.append(e)
+                else:
+                    left_out += 1
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
+                self._recover()
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            from ..diagnostics import GoatErrors
+            raise GoatErrors(errors, left_out)
+        return self.program
+
+    def _recover(self):
+        """The checker's state after a statement failed midway, for the next statement."""
+        self._defining = None
+        self.impure = False
+        self.depth = 0
+        del self.calls[:]
+        del self.shared.loading[:]
+
     def look_ahead(self, module: ast.Module):
         """Note the names the file defines, so that a use before its definition says so."""
         self.later = {}
@@ -1498,6 +1536,45 @@ def _assigned(stmts, out):
         elif t is ast.If:
             _assigned(s.body, out)
             _assigned(s.orelse, out)
+
+
+def _assigned_names(stmt):
+    out = []
+    _assigned([stmt], out)
+    return out
+
+
+def _uses(stmt) -> set:
+    """The names a statement reads (a qualified name by its module), in nested blocks too."""
+    out = set()
+    stack = [stmt]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is ast.Name:
+            out.add(x.name.split(".")[0])
+        elif t is ast.Call:
+            out.add(x.name.split(".")[0])
+            stack.extend(x.args)
+        elif t is ast.Assign:
+            out.add(x.name)
+            stack.append(x.expr)
+        elif t is ast.Field:
+            stack.append(x.expr)
+        elif t is ast.PrintFormat:
+            stack.extend(p for p in x.parts if not isinstance(p, str))
+        elif t is ast.Save:
+            stack.append(x.expr)
+            if not isinstance(x.path, str):
+                stack.extend(p for p in x.path if not isinstance(p, str))
+        else:
+            for name in getattr(t, "__slots__", ()):
+                v = getattr(x, name, None)
+                if isinstance(v, (ast.Expr, ast.Stmt)):
+                    stack.append(v)
+                elif isinstance(v, list):
+                    stack.extend(i for i in v if isinstance(i, (ast.Expr, ast.Stmt)))
+    return out
 
 
 def _defined_names(stmt):
