@@ -168,3 +168,14 @@ def test_a_program_whose_expansion_explodes_is_refused_at_the_call():
     assert status == 1 and out == ""
     assert err.startswith("<stdin>:26: error: this call of f23 needs more than 500,000 "
                           "operations to check")
+
+
+def test_out_of_memory_on_a_size_known_only_when_it_runs_reports_the_real_size(tmp_path):
+    np.save(tmp_path / "col.npy", np.ones((300000, 1)))
+    prog = tmp_path / "p.mg"
+    prog.write_text('let c: tensor[?x1] = load("col.npy")\nprint 1\nprint row_sum(c @ transpose(c))\n')
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(prog))
+    assert info.value.line == 3
+    assert info.value.message == ("out of memory computing a value of shape 300000x300000 "
+                                  "(720 GB)")

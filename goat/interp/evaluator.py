@@ -345,12 +345,32 @@ class Evaluator:
         """The GoatError for an op's OpError or MemoryError, at the node's line."""
         if isinstance(e, OpError):
             return GoatError(e.message, node.loc, notes=_notes(node))
+        shape = self._actual_shape(node)
+        if shape is None:
+            return GoatError("out of memory computing a value of shape %s"
+                             % format_shape(node.shape), node.loc, notes=_notes(node))
         cells = 1
-        for d in node.shape if node.kind not in (LOOP, BRANCH) else ():
-            cells *= d if isinstance(d, int) else 1
+        for d in shape:
+            cells *= d
         return GoatError("out of memory computing a value of shape %s (%.3g GB)"
-                         % (format_shape(node.shape), cells * 8 / 1e9), node.loc,
-                         notes=_notes(node))
+                         % (format_shape(shape), cells * 8 / 1e9), node.loc, notes=_notes(node))
+
+    def _actual_shape(self, node):
+        """The shape a failing node was to have, from its inputs' actual shapes (a ? size
+        known only now); None when it cannot be told."""
+        if node.kind in (LOOP, BRANCH):
+            return None
+        shape = node.shape
+        if all(type(d) is int for d in shape):
+            return shape
+        if node.kind != OP or _has_run_dims(node.attrs):
+            return None
+        try:
+            vals = self.values
+            actual = node.op.shape(*[_shape_of(vals[a.id]) for a in node.args], *node.attrs)
+        except Exception:
+            return None
+        return actual if all(type(d) is int for d in actual) else None
 
     def _run_plan(self, plan):
         vals = self.values
