@@ -2,12 +2,36 @@
 
 The Python API (see goat/api.py): ``run_source``, ``run_file``, ``check_source``,
 ``check_file``, ``load`` and ``execute``; errors are :class:`GoatError`.
+
+The API, and NumPy with it, is imported when first used (``goat.run_source``,
+``from goat import run_source``), so that ``goat --version`` and ``goat --help`` start at once
+and a process too small to load NumPy gets goat's own error rather than a traceback.
 """
 __version__ = "0.1.0"
 
 from .diagnostics import GoatError  # noqa: E402
-from .api import (check_file, check_source, execute, load, run_file,  # noqa: E402
-                  run_source)
+
+_API = ("run_source", "run_file", "check_source", "check_file", "load", "execute")
 
 __all__ = ["__version__", "GoatError", "run_source", "run_file", "check_source", "check_file",
            "load", "execute"]
+
+
+def __getattr__(name):
+    import importlib
+    if name in _API:
+        value = getattr(importlib.import_module(".api", __name__), name)
+        globals()[name] = value
+        return value
+    if name.startswith("__"):
+        raise AttributeError("module 'goat' has no attribute %r" % name)
+    try:        # a submodule (goat.api, goat.interp, ...), as an eager import made them
+        return importlib.import_module("." + name, __name__)
+    except ModuleNotFoundError as e:
+        if e.name != "%s.%s" % (__name__, name):
+            raise
+        raise AttributeError("module 'goat' has no attribute %r" % name) from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -4,87 +4,299 @@
     >>> goat.run_source("print [[1, 2]] @ [[3], [4]]")
     [array([[11.]])]
 
-Every function raises :class:`goat.GoatError` for a problem in the program (its ``str`` is the
-``PATH:LINE: error: MESSAGE`` line, ``render()`` adds the source excerpt).
+Errors:
+
+* :class:`goat.GoatError` -- a problem in the program or its input (a syntax or shape error, an
+  unreadable file, a program nested too deeply for this process's memory).  Its ``str`` is the
+  ``PATH:LINE: error: MESSAGE`` line, ``render()`` adds the source excerpt.
+* ``TypeError`` -- a mistake in the calling code: an argument of the wrong type (a path that is
+  not a ``str``/``bytes``/``os.PathLike``, an ``int`` file descriptor, ``None`` for a program,
+  a ``stdout`` that is not a writable text stream, ...).  The message names the argument and
+  what was expected.  ``ValueError`` -- an argument of the right type and a wrong value: an
+  unknown back end name, a closed ``stdout``.  Both are raised before anything is read or run.
+* ``MemoryError`` -- a value too large for this process's memory (what the command line
+  reports as ``goat: error: out of memory``).
+
+Process-wide state: deep recursion needs a large stack and a raised recursion limit, so
+checking (and running a program whose blocks nest deeply) happens on a helper thread with a
+large stack, and the recursion limit is raised while any such call runs; Python's cyclic
+garbage collector is paused while a program is read, checked and run.  Each of these is put
+back as it was when the last concurrent call ends.  ``threading.stack_size()`` is changed only
+while a helper thread is started, in one sequence of C calls during which no other thread of
+the process runs Python code (so none can start a thread with that size), and put back.  Nothing else that is
+process-wide is touched: ``sys.stdout``/``sys.stderr``, the working directory and the signal
+handlers stay as they are, and a program prints only to the ``stdout`` it is given.
 """
 from __future__ import annotations
 
+import _thread
+import functools
 import gc
+import io
+import operator
+import os
+import select
+import stat
 import sys
 import threading
 import time
 from contextlib import contextmanager
 
 from .diagnostics import GoatError, Loc, Source
-from .gpu import get_backend
+from .gpu import BACKENDS, get_backend
 from .interp.evaluator import Evaluator
 from .lexer import ast
 from .lexer.parser import parse
 from .typecheck.checker import Checker
 from .typecheck.program import Program, subregions
 
+# ---------------------------------------------------------------------------------------------
+# Deep recursion.
+#
 # Deeply nested expressions (a 10,000-level bracket nest, a 10,000-term sum) recurse in the
-# checker; they run on a thread with a large stack so that they are checked, not crashed on.
-_STACK_SIZES = (512 * 1024 * 1024, 64 * 1024 * 1024)   # the second where memory is capped
+# checker; they run on a thread with a large stack and a raised recursion limit so that they
+# are checked, not crashed on.  The stack is chosen to fit the address space the process may
+# still use (ulimit -v): it takes at most half of what is left, so that the program itself
+# keeps room.  Below _MIN_STACK (where _RECURSION_LIMIT levels could overflow the C stack) no
+# helper thread is used: the call runs in the calling thread at the recursion limit it finds,
+# and a program nested too deeply for that is a GoatError saying so.
+
+_MB = 1024 * 1024
+_STACK_SIZES = (512 * _MB, 256 * _MB, 128 * _MB, 64 * _MB)
+_MIN_STACK = _STACK_SIZES[-1]
 _RECURSION_LIMIT = 120_000
-_limit_lock = threading.Lock()
-_limit_users = 0            # calls inside with_deep_stack now (they share the raised limit)
-_limit_before = None
+
+_here = threading.local()         # .mode: "deep" on a helper thread, "plain" in a fallback call
+_thread_start_lock = threading.Lock()   # threading.stack_size() is changed only under it
+# At most this many helper threads at once (more callers wait for one to finish): checking is
+# bound by the GIL, so more would only reserve more address space for their stacks.
+_MAX_HELPERS = 4
+_CALL = operator.methodcaller("__call__")
+_helper_slots = threading.BoundedSemaphore(_MAX_HELPERS)
+
+# The recursion limit is process-wide: it is raised while any "deep" call runs and put back
+# when the last one ends.  A "plain" call (no helper thread could be started) runs on a stack
+# of unknown size, so it must not run while the limit is raised: deep and plain calls exclude
+# each other (calls of the same kind run together).
+_mode = threading.Condition()
+_deep_calls = 0
+_plain_calls = 0
+_limit_before = None              # the limit found by the first deep call
+_limit_set = None                 # the limit it set (None: it found one high enough)
+
+PLAIN_NOTE = " within this process's memory"
 
 
-def _raise_limit():
-    global _limit_users, _limit_before
-    with _limit_lock:
-        if _limit_users == 0:
-            _limit_before = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(_limit_before, _RECURSION_LIMIT))
-        _limit_users += 1
+def _enter_deep():
+    global _deep_calls, _limit_before, _limit_set
+    with _mode:
+        while _plain_calls:
+            _mode.wait()
+        if _deep_calls == 0:
+            before = sys.getrecursionlimit()
+            if before < _RECURSION_LIMIT:
+                sys.setrecursionlimit(_RECURSION_LIMIT)
+                _limit_before, _limit_set = before, _RECURSION_LIMIT
+            else:
+                _limit_before = _limit_set = None
+        _deep_calls += 1
 
 
-def _restore_limit():
-    global _limit_users
-    with _limit_lock:
-        _limit_users -= 1
-        if _limit_users == 0:
-            sys.setrecursionlimit(_limit_before)
+def _leave_deep():
+    global _deep_calls, _limit_before, _limit_set
+    with _mode:
+        _deep_calls -= 1
+        if _deep_calls == 0:
+            # put the limit back unless someone else changed it meanwhile
+            if _limit_set is not None and sys.getrecursionlimit() == _limit_set:
+                try:
+                    sys.setrecursionlimit(_limit_before)
+                except (RecursionError, ValueError):    # pragma: no cover - the caller is deep
+                    pass
+            _limit_before = _limit_set = None
+            _mode.notify_all()
+
+
+def _enter_plain():
+    global _plain_calls
+    with _mode:
+        while _deep_calls:
+            _mode.wait()
+        _plain_calls += 1
+
+
+def _leave_plain():
+    global _plain_calls
+    with _mode:
+        _plain_calls -= 1
+        if _plain_calls == 0:
+            _mode.notify_all()
+
+
+def _status_kb(field: str):
+    """A ``Vm...`` figure of /proc/self/status in kB, or None where there is none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _address_space_left():
+    """Bytes this process may still map under ``ulimit -v`` (RLIMIT_AS) and RLIMIT_DATA, or
+    None when neither is set."""
+    try:
+        import resource
+    except ImportError:          # pragma: no cover - not POSIX
+        return None
+    left = None
+    for name, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        try:
+            soft, _ = resource.getrlimit(which)
+        except (OSError, ValueError):
+            continue
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        used = _status_kb(field)
+        room = soft - (used or 0) * 1024
+        left = room if left is None else min(left, room)
+    return None if left is None else max(left, 0)
+
+
+_RESERVE = 64 * _MB     # address space always left to the program itself
+
+
+def _stack_sizes():
+    """The helper-thread stack sizes to try, largest first: at most half of the address
+    space left beyond a reserve for the program itself."""
+    left = _address_space_left()
+    if left is None:
+        return _STACK_SIZES
+    return tuple(size for size in _STACK_SIZES if size <= (left - _RESERVE) // 2)
+
+
+def _start_helper(target) -> bool:
+    """Start a thread running ``target`` on a large stack; False where none can be started.
+
+    ``threading.stack_size()`` is one setting for the whole process, read by every thread
+    start.  It is set, the thread started and the setting put back in one sequence of calls
+    into C (no Python code runs in between, so the GIL is not passed to another thread, which
+    could start a thread of its own with the large size), with the collector paused (its
+    finalizers are Python code), under a lock."""
+    with _thread_start_lock, gc_paused():
+        before = _thread.stack_size()
+        for size in _stack_sizes():
+            steps = (functools.partial(_thread.stack_size, size),
+                     functools.partial(_thread.start_new_thread, target, ()),
+                     functools.partial(_thread.stack_size, before))
+            try:
+                list(map(_CALL, steps))
+                return True
+            except (RuntimeError, MemoryError, ValueError, OSError):
+                _thread.stack_size(before)
+        return False
+
+
+def _frame_memory_error(e: BaseException) -> bool:
+    """Whether ``e`` is how CPython 3.11 reports that it had no memory for one more frame of
+    a deep recursion (a SystemError without an exception set) -- a MemoryError in all but
+    name."""
+    if isinstance(e, MemoryError):
+        return True
+    if isinstance(e, SystemError):
+        text = str(e)
+        return "without exception set" in text or "without setting an exception" in text
+    return False
 
 
 def with_deep_stack(fn, *args, **kwargs):
-    """Run ``fn(*args, **kwargs)`` where deep recursion is allowed: on a thread with a large
-    stack and a raised recursion limit (restored when the last such call ends, so concurrent
-    calls do not undo each other).  Where no such thread can be started (memory is capped),
-    it runs in the calling thread with the raised limit alone."""
+    """Run ``fn(*args, **kwargs)`` where deep recursion is allowed: on a helper thread with a
+    large stack while the recursion limit is raised (put back when the last such call ends,
+    so concurrent calls do not undo each other).  Where no such thread can be started (memory
+    is capped), it runs in the calling thread at the recursion limit it finds; a program
+    nested too deeply for that is reported as such (``PLAIN_NOTE``).  Inside a call already
+    made this way, ``fn`` simply runs."""
+    if getattr(_here, "mode", None) is not None:
+        return fn(*args, **kwargs)
     result = {}
+    go = threading.Event()
+    done = threading.Event()
+    cancelled = []
 
     def target():
         try:
-            result["value"] = fn(*args, **kwargs)
-        except BaseException as e:      # re-raised in the caller's thread
-            result["error"] = e
-
-    _raise_limit()
-    try:
-        thread = None
-        for size in _STACK_SIZES:
-            old_size = threading.stack_size()
+            go.wait()
+            if cancelled:
+                return
+            _here.mode = "deep"
             try:
-                threading.stack_size(size)
-                thread = threading.Thread(target=target, name="goat", daemon=True)
-                thread.start()
-                break
-            except (RuntimeError, MemoryError, ValueError):
-                thread = None
-            finally:
-                threading.stack_size(old_size)
-        if thread is None:
-            target()
-        else:
-            thread.join()
+                result["value"] = fn(*args, **kwargs)
+            except BaseException as e:      # re-raised in the caller's thread
+                result["error"] = e
+        finally:
+            _helper_slots.release()
+            done.set()
+
+    _helper_slots.acquire()
+    try:
+        started = _start_helper(target)
+    except BaseException:
+        _helper_slots.release()
+        raise
+    if not started:
+        _helper_slots.release()
+        return _plain_call(fn, args, kwargs)
+    entered = False
+    try:
+        _enter_deep()
+        entered = True
+        go.set()
+        done.wait()
     finally:
-        _restore_limit()
+        if not go.is_set():         # interrupted before the helper could begin
+            cancelled.append(True)
+            go.set()
+        if entered:
+            _leave_deep()
     if "error" in result:
-        raise result["error"]
+        error = result.pop("error")
+        if isinstance(error, SystemError) and _frame_memory_error(error):
+            raise MemoryError("no memory left for a deeper recursion") from None
+        raise error
     return result.get("value")
+
+
+def _plain_call(fn, args, kwargs):
+    _enter_plain()
+    _here.mode = "plain"
+    try:
+        return fn(*args, **kwargs)
+    except SystemError as e:
+        if _frame_memory_error(e):
+            raise MemoryError("no memory left for a deeper recursion") from None
+        raise
+    finally:
+        _here.mode = None
+        _leave_plain()
+
+
+def _depth_note() -> str:
+    """What a 'nested too deeply' message adds when the call could not get a large stack."""
+    return PLAIN_NOTE if getattr(_here, "mode", None) == "plain" else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The garbage collector.
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
 
 
 @contextmanager
@@ -95,31 +307,151 @@ def gc_paused():
     long as the program; the collector would walk them all again and again while they are made
     (it doubled the time to read the 14,529-line training program).  Nothing made here needs
     the collector to be freed in time: what is garbage when it is switched back on is collected
-    then."""
-    was = gc.isenabled()
-    gc.disable()
+    then.  The collector is one switch for the whole process: concurrent pauses are counted,
+    and the last to end puts it back as the first found it."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
+
+# ---------------------------------------------------------------------------------------------
+# Arguments.
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+def _check_text(text, fn: str):
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError("goat.%s: the program must be a str (or UTF-8 bytes), not %s"
+                        % (fn, _type_name(text)))
+
+
+def _check_shown_path(path, fn: str):
+    if not isinstance(path, str):
+        raise TypeError("goat.%s: path (the name errors show for the program) must be a str, "
+                        "not %s" % (fn, _type_name(path)))
+
+
+def _file_path(path, fn: str) -> str:
+    """A file path argument as a str: a str, bytes or os.PathLike is taken, as open() takes
+    them -- but not an int, which open() would take for a file descriptor (and close)."""
+    if isinstance(path, (str, bytes, os.PathLike)):
+        try:
+            p = os.fspath(path)
+        except TypeError:           # a __fspath__ that returns something else
+            p = None
+        if isinstance(p, bytes):
+            p = os.fsdecode(p)
+        if isinstance(p, str):
+            return p
+    if isinstance(path, int):
+        raise TypeError("goat.%s: the path must be a file name (str or os.PathLike), not an "
+                        "int; to run a program from an open file, read it and pass the text "
+                        "to goat.run_source" % fn)
+    raise TypeError("goat.%s: the path must be a file name (str or os.PathLike), not %s"
+                    % (fn, _type_name(path)))
+
+
+def _check_stdout(stdout, fn: str):
+    if stdout is None:
+        return
+    write = getattr(stdout, "write", None)
+    if not callable(write):
+        raise TypeError("goat.%s: stdout must be a writable text stream (with a write method) "
+                        "or None, not %s" % (fn, _type_name(stdout)))
+    if isinstance(stdout, (io.RawIOBase, io.BufferedIOBase)):
+        raise TypeError("goat.%s: stdout must be a text stream, not the binary %s (wrap it in "
+                        "io.TextIOWrapper)" % (fn, _type_name(stdout)))
+    if getattr(stdout, "closed", False) is True:
+        raise ValueError("goat.%s: stdout is closed" % fn)
+    writable = getattr(stdout, "writable", None)
+    if callable(writable):
+        try:
+            ok = writable()
+        except ValueError:          # a closed file says so this way
+            raise ValueError("goat.%s: stdout is closed" % fn) from None
+        if ok is False:
+            raise TypeError("goat.%s: stdout must be a writable text stream; this %s is not "
+                            "open for writing" % (fn, _type_name(stdout)))
+
+
+def _check_backend(backend, fn: str):
+    if not isinstance(backend, str):
+        raise TypeError("goat.%s: backend must be the name of a back end (a str: %s), not %s"
+                        % (fn, ", ".join(sorted(BACKENDS)), _type_name(backend)))
+    if backend not in BACKENDS:
+        raise ValueError("goat.%s: unknown back end %r (the back ends: %s)"
+                         % (fn, backend, ", ".join(sorted(BACKENDS))))
+
+
+def _check_timings(timings, fn: str):
+    if timings is not None and not isinstance(timings, dict):
+        raise TypeError("goat.%s: timings must be a dict (it receives the seconds each phase "
+                        "took) or None, not %s" % (fn, _type_name(timings)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading.
 
 MAX_PROGRAM_BYTES = 256 * 1024 * 1024     # a program's text, at most (no one writes more)
+_CHUNK = 1024 * 1024
 
 
 def read_program_bytes(f, shown: str) -> bytes:
     """The bytes of a program from an open binary file (a pipe or a device too), refusing
-    more than MAX_PROGRAM_BYTES rather than reading without end (/dev/zero)."""
-    data = f.read(MAX_PROGRAM_BYTES + 1)
-    if len(data) > MAX_PROGRAM_BYTES:
-        raise GoatError("cannot read %s: it holds more than %d MB, which is not a program"
-                        % (shown, MAX_PROGRAM_BYTES // (1024 * 1024)), path=shown)
-    return data
+    more than MAX_PROGRAM_BYTES rather than reading without end (/dev/zero).  A regular file
+    is read in one piece of its size; anything else a megabyte at a time (never a buffer of
+    MAX_PROGRAM_BYTES made ahead, which a capped address space cannot hold)."""
+    size = None
+    try:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode):
+            size = st.st_size
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+    if size is not None and size > MAX_PROGRAM_BYTES:
+        _too_big(shown)
+    want = size + 1 if size is not None else _CHUNK
+    parts = []
+    total = 0
+    while True:
+        try:
+            chunk = f.read(want)
+        except BlockingIOError:       # a non-blocking descriptor with nothing to read yet
+            chunk = None
+        if chunk is None:
+            select.select([f], [], [])
+            continue
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        if total > MAX_PROGRAM_BYTES:
+            _too_big(shown)
+        want = _CHUNK
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def read_source(path: str) -> Source:
-    """Read a program file as UTF-8 text.  Raises GoatError if it cannot be read or decoded."""
+def _too_big(shown: str):
+    raise GoatError("cannot read %s: it holds more than %d MB, which is not a program"
+                    % (shown, MAX_PROGRAM_BYTES // (1024 * 1024)), path=shown)
+
+
+def read_source(path) -> Source:
+    """Read a program file as UTF-8 text.  Raises GoatError if it cannot be read or decoded,
+    TypeError if ``path`` is not a file name (str, bytes or os.PathLike)."""
+    path = _file_path(path, "read_source")
     try:
         with open(path, "rb") as f:
             data = read_program_bytes(f, path)
@@ -148,24 +480,39 @@ def decode_source(data: bytes, path: str) -> Source:
     return Source(path, text)
 
 
+# ---------------------------------------------------------------------------------------------
+# Checking and running.
+
 def parse_source(source: Source) -> ast.Module:
     return parse(source)
 
 
 def _check_module(module: ast.Module, program: Program | None = None) -> Program:
-    checker = Checker(program)
-    checker.look_ahead(module)
-    for stmt in module.stmts:
-        try:
-            checker.check_stmt(stmt)
-        except RecursionError:
-            raise GoatError("this statement is nested too deeply to check", stmt.loc) from None
-    return checker.program
+    """Check every statement; every independent error is reported (GoatErrors for several)."""
+    return Checker(program).check_module_all(module, convert=_check_failure)
+
+
+def _check_failure(stmt, e) -> GoatError:
+    """The GoatError for Python running out of stack or memory while checking ``stmt``."""
+    if isinstance(e, RecursionError):
+        return GoatError("this statement is nested too deeply to check" + _depth_note(), stmt.loc)
+    if not _frame_memory_error(e):
+        raise e
+    return GoatError("this statement is too large or nested too deeply to check" + PLAIN_NOTE,
+                     stmt.loc)
 
 
 def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
     """Parse and check a program (``str``, or UTF-8 ``bytes``); the checked :class:`Program`
-    (nothing runs yet)."""
+    (nothing runs yet).  ``path`` is the name errors show; ``timings`` (a dict) receives the
+    seconds of "parse" and "check" (see :func:`run_source`)."""
+    _check_text(text, "load")
+    _check_shown_path(path, "load")
+    _check_timings(timings, "load")
+    return _load_text(text, path, timings)
+
+
+def _load_text(text, path, timings):
     source = decode_source(bytes(text), path) if isinstance(text, (bytes, bytearray)) else Source(path, text)
     return with_deep_stack(_load, source, timings)
 
@@ -175,36 +522,67 @@ def _load(source: Source, timings: dict | None = None) -> Program:
         return _load_now(source, timings)
 
 
-def _load_now(source: Source, timings: dict | None = None) -> Program:
+@contextmanager
+def _phase(timings: dict | None, name: str):
+    """Time one phase into ``timings[name]``; a phase that raises is named by
+    ``timings["failed"]``."""
     t0 = time.perf_counter()
     try:
-        module = parse(source)
-    except RecursionError:
-        raise GoatError("the program is nested too deeply to parse", path=source.path) from None
-    t1 = time.perf_counter()
-    program = _check_module(module)
-    t2 = time.perf_counter()
+        yield
+    except BaseException:
+        if timings is not None:
+            timings[name] = time.perf_counter() - t0
+            timings["failed"] = name
+        raise
     if timings is not None:
-        timings["parse"] = t1 - t0
-        timings["check"] = t2 - t1
-    return program
+        timings[name] = time.perf_counter() - t0
+
+
+def _load_now(source: Source, timings: dict | None = None) -> Program:
+    with _phase(timings, "parse"):
+        try:
+            module = parse(source)
+        except RecursionError:
+            raise GoatError("the program is nested too deeply to parse" + _depth_note(),
+                            path=source.path) from None
+        except (MemoryError, SystemError) as e:
+            if not _frame_memory_error(e):
+                raise
+            raise GoatError("the program is too large or nested too deeply to parse"
+                            + PLAIN_NOTE, path=source.path) from None
+    with _phase(timings, "check"):
+        return _check_module(module)
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
             progress=None):
     """Run a checked program; returns what it printed: a NumPy float64 array per
     ``print EXPR``, a string (the line, without its newline) per ``print "..."``.
-    ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops."""
-    t0 = time.perf_counter()
-    ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
-                   progress=progress)
-    with gc_paused():
-        if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
-            with_deep_stack(_run, ev)
-        else:                                # Ctrl-C reaches the run itself
-            _run(ev)
-    if timings is not None:
-        timings["run"] = time.perf_counter() - t0
+
+    ``program`` is a :class:`Program` from :func:`load` or :func:`check_source`; ``stdout`` a
+    writable text stream that also receives the printed text, or None; ``backend`` the name
+    of an array back end ("numpy"); ``timings`` a dict that receives the seconds of "run";
+    ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
+    TypeError/ValueError for arguments of the wrong type/value (see the module's docstring)."""
+    if not isinstance(program, Program):
+        raise TypeError("goat.execute: program must be a checked Program (from goat.load or "
+                        "goat.check_source), not %s; to run program text, use goat.run_source"
+                        % _type_name(program))
+    _check_stdout(stdout, "execute")
+    _check_backend(backend, "execute")
+    _check_timings(timings, "execute")
+    return _execute(program, stdout, backend, timings, progress)
+
+
+def _execute(program, stdout, backend, timings, progress=None):
+    with _phase(timings, "run"):
+        ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
+                       progress=progress)
+        with gc_paused():
+            if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
+                with_deep_stack(_run, ev)
+            else:                                # Ctrl-C reaches the run itself
+                _run(ev)
     return ev.printed
 
 
@@ -229,35 +607,58 @@ def _run(ev):
         ev.run()
     except RecursionError:
         nodes = ev.program.nodes
-        raise GoatError("the program's blocks are nested too deeply to run",
+        raise GoatError("the program's blocks are nested too deeply to run" + _depth_note(),
                         path=nodes[0].loc.source.path if nodes else None) from None
 
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
                timings: dict | None = None) -> list:
-    """Check and run a program given as text.
+    """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
-    Returns one NumPy float64 array per ``print``, in order, at full precision.  ``stdout``
-    (a text stream) also receives the printed memref text; None prints nothing.
+    Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
+    the line, per formatted ``print "..."``).  ``path`` is the name errors show (a ``str``).
+    ``stdout`` (a writable text stream) also receives the printed memref text; None prints
+    nothing.  ``backend`` names the array back end ("numpy").  ``timings`` (a dict) receives
+    the seconds each phase took, under "parse", "check" and "run"; when a phase fails, its
+    time until then is there too and ``timings["failed"]`` names it.
+
+    Raises GoatError for a problem in the program; TypeError for an argument of the wrong
+    type and ValueError for a wrong value (an unknown back end, a closed ``stdout``), before
+    anything runs.
     """
-    program = load(text, path, timings)
-    return execute(program, stdout, backend, timings)
+    _check_text(text, "run_source")
+    _check_shown_path(path, "run_source")
+    _check_stdout(stdout, "run_source")
+    _check_backend(backend, "run_source")
+    _check_timings(timings, "run_source")
+    program = _load_text(text, path, timings)
+    return _execute(program, stdout, backend, timings)
 
 
-def run_file(path: str, stdout=None, backend: str = "numpy", timings: dict | None = None) -> list:
-    """Like :func:`run_source`, reading the program from ``path``."""
+def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None) -> list:
+    """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
+    ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
+    path = _file_path(path, "run_file")
+    _check_stdout(stdout, "run_file")
+    _check_backend(backend, "run_file")
+    _check_timings(timings, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings)
-    return execute(program, stdout, backend, timings)
+    return _execute(program, stdout, backend, timings)
 
 
 def check_source(text: str, path: str = "<string>") -> Program:
     """Check a program without running it; the typed :class:`Program` (``.lets`` gives every
-    let's node and so its ``.shape``)."""
-    return load(text, path)
+    let's node and so its ``.shape``).  Arguments as for :func:`run_source`."""
+    _check_text(text, "check_source")
+    _check_shown_path(path, "check_source")
+    return _load_text(text, path, None)
 
 
-def check_file(path: str) -> Program:
+def check_file(path) -> Program:
+    """Like :func:`check_source`, reading the program from the file ``path`` (as
+    :func:`run_file` takes it)."""
+    path = _file_path(path, "check_file")
     return with_deep_stack(_load, read_source(path))
 
 

@@ -1,44 +1,116 @@
-"""The ``goat`` command: ``goat run``, ``goat check``.
+"""The ``goat`` command: ``goat FILE``, ``goat run``, ``goat check``, ``goat repl``.
 
-Exit status: 0 success; 1 an error in the program or its input (reported as
-``PATH:LINE: error: MESSAGE``); 2 a bug in goat itself (one line asking for a report) or a
-command-line mistake.
+Exit status: 0 success; 1 an error in the program, its input, its output or the command line
+(reported as ``PATH:LINE: error: MESSAGE``); 2 a bug in goat itself (one line asking for a
+report); 130 interrupted (Ctrl-C).
+
+The standard streams may be closed, opened the wrong way, or full, and goat still ends with
+a status that says what happened:
+
+* standard input is read only by ``goat run -``, ``goat check -`` and plain ``goat`` with a
+  program piped in.  Closed, it is ``<stdin>: error: cannot read standard input: it is
+  closed``; opened only for writing, ``... it is not open for reading`` (status 1).  Every
+  other command does not notice.
+* standard output: a program that prints, ``check --shapes``, ``--help`` and ``--version``
+  need it.  Closed, opened only for reading, or full (/dev/full), that is ``goat: error:
+  cannot write output: standard output is closed`` (``... is not open for writing``, ``... No
+  space left on device``), status 1.  A program that prints nothing runs as usual.  A reader
+  that goes away (``goat run x.mg | head``) ends the run quietly, status 0.
+* standard error carries only reports (errors, ``--time``, the progress bar).  When it is
+  closed or cannot be written, they are lost, but the status is the same as it would have
+  been: a closed standard error never turns a success into a failure.
+
+A descriptor among 0, 1 and 2 that is closed is opened on /dev/null at the start (the stream
+stays "closed" to goat), so that no file goat opens later takes its number and receives what
+was meant for the stream.
 """
 from __future__ import annotations
 
 import argparse
+import difflib
+import errno
 import os
 import sys
 
 from . import __version__
 from .diagnostics import GoatError, internal_error_line
 
+COMMANDS = ("run", "check", "repl")
+
+USAGE = """\
+goat [run] [--time] [--quiet] [--backend NAME] FILE
+       goat check [--shapes] FILE
+       goat [repl]
+       goat --help | --version"""
+
 DESCRIPTION = """\
 goat runs Mountain Goat programs: a small tensor language in which shapes are types.
 Every shape error is found, with its line, before anything runs.
 
-With no COMMAND, goat starts the interactive REPL on a terminal, or runs the program
+goat FILE runs FILE, as goat run FILE does (a file named like a command needs goat run).
+With no COMMAND or FILE, goat starts the interactive REPL on a terminal, or runs the program
 read from standard input when that is not a terminal (echo 'print [[1]]' | goat)."""
 
 EPILOG = """\
 examples:
+  goat first.mg                           check, then run first.mg
   goat run examples/lm35/train_200.mg     train the book's transformer for 200 steps
   goat check --shapes model.mg            check without running; show every let's shape
   goat                                    the REPL, with live shape hints
 
-exit status: 0 ok, 1 an error in the program, its input or the command line
+exit status: 0 ok, 1 an error in the program, its input, its output or the command line
 (PATH:LINE: error: ...), 2 a bug in goat"""
 
 
+class _Exit(Exception):
+    """The command line is done before any command ran (--help, --version, a mistake)."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+def _say(text: str) -> None:
+    """Write a report to standard error.  A standard error that is closed or cannot be
+    written loses the report; it never changes what goat does or its status."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except Exception:
+        pass
+
+
 class _ArgumentParser(argparse.ArgumentParser):
-    """A mistake on the command line is the user's (status 1), like a mistake in a program."""
+    """A mistake on the command line is the user's (status 1), like a mistake in a program;
+    help and the version go to standard output, and a failure to write them is reported."""
 
     def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(1, "goat: error: %s\n" % message)
+        _say(self.format_usage())
+        _say("goat: error: %s\n" % message)
+        raise _Exit(1)
+
+    def exit(self, status=0, message=None):
+        if message:
+            _say(message)
+        raise _Exit(status)
+
+    def _print_message(self, message, file=None):
+        if not message:
+            return
+        if file is not None and file is sys.stderr:
+            _say(message)
+        else:                           # --help, --version: standard output
+            out = _Output()
+            out.write(message)
+            out.flush()
 
 
 def _output_error(e: Exception) -> GoatError:
+    if isinstance(e, OSError) and e.errno == errno.EBADF:
+        return GoatError("cannot write output: standard output is not open for writing")
     return GoatError("cannot write output: %s" % (getattr(e, "strerror", None) or e))
 
 
@@ -72,18 +144,19 @@ class _Output:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="goat", description=DESCRIPTION, epilog=EPILOG,
+    p = _ArgumentParser(prog="goat", usage=USAGE, description=DESCRIPTION, epilog=EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version="goat %s" % __version__)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", prog="goat")
 
-    run = sub.add_parser("run", help="check a program, then run it",
+    run = sub.add_parser("run", help="check a program, then run it (goat FILE does the same)",
                          description="Check FILE, then run it, writing each print to standard output.")
     run.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
     run.add_argument("--backend", default="numpy", choices=["numpy"],
                      help="the array back end (default: numpy)")
     run.add_argument("--time", action="store_true",
-                     help="report parse, check and run times on standard error")
+                     help="report parse, check and run times on standard error (those of the "
+                          "phases that ran, when one fails)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar for long loops (it is shown only on a terminal)")
 
@@ -99,27 +172,104 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+_RUN_OPTIONS_WITH_VALUE = ("--backend",)
+
+
+def _with_command(argv: list) -> list:
+    """``goat FILE ...`` is ``goat run FILE ...`` (as ``python FILE`` runs FILE): the first
+    word that is not an option, when it is not a command, names a program.  A word that is
+    neither a command nor (by its look: it exists, or has a dot or a slash in it) a file is
+    refused with the list of commands."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":                   # goat -- -odd-name.mg
+            if i + 1 < len(argv) and argv[i + 1] not in COMMANDS:
+                return ["run"] + argv
+            return argv
+        if a == "-" or not a.startswith("-"):
+            break
+        if a in ("-h", "--help", "--version"):
+            return argv                 # argparse shows help or the version first
+        if a in _RUN_OPTIONS_WITH_VALUE:
+            i += 1
+        i += 1
+    else:
+        return argv
+    word = argv[i]
+    if word in COMMANDS:
+        return argv
+    if word == "-" or os.path.exists(word) or "." in word or "/" in word or os.sep in word:
+        return ["run"] + argv
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    _say("goat: error: %r is neither a command nor a file; the commands are %s%s, and goat "
+         "FILE runs a program (see goat --help)\n"
+         % (word, ", ".join(COMMANDS), " (did you mean %s?)" % close[0] if close else ""))
+    raise _Exit(1)
+
+
 def _read(path: str):
     from .api import decode_source, read_program_bytes, read_source
     if path == "-":
-        return decode_source(read_program_bytes(sys.stdin.buffer, "<stdin>"), "<stdin>")
+        stdin = sys.stdin
+        if stdin is None:
+            raise GoatError("cannot read standard input: it is closed", path="<stdin>")
+        try:
+            buffer = getattr(stdin, "buffer", None)
+            if buffer is not None:
+                data = read_program_bytes(buffer, "<stdin>")
+            else:
+                data = stdin.read().encode("utf-8", "surrogatepass")
+        except OSError as e:
+            raise GoatError("cannot read standard input: %s" % _read_problem(e),
+                            path="<stdin>") from None
+        except ValueError:          # the stream object was closed
+            raise GoatError("cannot read standard input: it is closed", path="<stdin>") from None
+        return decode_source(data, "<stdin>")
     return read_source(path)
 
 
+def _read_problem(e: OSError) -> str:
+    if e.errno == errno.EBADF:
+        return "it is not open for reading"
+    if e.errno == errno.EISDIR:
+        return "it is a directory"
+    return e.strerror or str(e)
+
+
 def _cmd_run(args) -> int:
-    from .api import _load, execute, with_deep_stack
+    from .api import _execute, _load, with_deep_stack
     from .progress import Progress
-    timings = {} if args.time else None
     source = _read(args.file)
-    program = with_deep_stack(_load, source, timings)
+    program = with_deep_stack(_load, source, args.timings)
+    args.program = program
     progress = Progress(enabled=not args.quiet)
     out = progress.wrap_output(_Output())
-    execute(program, stdout=out, backend=args.backend, timings=timings, progress=progress)
+    _execute(program, out, args.backend, args.timings, progress)
     out.flush()
-    if timings is not None:
-        sys.stderr.write("goat: parse %.3f s, check %.3f s, run %.3f s (%d nodes)\n"
-                         % (timings["parse"], timings["check"], timings["run"], sum(1 for _ in program.walk())))
     return 0
+
+
+def _time_report(args, status: int) -> str | None:
+    """The --time line: the time of each phase that ran; one that failed says so."""
+    timings = getattr(args, "timings", None)
+    if not timings:
+        return None
+    failed = timings.get("failed")
+    parts = []
+    for phase in ("parse", "check", "run"):
+        if phase not in timings:
+            break
+        if phase == failed:
+            word = "interrupted" if status == 130 else "failed"
+            parts.append("%s %s after %.3f s" % (phase, word, timings[phase]))
+            break
+        parts.append("%s %.3f s" % (phase, timings[phase]))
+    line = "goat: " + ", ".join(parts)
+    program = getattr(args, "program", None)
+    if failed is None and program is not None:
+        line += " (%d nodes)" % sum(1 for _ in program.walk())
+    return line + "\n"
 
 
 def _cmd_check(args) -> int:
@@ -134,78 +284,160 @@ def _cmd_check(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    terminal = sys.stdin is not None and sys.stdin.isatty() and sys.stdout is not None and sys.stdout.isatty()
-    if args.command is None:
-        if terminal:
-            args.command = "repl"
-        else:
-            if sys.stdin is not None and sys.stdin.isatty():
-                sys.stderr.write("goat: reading a program from the terminal (end it with Ctrl-D); "
-                                 "the REPL needs a terminal for its output too\n")
-            args = parser.parse_args(["run", "-"])
-    if args.command == "repl" and not terminal:
-        sys.stderr.write("goat: error: the REPL needs a terminal; to run a program from standard "
-                         "input, pipe it into goat or use goat run -\n")
-        return 1
+def _isatty(stream) -> bool:
     try:
-        if args.command == "repl":
-            from .repl.app import main as repl_main
-            return repl_main()
-        if args.command == "run":
-            return _cmd_run(args)
-        return _cmd_check(args)
+        return stream is not None and stream.isatty()
+    except Exception:
+        return False
+
+
+_ran_repl = False
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = None
+    try:
+        try:
+            parser = _parser()
+            args = parser.parse_args(_with_command(argv))
+            args.timings = {} if getattr(args, "time", False) else None
+            terminal = _isatty(sys.stdin) and _isatty(sys.stdout)
+            if args.command is None:
+                if terminal:
+                    args.command = "repl"
+                else:
+                    if _isatty(sys.stdin):
+                        _say("goat: reading a program from the terminal (end it with Ctrl-D); "
+                             "the REPL needs a terminal for its output too\n")
+                    args = parser.parse_args(["run", "-"])
+                    args.timings = None
+            if args.command == "repl" and not terminal:
+                _say("goat: error: the REPL needs a terminal; to run a program from standard "
+                     "input, pipe it into goat or use goat run -\n")
+                return 1
+        except _Exit as e:
+            return e.status
+        status = _dispatch(args)
     except GoatError as e:
         try:
-            sys.stdout.flush()
+            if sys.stdout is not None:
+                sys.stdout.flush()
         except Exception:
             pass
-        if sys.stderr is not None:
-            sys.stderr.write(e.render() + "\n")
-        return 1
+        _say(e.render() + "\n")
+        status = 1
     except KeyboardInterrupt:
-        sys.stderr.write("goat: interrupted\n")
-        return 130
+        _say("goat: interrupted\n")
+        status = 130
     except BrokenPipeError:
         # the reader went away (goat run x.mg | head): not an error of the program
+        _quiet_stdout()
+        status = 0
+    except MemoryError:
+        _say("goat: error: out of memory\n")
+        status = 1
+    except SystemError as e:
+        from .api import _frame_memory_error
+        if _frame_memory_error(e):
+            _say("goat: error: out of memory\n")
+            status = 1
+        else:
+            _say(internal_error_line(e) + "\n")
+            status = 2
+    except ImportError as e:
+        if _memory_text(str(e)):     # NumPy's libraries could not be mapped: a capped process
+            _say("goat: error: out of memory while loading the libraries goat needs\n")
+            status = 1
+        else:
+            _say(internal_error_line(e) + "\n")
+            status = 2
+    except Exception as e:  # a bug in goat
+        _say(internal_error_line(e) + "\n")
+        status = 2
+    if args is not None and getattr(args, "timings", None) is not None:
+        report = _time_report(args, status)
+        if report:
+            _say(report)
+    return status
+
+
+def _memory_text(text: str) -> bool:
+    text = text.lower()
+    return "failed to map segment" in text or "cannot allocate memory" in text
+
+
+def _dispatch(args) -> int:
+    global _ran_repl
+    if args.command == "repl":
+        from .repl.app import main as repl_main
+        _ran_repl = True
+        return repl_main()
+    if args.command == "run":
+        return _cmd_run(args)
+    return _cmd_check(args)
+
+
+def _quiet_stdout() -> None:
+    """Standard output onto /dev/null, so that nothing more is written to a reader that left
+    (nor fails at exit)."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    except MemoryError:
-        sys.stderr.write("goat: error: out of memory\n")
-        return 1
-    except Exception as e:  # a bug in goat
-        sys.stderr.write(internal_error_line(e) + "\n")
-        return 2
+        os.close(devnull)
+    except Exception:
+        pass
+
+
+def _reserve_standard_descriptors() -> None:
+    """Open /dev/null on each of descriptors 0, 1 and 2 that is closed (Python has made its
+    stream None already), so that a file goat opens later cannot take that number and receive
+    what a library writes to the stream."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            pass
 
 
 def entry() -> None:
     """The console script."""
+    _reserve_standard_descriptors()
     argv = sys.argv[1:]
     status = main(argv)
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _quiet_stdout()
     except (OSError, ValueError) as e:
-        sys.stderr.write(_output_error(e).render() + "\n")
+        _say(_output_error(e).render() + "\n")
         status = status or 1
-    if argv and argv[0] in ("run", "check"):
-        _exit_now(status)
-    sys.exit(status)
+    if _ran_repl:
+        sys.exit(status)
+    _exit_now(status)
 
 
 def _exit_now(status: int) -> None:
-    """End a finished run at once: everything it wrote is flushed and the cache of statement
-    shapes saved, and the operating system takes back the memory in one piece rather than
-    Python freeing a large checked program object by object (a fifth of a second for the
-    14,529-line training program)."""
-    from .lexer.parser import save_shapes
-    save_shapes()
+    """End at once: everything written is flushed and the cache of statement shapes saved,
+    and the operating system takes back the memory in one piece rather than Python freeing a
+    large checked program object by object (a fifth of a second for the 14,529-line training
+    program).  A stream that cannot be flushed (a full disk) is not flushed again at exit,
+    which would turn the status into 120."""
+    parser = sys.modules.get("goat.lexer.parser")      # nothing to save if nothing was read
+    if parser is not None:
+        try:
+            parser.save_shapes()
+        except Exception:
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

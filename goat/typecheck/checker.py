@@ -632,11 +632,13 @@ class Checker:
             self.check_stmt(stmt)
         return self.program
 
-    def check_module_all(self, module: ast.Module, limit: int = 20) -> Program:
+    def check_module_all(self, module: ast.Module, limit: int = 20, convert=None) -> Program:
         """Check every statement, reporting every independent error (as compilers do): a
         statement that fails is skipped, and statements that use what it would have defined
         (or assigned) are skipped without a second report.  Raises GoatError for one error,
-        GoatErrors for several (at most ``limit`` shown)."""
+        GoatErrors for several (at most ``limit`` shown).  ``convert(stmt, exc)`` turns a
+        Python failure while checking a statement (RecursionError, MemoryError) into a
+        GoatError, or raises it again."""
         self.look_ahead(module)
         errors, left_out = [], 0
         broken = set()                      # names whose value is unknown after an error
@@ -646,7 +648,12 @@ class Checker:
                 broken.update(_assigned_names(stmt))
                 continue
             try:
-                self.check_stmt(stmt)
+                try:
+                    self.check_stmt(stmt)
+                except (RecursionError, MemoryError, SystemError) as e:
+                    if convert is None:
+                        raise
+                    raise convert(stmt, e) from None
             except GoatError as e:
                 if len(errors) < limit:
                     errors.append(e)
