@@ -1,7 +1,8 @@
 """goat: Mountain Goat, a small tensor language in which shapes are types.
 
 The Python API (see goat/api.py): ``run_source``, ``run_file``, ``check_source``,
-``check_file``, ``load`` and ``execute``; errors are :class:`GoatError`.
+``check_file``, ``load`` and ``execute``; errors are :class:`GoatError` (:class:`GoatErrors`
+when a file has several independent ones: ``.errors`` lists them).
 
 The API, and NumPy with it, is imported when first used (``goat.run_source``,
 ``from goat import run_source``), so that ``goat --version`` and ``goat --help`` start at once
@@ -9,11 +10,11 @@ and a process too small to load NumPy gets goat's own error rather than a traceb
 """
 __version__ = "0.1.0"
 
-from .diagnostics import GoatError  # noqa: E402
+from .diagnostics import GoatError, GoatErrors  # noqa: E402
 
 _API = ("run_source", "run_file", "check_source", "check_file", "load", "execute")
 
-__all__ = ["__version__", "GoatError", "run_source", "run_file", "check_source", "check_file",
+__all__ = ["__version__", "GoatError", "GoatErrors", "run_source", "run_file", "check_source", "check_file",
            "load", "execute"]
 
 

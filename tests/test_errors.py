@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import error, run
+from conftest import cli, error, run
 
 BOOK_MESSAGES = [
     ("print [[1, 1], [1, 1]] + [[1, 2, 3]]", "cannot add shapes 2x2 and 1x3: dimensions 2 and 3 differ and neither is 1"),
@@ -249,3 +249,33 @@ def test_a_misspelled_module_gets_a_suggestion():
     e = error("import nnn")
     assert e.message.startswith("cannot find module 'nnn'")
     assert e.message.endswith("did you mean 'nn'?")
+
+
+def test_every_independent_error_of_a_file_is_reported(tmp_path):
+    src = ("let a = [[1, 2]] + [[1, 2, 3]]\n"        # 1: an error
+           "let b = a * 2\n"                          # 2: uses a: not reported again
+           "def f(x: tensor[2x2]) = x @ [[1, 2, 3]]\n"  # 3: an error in a def
+           "print f([[1, 0], [0, 1]])\n"              # 4: uses f: skipped
+           "var w = [[1, 2]]\n"
+           "for i in 0..3 {\n  w = w + [[1, 2, 3]]\n}\n"  # 7: an error in a loop
+           "print w\n"                                # 9: w's value unknown: skipped
+           "print unknown_thing\n"                    # 10: an error
+           "print [[1]]\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source(src, path="t.mg", stdout=io.StringIO())
+    e = info.value
+    assert [x.line for x in e.errors] == [1, 3, 7, 10]
+    assert (e.line, e.left_out) == (1, 0)
+    assert e.render().endswith("\ngoat: 4 errors")
+    status, out, err = cli("run", "-", stdin=src.encode())
+    assert status == 1 and out == ""
+    assert [l.split(": error:")[0] for l in err.splitlines() if ": error:" in l] == [
+        "<stdin>:1", "<stdin>:3", "<stdin>:7", "<stdin>:10"]
+
+
+def test_the_count_of_errors_shown_is_capped():
+    src = "".join("print x%d\n" % i for i in range(25))
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    assert len(info.value.errors) == 20 and info.value.left_out == 5
+    assert info.value.render().endswith("goat: 25 errors, the first 20 shown")
