@@ -487,9 +487,10 @@ def _deps_dirs():
     import lark
     import prompt_toolkit
     import pygments
+    import threadpoolctl
     import wcwidth      # prompt_toolkit's own dependency
     dirs = []
-    for mod in (np, lark, prompt_toolkit, pygments, wcwidth):
+    for mod in (np, lark, prompt_toolkit, pygments, threadpoolctl, wcwidth):
         d = os.path.dirname(os.path.dirname(os.path.abspath(mod.__file__)))
         if d not in dirs:
             dirs.append(d)

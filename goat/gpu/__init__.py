@@ -7,7 +7,12 @@ A back end is a small object (see :class:`goat.gpu.numpy_backend.NumpyBackend`):
 * ``asarray(a)`` -- a float64 NumPy array -> this back end's array;
 * ``to_numpy(x)`` -- back to a NumPy float64 array (for printing and the Python API);
 * ``reducer(kind, axis)`` -- a function ``x -> reduced x`` keeping ``axis`` as size 1, for
-  kind in sum, max, min, mean;
+  kind in sum, max, min, mean (max and min by IEEE 754-2019, as ``maximum`` / ``minimum``);
+* ``matmul`` -- the matrix product ``(a, b) -> a @ b``, with the same bits on every run
+  whatever the machine's thread settings (the NumPy back end holds its BLAS to one thread);
+* ``maximum``, ``minimum`` -- elementwise, broadcasting, by IEEE 754-2019 (MLIR's
+  ``arith.maximumf`` / ``arith.minimumf``): -0 < +0 and a NaN operand gives a NaN, so the
+  result never depends on the order of the operands;
 * ``errstate()`` -- a context manager in which IEEE special values raise no warning.
 
 A CuPy back end is a new implementation of this interface, not a change to the evaluator.

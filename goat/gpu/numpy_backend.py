@@ -1,11 +1,80 @@
-"""The NumPy back end (the default): float64 arrays on the CPU."""
+"""The NumPy back end (the default): float64 arrays on the CPU.
+
+Same bits every run
+-------------------
+goat promises that a program prints the same bits on every run, whatever the machine's thread
+settings.  Two parts of this back end keep that promise where NumPy alone would not:
+
+**Matrix products run the BLAS on one thread.**  NumPy hands ``@`` to its BLAS (OpenBLAS in
+NumPy's wheels, MKL or BLIS in some other builds), and the BLAS's result depends on how many
+threads it uses: with OpenBLAS, ``OPENBLAS_NUM_THREADS=1`` and ``=2`` give different bits
+(``[[1e16, 1, ... 1, -1e16]] @ ones`` prints 19372 and 19684).  What OpenBLAS 0.3.31 does,
+read in its source and measured on this project's 2-core machine (tests/test_determinism.py
+holds the products that differed):
+
+* a dot product (1xK @ Kx1, ``ddot``) longer than 10,000 is split along K, one partial sum
+  per thread added at the end, so its bits depend on the thread count itself; a
+  matrix-vector product (``gemv``) is split among threads too, and its bits change with the
+  split (30x20000 @ 20000x1 and 1x20000 @ 20000x30 differ);
+* a matrix product (``gemm``; ``syrk`` for ``a @ transpose(a)``) is split along M and N only,
+  never K -- but once it is large enough to be threaded (M*N*K above 65536 * 4) the threaded
+  driver cuts K into blocks by another rule than the one-thread driver (``(k + 1) / 2``
+  against a multiple of the kernel's unroll, for a remainder between GEMM_Q and 2*GEMM_Q), so
+  64x600 @ 600x64, 100x1000 @ 1000x100 and 1000x1000 @ 1000x1000 change their bits between
+  one thread and several;
+* a batched (rank 3 or more) product is a loop of the same BLAS calls, one per matrix, and
+  differs the same way.  NumPy's own reductions (``np.add.reduce``, ``maximum.reduce``) run
+  on the calling thread only and never differ.
+
+So no rule on the inner dimension alone would do: any product that the BLAS threads may
+change.  When this back end first evaluates a matrix product it limits every BLAS library
+loaded into the process to one thread, through threadpoolctl (which knows OpenBLAS, MKL, BLIS
+and FlexiBLAS), and leaves it so for the rest of the process; a fresh back end (each
+``goat run``, each ``goat.execute``, the REPL) sets the limit again.  A product then has the
+one-thread BLAS's bits, the same with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
+MKL_NUM_THREADS at 1, 2 or 4, or unset.  (A program that embeds goat finds its BLAS on one
+thread afterwards; threadpoolctl's ``threadpool_limits`` gives it back its threads.)
+
+What it costs (bench/bench_blas.py, three runs on the 2-core machine while other work shared
+it, load average 4 to 6): nothing to see on the chapter's training loop, whose 5,862 products
+(the largest 112x8 @ 8x112, M*N*K = 100,352) OpenBLAS never threads -- its run time moved by
++-25% from run to run whichever the variant.  Large products could lose the second core, up
+to 2x on an idle machine; on the shared machine one thread was mostly faster, as a BLAS thread
+waiting for a busy core costs more than it brings: 20 products 1000x1000 @ 1000x1000 in 0.7x
+to 0.8x the time, 1,000 products 200x200 @ 200x200 in 0.05x to 0.13x, one 200x200 product
+(best of 9) in 0.17x to 1.27x.  Limiting each product separately and restoring the setting
+after it was measured too, and rejected: 1.3x to 1.6x the training loop's run time (a few
+microseconds of threadpoolctl at each product), for the sake of an embedding program's later
+BLAS calls.  The bits are those of the one-thread kernel that the BLAS picks for the
+processor (AVX2, AVX-512, ...): goat promises the same bits on one machine and build, whatever
+its thread settings, not the same bits on every processor.
+
+**maximum, minimum and the max/min reductions follow IEEE 754-2019** (the ``maximum`` and
+``minimum`` operations, as MLIR's ``arith.maximumf`` / ``arith.minimumf``): -0 is below +0, so
+``maximum(-0, +0)`` is +0 and ``minimum`` -0 in either order, and a NaN operand gives a NaN
+(its own bits; several NaNs give their bits OR'ed, so the sign bit is set if any operand's
+is).  NumPy's ``np.maximum`` returns its second operand of an equal pair (``maximum(-0, 0)``
+is 0, ``maximum(0, -0)`` is -0) and its reductions pick a zero and a NaN by their SIMD lanes.
+goat keeps NumPy's result and re-derives only what NumPy leaves open: a reduction tests its
+(small) result for a zero or a NaN, 1-3 microseconds, and re-derives those rows only (about 3x
+NumPy's time when every row's maximum is a zero); ``maximum`` / ``minimum`` add one
+comparison and one NaN test (2-3x NumPy's time on large arrays, a few microseconds on small
+ones), and a second pass in the other order where some operands are equal.  The training
+loop's 412 row maxima cost about a millisecond more.
+"""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
 # Operations that can make a NaN out of numbers (0/0, inf - inf, 0 * inf, sqrt(-1), log(-1)).
 _INVALID = ("add", "subtract", "multiply", "divide", "sqrt", "log", "matmul", "tanh", "sin",
             "cos", "remainder")
+
+_I64 = np.int64
+_F64 = np.float64
+ndarray = np.ndarray
 
 
 def fresh_nan_is_negative() -> bool:
@@ -42,6 +111,157 @@ class _X86NaN:
         return run
 
 
+# ---------------------------------------------------------------- the BLAS on one thread
+
+_BLAS_LIBS = None       # threadpoolctl's controllers of the BLAS libraries loaded (found once)
+
+
+def blas_libraries() -> list:
+    """threadpoolctl's controllers of every BLAS library loaded into this process (NumPy's
+    is loaded when NumPy is imported), looked up once."""
+    global _BLAS_LIBS
+    if _BLAS_LIBS is None:
+        from threadpoolctl import ThreadpoolController
+        _BLAS_LIBS = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+    return _BLAS_LIBS
+
+
+def pin_blas_threads() -> list:
+    """Limit every BLAS library loaded to one thread; the paths of those that could not be.
+
+    threadpoolctl lets one Python thread at a time control OpenBLAS's process-wide pool and
+    silently ignores the others; goat takes control when another thread holds it (the
+    setting is process-wide anyway) and gives it up again, so that the other thread can
+    change it later.
+    """
+    failed = []
+    for lib in blas_libraries():
+        if lib.get_num_threads() != 1:
+            lib.set_num_threads(1)
+            release = getattr(type(lib), "clear_controlling_thread", None)
+            if lib.get_num_threads() != 1 and release is not None:
+                release(force=True)
+                lib.set_num_threads(1)
+            if release is not None:
+                release()
+        if lib.get_num_threads() != 1:
+            failed.append(lib.filepath)
+    return failed
+
+
+# ---------------------------------------------------------------- IEEE 754-2019 max and min
+
+_max_reduce = np.maximum.reduce
+_min_reduce = np.minimum.reduce
+_abs = np.abs
+_count = np.count_nonzero
+_CHUNK = 1 << 16        # cells: 512 KiB of float64
+_INF = np.inf
+
+
+def _bits(x):
+    return x.view(_I64)
+
+
+def _scalar_extreme(a: float, b: float, larger: bool):
+    """maximum or minimum of two Python floats, as :func:`ieee_maximum` on arrays."""
+    if a != a or b != b:
+        if a != a and b != b:
+            ai = np.float64(a).view(_I64)
+            bi = np.float64(b).view(_I64)
+            return _F64(np.bitwise_or(ai, bi).view(_F64))
+        return _F64(a if a != a else b)
+    if a == b:      # equal: the same number, or zeros of two signs
+        ai = np.float64(a).view(_I64)
+        bi = np.float64(b).view(_I64)
+        return _F64((np.bitwise_and(ai, bi) if larger else np.bitwise_or(ai, bi)).view(_F64))
+    return _F64(a if (a > b) == larger else b)
+
+
+def _extreme(ufunc, combine, larger):
+    """The IEEE 754-2019 maximum (``larger``) or minimum of two broadcasting operands.
+
+    NumPy's ``ufunc`` returns its second operand of an equal pair, and equal operands differ in
+    bits only when they are zeros of two signs.  So where some operands are equal, the other
+    order is computed too and the two results' bits combined (``combine``: AND for the
+    maximum, so +0 wins; OR for the minimum, so -0 wins), which leaves every other cell as it
+    is: two passes, where a masked fix of the equal cells (``where=``) costs NumPy ten times
+    more when they are many.  A NaN result (whatever the combining made of two NaNs: the AND
+    of two NaNs' bits need not be a NaN) is made again as the OR of its NaN operands' bits.
+    """
+    inf = np.inf
+    equal = np.equal
+
+    def run(a, b):
+        r = ufunc(a, b)
+        if type(r) is not ndarray:                  # two scalars
+            return _scalar_extreme(float(a), float(b), larger)
+        m = _min_reduce(r, axis=None, initial=inf)      # a NaN if r holds one
+        eq = equal(a, b)
+        if r.size < _CHUNK:
+            if _count(eq):
+                rb = _bits(r)
+                combine(rb, _bits(ufunc(b, a)), out=rb)
+        elif eq.any():
+            # the other order a block of rows at a time, into one small buffer: a second
+            # result as large as r would cost more in page faults than the pass itself
+            ab, bb = np.broadcast_arrays(a, b)
+            rows = max(1, _CHUNK // (r.size // r.shape[0]))
+            scratch = np.empty((min(rows, r.shape[0]),) + r.shape[1:])
+            sb = _bits(scratch)
+            rb = _bits(r)
+            for i in range(0, r.shape[0], rows):
+                n = min(rows, r.shape[0] - i)
+                ufunc(bb[i:i + n], ab[i:i + n], out=scratch[:n])
+                combine(rb[i:i + n], sb[:n], out=rb[i:i + n])
+        if m == m:
+            return r
+        a = np.asarray(a, dtype=_F64)
+        b = np.asarray(b, dtype=_F64)
+        na, nb = np.isnan(a), np.isnan(b)
+        bits = np.bitwise_or(np.where(na, _bits(a), 0), np.where(nb, _bits(b), 0))
+        np.copyto(_bits(r), bits, where=na | nb)
+        return r
+    return run
+
+
+ieee_maximum = _extreme(np.maximum, np.bitwise_and, True)
+ieee_minimum = _extreme(np.minimum, np.bitwise_or, False)
+
+
+def _reduce_extreme(x, axis, larger):
+    """The maximum (``larger``) or minimum along ``axis``, kept as size 1, by IEEE 754-2019:
+    -0 < +0, and a NaN anywhere gives a NaN (the OR of the NaNs' bits); an empty axis gives
+    -inf (maximum) or +inf (minimum).  NumPy's reduction is right except where its result is
+    a zero or a NaN, which it picks by SIMD lane; those are made again from the whole row by
+    an order-free rule (a zero maximum is +0 when the row holds a +0, a zero minimum -0 when
+    it holds a -0; a NaN is the OR of the row's NaNs' bits).  ``x`` is a float64 array."""
+    if larger:
+        r = _max_reduce(x, axis=axis, keepdims=True, initial=-_INF)
+    else:
+        r = _min_reduce(x, axis=axis, keepdims=True, initial=_INF)
+    # one test on the (small) result: is any of it a zero or a NaN?  (a NaN fails > too)
+    if _min_reduce(_abs(r), axis=None, initial=_INF) > 0.0:
+        return r
+    zero = np.equal(r, 0.0)
+    if zero.any():
+        # Read as int64, +0 is 0, -0 is the least int64 and every negative number is negative:
+        # in a row whose maximum is a zero (every value <= 0) the largest int64 is 0 just when
+        # the row holds a +0; in a row whose minimum is a zero (every value >= 0, so every
+        # int64 is >= 0 but -0's) the least is negative just when it holds a -0.
+        xb = _bits(x)
+        if larger:
+            signed = np.where(_max_reduce(xb, axis=axis, keepdims=True) == 0, 0.0, -0.0)
+        else:
+            signed = np.where(_min_reduce(xb, axis=axis, keepdims=True) < 0, -0.0, 0.0)
+        np.copyto(r, signed, where=zero)
+    nan = np.isnan(r)
+    if nan.any():
+        nb = np.bitwise_or.reduce(np.where(np.isnan(x), _bits(x), 0), axis=axis, keepdims=True)
+        np.copyto(_bits(r), nb, where=nan)
+    return r
+
+
 class NumpyBackend:
     name = "numpy"
     xp = np
@@ -51,6 +271,23 @@ class NumpyBackend:
             x86_nan = not fresh_nan_is_negative()
         if x86_nan:
             self.xp = _X86NaN()
+        self._blas_pinned = False
+        self.maximum = ieee_maximum
+        self.minimum = ieee_minimum
+
+    @property
+    def matmul(self):
+        """``xp.matmul``, the BLAS limited to one thread first (see the module's docstring).
+        Read when a matrix product is first evaluated, so a program without one never loads
+        threadpoolctl."""
+        if not self._blas_pinned:
+            failed = pin_blas_threads()
+            if failed:
+                warnings.warn("goat could not limit the BLAS library %s to one thread: matrix "
+                              "products may give other bits with other thread settings"
+                              % ", ".join(failed), RuntimeWarning, stacklevel=2)
+            self._blas_pinned = True
+        return self.xp.matmul
 
     def asarray(self, a):
         return np.asarray(a, dtype=np.float64)
@@ -63,18 +300,17 @@ class NumpyBackend:
 
         ufunc.reduce skips np.sum's Python-level dispatch (a few microseconds a call, which
         adds up over the 60,000 reductions of the book's training run).  The mean is the sum
-        divided by the count, exactly as np.mean computes it.
+        divided by the count, exactly as np.mean computes it.  max and min follow IEEE
+        754-2019 (see the module's docstring); the max of an empty row is -inf and its min
+        +inf (the identities), not an exception.
         """
         if kind == "sum":
             red = np.add.reduce
             return lambda x: red(x, axis=axis, keepdims=True)
-        # the max of an empty row is -inf and its min +inf (the identities), not an exception
         if kind == "max":
-            red = np.maximum.reduce
-            return lambda x: red(x, axis=axis, keepdims=True, initial=-np.inf)
+            return lambda x, _r=_reduce_extreme: _r(x, axis, True)
         if kind == "min":
-            red = np.minimum.reduce
-            return lambda x: red(x, axis=axis, keepdims=True, initial=np.inf)
+            return lambda x, _r=_reduce_extreme: _r(x, axis, False)
         if kind == "mean":
             red = np.add.reduce
             div = np.true_divide

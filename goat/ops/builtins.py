@@ -46,9 +46,11 @@ _binary("divide", "/", "divide", "divide",
 register(Op(
     name="matmul", arity=2, symbol="@", callable_by_name=False,
     signature="a @ b : MxK, KxN -> MxN",
-    doc="matrix product; on rank 3 or more a batched product over the leading dimensions",
+    doc="matrix product; on rank 3 or more a batched product over the leading dimensions; "
+        "the same bits whatever the machine's BLAS thread settings (the BLAS runs on one "
+        "thread)",
     shape=matmul,
-    evaluate=lambda be: be.xp.matmul,
+    evaluate=lambda be: be.matmul,
     tags=("operator",),
 ))
 
@@ -146,12 +148,16 @@ _binary("remainder", "%", "take the remainder of", "remainder",
         "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
         "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan")
 
-for _name, _verb, _ufunc, _doc in (
-        ("maximum", "take the maximum of", "maximum", "elementwise larger of a and b (nan if either is nan)"),
-        ("minimum", "take the minimum of", "minimum", "elementwise smaller of a and b (nan if either is nan)")):
+for _name, _verb, _doc in (
+        ("maximum", "take the maximum of",
+         "elementwise larger of a and b by IEEE 754-2019 maximum (MLIR's arith.maximumf): "
+         "-0 < +0, so maximum(-0, 0) = maximum(0, -0) = 0; nan if either is nan"),
+        ("minimum", "take the minimum of",
+         "elementwise smaller of a and b by IEEE 754-2019 minimum (MLIR's arith.minimumf): "
+         "-0 < +0, so minimum(-0, 0) = minimum(0, -0) = -0; nan if either is nan")):
     register(Op(name=_name, arity=2, signature="%s(a, b) -> broadcast shape" % _name, doc=_doc,
                 shape=lambda a, b, _v=_verb: broadcast(_v, a, b),
-                evaluate=lambda be, _u=_ufunc: getattr(be.xp, _u),
+                evaluate=lambda be, _n=_name: getattr(be, _n),
                 tags=("elementwise",)))
 
 
@@ -182,7 +188,13 @@ def _col(name, kind, doc):
                 tags=("reduction",)))
 
 
-for _kind, _doc in (("sum", "sum"), ("max", "largest value"), ("min", "smallest value"),
+for _kind, _doc in (("sum", "sum"),
+                    ("max", "largest value (IEEE 754-2019 maximum, as MLIR's arith.maximumf: "
+                            "-0 < +0, so [-0, 0, -0] gives 0; nan if any value is nan; -inf "
+                            "if there is none)"),
+                    ("min", "smallest value (IEEE 754-2019 minimum, as MLIR's arith.minimumf: "
+                            "-0 < +0, so [0, -0, 0] gives -0; nan if any value is nan; +inf "
+                            "if there is none)"),
                     ("mean", "arithmetic mean (the sum divided by the count)")):
     _row("row_" + _kind, _kind, _doc)
     _col("col_" + _kind, _kind, _doc)
