@@ -215,7 +215,8 @@ def check_spec(spec: str | None) -> str | None:
     """None when ``spec`` is a format spec goat accepts, else the message that refuses it."""
     if not spec:
         return None
-    bad = "invalid format spec ':%s': " % spec
+    shown = spec if len(spec) <= 40 else spec[:30] + "... (%d characters)" % len(spec)
+    bad = "invalid format spec ':%s': " % shown
     m = _SPEC.match(spec)
     if m is None:
         return bad + ("it does not follow [[fill]align][sign][#][0][width][,][.precision]"
@@ -232,7 +233,10 @@ def check_spec(spec: str | None) -> str | None:
         return bad + "a '.' must be followed by the number of digits, as :.3f"
     for part, what in (("width", "width"), ("precision", "precision")):
         digits = m.group(part)
-        if digits is not None and int(digits) > MAX_DIGITS:
+        # (compared as text first: int() refuses more than 4,300 digits)
+        if digits is not None and (len(digits.lstrip("0")) > 6 or int(digits) > MAX_DIGITS):
+            if len(digits) > 12:
+                digits = digits[:6] + "... (%d digits)" % len(digits)
             return bad + "a %s of %s is too large (at most %d)" % (what, digits, MAX_DIGITS)
     if kind in INT_TYPES:
         if m.group("precision") is not None:

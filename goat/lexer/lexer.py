@@ -30,7 +30,7 @@ _PIECES = re.compile(r"""
   | \#[^\n]*                                    # a comment
   | \n
   | "(?:[^"\\\n]|\\[^\n])*"?                    # a string (an unclosed one is reported)
-  | (?:\d+(?:\.(?!\.)\d*)?|\.\d+)(?:[eE][-+]?\d+)?     # a number (not the 0 of 0..9)
+  | (?:[0-9]+(?:\.(?!\.)[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?   # a number (not the 0 of 0..9)
   | [A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*   # a name, keyword or module.name
   | ==|!=|<=|>=|\.\.|->|\+=|-=|\*=|/=           # two-character punctuation
   | [-+*/@%<>()\[\]{},=:;]                      # punctuation
@@ -55,8 +55,8 @@ _KIND["."] = _NUMBER      # .5 is a number, .. is punctuation: told apart below
 _KIND['"'] = _STRINGK
 
 # the characters a numbers-only list literal is made of
-_LITERAL_RUN = re.compile(r"[\[\]0-9eE+\-.,\s]*")
-_BRACKETS = re.compile(r"[\[\]]")
+# (and where one stops: a bracket, or a character no such literal holds)
+_LITERAL_STOPS = re.compile(r"[^0-9eE+\-.,\s]")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -94,11 +94,50 @@ class Tok:
         return "Tok(%s, %r, @%d)" % (self.type, self.value, self.start_pos)
 
 
+# A dimension is written in ASCII digits (\d would take any script's digits, which int()
+# reads: tensor[١x٢] would be 1x2).  One of more than 19 digits, leading zeros aside, is at
+# least 10**19 > 2**60, so its tensor has more than 2**63 bytes even if another dimension is 0
+# (goat.typecheck.shapes.check_size counts an empty dimension as 1): no machine can address it,
+# whatever the other dimensions are, and it is reported here, where its text is still at hand
+# (as an int it might not even convert: int() refuses more than 4,300 digits).
+MAX_DIM_DIGITS = 19
+_DIM_NUMBER = re.compile(r"[0-9]+")
+_X_FORM = re.compile(r"(?:[0-9]+|\?)(?:\s*x\s*(?:[0-9]+|\?))*")
+_X_PART = re.compile(r"[0-9]+|\?|[A-Z]")
+_X_SPLIT = re.compile(r"\s*x\s*")
+
+
+class _HugeDim:
+    """A dimension written with more than MAX_DIM_DIGITS digits: its text, for the message."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+
+def _dim_number(text: str):
+    """The int a dimension's ASCII digits spell, or a _HugeDim if no machine could hold it."""
+    digits = text.lstrip("0")
+    if len(digits) > MAX_DIM_DIGITS:
+        return _HugeDim(text)
+    return int(digits or "0")
+
+
+def _shown_number(text: str, keep: int = 24) -> str:
+    """A number's text as a message shows it: whole, or when longer than ``keep`` characters its
+    start and how long it is (``10000000000000000000... (5001 characters)``)."""
+    if len(text) <= keep:
+        return text
+    return "%s... (%d characters)" % (text[:keep - 4], len(text))
+
+
 def _dims_of(inner: str):
     """The dimensions written inside ``tensor[...]``, or None if malformed.
 
     ``6x6`` and ``?x4`` (the book's form), ``N, K`` or ``2, 3, 4`` (commas, which size variables
-    need), a single ``N``, or nothing (a scalar).
+    need), a single ``N``, or nothing (a scalar).  A dimension too long for any machine is a
+    _HugeDim (see MAX_DIM_DIGITS), which _type_token reports.
     """
     inner = inner.strip()
     if not inner:
@@ -107,8 +146,8 @@ def _dims_of(inner: str):
         dims = []
         for part in inner.split(","):
             part = part.strip()
-            if part.isdigit():
-                dims.append(int(part))
+            if _DIM_NUMBER.fullmatch(part):
+                dims.append(_dim_number(part))
             elif part == "?":
                 dims.append(None)
             elif _IDENT.fullmatch(part):
@@ -116,20 +155,32 @@ def _dims_of(inner: str):
             else:
                 return None
         return tuple(dims)
-    if re.fullmatch(r"(?:\d+|\?)(?:\s*x\s*(?:\d+|\?))*", inner):
-        return tuple(None if d == "?" else int(d) for d in re.split(r"\s*x\s*", inner))
+    if _X_FORM.fullmatch(inner):
+        return tuple(None if d == "?" else _dim_number(d) for d in _X_SPLIT.split(inner))
     # Nx3, ?xK, BxTxC: size variables in the x form, when every part is a number, a ?, or a
     # one-letter capital (a longer name with an x in it, like "maxlen", is one name)
-    parts = re.split(r"\s*x\s*", inner)
-    if len(parts) > 1 and all(re.fullmatch(r"\d+|\?|[A-Z]", p) for p in parts):
-        return tuple(None if p == "?" else int(p) if p.isdigit() else p for p in parts)
+    parts = _X_SPLIT.split(inner)
+    if len(parts) > 1 and all(_X_PART.fullmatch(p) for p in parts):
+        return tuple(None if p == "?" else _dim_number(p) if p[0] in "0123456789" else p
+                     for p in parts)
     if _IDENT.fullmatch(inner):
         return (inner,)
     return None
 
 
-_POINT_END = re.compile(r"(?<=\d)\.(?!\d)")          # 1.  -> 1.0
-_POINT_START = re.compile(r"(?<![\d.])\.(?=\d)")     # .5  -> 0.5
+def _huge_type_message(dims) -> str:
+    """goat.typecheck.shapes.check_size's message for a type with a _HugeDim, written as
+    shapes.format_type writes types (``tensor[2x3]``, ``tensor[N, K]``), long numbers cut."""
+    shown = ["?" if d is None else _shown_number(d.text) if type(d) is _HugeDim else str(d)
+             for d in dims]
+    sep = ", " if any(type(d) is str for d in dims) else "x"
+    return ("tensor[%s] is too large for any machine to address: more than 2**63 bytes"
+            % sep.join(shown))
+
+
+_JSON = json.JSONDecoder(parse_int=float)            # made once: a literal may be tiny
+_POINT_END = re.compile(r"(?<=[0-9])\.(?![0-9])")        # 1.  -> 1.0
+_POINT_START = re.compile(r"(?<![0-9.])\.(?=[0-9])")     # .5  -> 0.5
 
 
 def _fast_array(text: str):
@@ -142,7 +193,7 @@ def _fast_array(text: str):
     if "." in text:
         text = _POINT_START.sub("0.", _POINT_END.sub(".0", text))
     try:
-        arr = np.array(json.loads(text, parse_int=float), dtype=np.float64)
+        arr = np.array(_JSON.decode(text), dtype=np.float64)
     except (ValueError, OverflowError, TypeError, RecursionError):
         return None
     if not np.isfinite(arr).all():
@@ -194,7 +245,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 raise GoatError("unexpected character '.'", Loc(source, start_, end_))
             if float(piece) == _INF:
                 raise GoatError("the number %s is too large for a 64-bit float (the largest is "
-                                "about 1.8e+308)" % piece, Loc(source, start_, end_))
+                                "about 1.8e+308)" % _shown_number(piece), Loc(source, start_, end_))
             tok = Tok("NUMBER", piece, start_, end_)
         elif kind == _STRINGK:
             if not _STRING.fullmatch(piece):
@@ -281,15 +332,20 @@ def _type_token(source, word, start, end):
     while j < len(text) and text[j] in " \t":
         j += 1
     close = text.find("]", j)
-    nl = text.find("\n", j)
+    nl = text.find("\n", j, max(close, j))  # up to the ] only: not the rest of a long line
     if j >= len(text) or text[j] != "[" or close < 0 or (0 <= nl < close):
         raise GoatError("'tensor' must be followed by its dimensions, as in tensor[2x3]",
                         Loc(source, start, end))
     inner = text[j + 1:close]
     dims = _dims_of(inner)
     if dims is None:
+        shown = inner.strip()
+        if len(shown) > 60:                 # the excerpt below the message shows the rest
+            shown = shown[:40] + "..."
         raise GoatError("malformed type tensor[%s]: write its dimensions as 6x6, ?x4 or N, K"
-                        % inner.strip(), Loc(source, start, close + 1))
+                        % shown, Loc(source, start, close + 1))
+    if any(type(d) is _HugeDim for d in dims):
+        raise GoatError(_huge_type_message(dims), Loc(source, start, close + 1))
     return Tok("TYPE", text[start:close + 1], start, close + 1, dims)
 
 
@@ -300,28 +356,47 @@ def _try_array(source, start):
     a pathological 10,000-deep nest costs one scan rather than one per bracket).
     """
     text = source.text
-    run_end = _LITERAL_RUN.match(text, start).end()
     depth = 0
     close = -1
-    for b in _BRACKETS.finditer(text, start, run_end):
-        if b.group() == "[":
+    # the brackets from here on, up to the first character a numbers-only literal cannot hold:
+    # the scan stops at the bracket that closes this one, so it reads this literal's text only
+    # (scanning to the end of the run of such characters, as once done, read all of
+    # "[[1]] + [[1]] + ..." again at every literal: quadratic)
+    for b in _LITERAL_STOPS.finditer(text, start):
+        c = b.group()
+        if c == "[":
             depth += 1
             if depth > MAX_RANK:
                 raise GoatError("a list literal may be nested at most %d deep (a tensor has at "
                                 "most %d dimensions)" % (MAX_RANK, MAX_RANK),
                                 Loc(source, b.start(), b.end()))
-        else:
+        elif c == "]":
             depth -= 1
             if depth == 0:
                 close = b.end()
                 break
+        else:
+            break
     if close < 0:
         return None
     literal = text[start:close]
-    arr = _fast_array(literal)
+    if len(literal) > _SMALL_LITERAL:
+        arr = _fast_array(literal)
+    else:               # a short literal ([[1]], [[0.5, -1]]) is often written many times
+        arr = _SMALL_LITERALS.get(literal)
+        if arr is None:
+            arr = _fast_array(literal)
+            if arr is not None and len(_SMALL_LITERALS) < 4096:
+                _SMALL_LITERALS[literal] = arr
+        if arr is not None:
+            arr = arr.copy()        # each ARRAY token has a value of its own
     if arr is None:
         return None
     return Tok("ARRAY", literal, start, close, arr)
+
+
+_SMALL_LITERAL = 40
+_SMALL_LITERALS = {}    # text -> its value, for literals of at most _SMALL_LITERAL characters
 
 
 def open_brackets(text: str) -> list:

@@ -1296,9 +1296,17 @@ class Checker:
         """The node for expression ``e``, or a tuple of nodes."""
         t = type(e)
         if t is ast.Binary:
-            left = self.value(e.left, scope, b)
-            right = self.value(e.right, scope, b)
-            return b.op(OPERATORS[e.op], (left, right), e.loc)
+            # a long chain a + b + c + ... nests to the left: walk its spine in a loop, so that
+            # a 100,000-term sum is not 100,000 deep in Python's stack
+            spine = []
+            while type(e) is ast.Binary:
+                spine.append(e)
+                e = e.left
+            acc = self.value(e, scope, b)
+            for node in reversed(spine):
+                right = self.value(node.right, scope, b)
+                acc = b.op(OPERATORS[node.op], (acc, right), node.loc)
+            return acc
         if t is ast.Name:
             return self._name(e, scope, b)
         if t is ast.Call:
