@@ -234,7 +234,8 @@ def check_spec(spec: str | None) -> str | None:
     for part, what in (("width", "width"), ("precision", "precision")):
         digits = m.group(part)
         # (compared as text first: int() refuses more than 4,300 digits)
-        if digits is not None and (len(digits.lstrip("0")) > 6 or int(digits) > MAX_DIGITS):
+        if digits is not None and (len(digits.lstrip("0")) > 6
+                                   or int(digits.lstrip("0") or "0") > MAX_DIGITS):
             if len(digits) > 12:
                 digits = digits[:6] + "... (%d digits)" % len(digits)
             return bad + "a %s of %s is too large (at most %d)" % (what, digits, MAX_DIGITS)
