@@ -9,8 +9,9 @@ training step's lets).  Then each of the next 60 statements is typed one charact
 and two times are taken per keystroke:
 
 * the hint alone: what the bottom toolbar shows (its shape, or the error it would raise),
-  computed as the toolbar computes it -- ``Repl.hint``, which parses and checks the input and
-  takes everything back;
+  computed as the toolbar computes it -- ``Repl.hint``, which hands the input to the hint
+  thread (it parses and checks it and takes everything back) and waits for the answer, so the
+  time includes that hand-off;
 * the whole keystroke: from the key entering the real prompt-toolkit application (pipe input)
   to the end of the screen's redraw (the application's ``after_render`` event), toolbar
   included.

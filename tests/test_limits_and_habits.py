@@ -79,6 +79,15 @@ def test_a_device_is_not_read_as_a_program(tmp_path):
     ("print len([[1, 2]])", "a value's sizes are part of its type"),
     ("print np.zeros(3)", "goat is not NumPy"),
     ("print \"{1 # 2}\"", "a {} field cannot hold a '#'"),
+    ("let x = [[1]]\nx @ x", "a value on its own line does nothing in a program: write print"),
+    ("exp([[1]])", "a value on its own line does nothing in a program"),
+    ("let def = 1", "'def' is a reserved word, not a name"),
+    ("var in = 3", "'in' is a reserved word, not a name"),
+    ("def f(scalar: tensor[1x1]) = scalar", "scalar is a type, not a name"),
+    ("let x = [1, 2, ]", "expected a number, found ']'; a list literal cannot end with a comma"),
+    ("let x = [[1], [2], ]", "expected a row such as [1, 2], found ']'; a list literal cannot "
+                             "end with a comma"),
+    ("let x = [1,, 2]", "two commas in a row: a value is missing between them"),
 ])
 def test_habits_get_a_hint(src, says):
     assert says in error(src).message

@@ -292,7 +292,9 @@ def process_state():
     }
 
 
-DEEP_SUM = "print " + " + ".join(["1"] * 10_000)
+# 1 + (1 + (1 + ...)): nested to the right, 10,000 deep (a chain a + b + c nests to the left,
+# which the checker walks in a loop), so checking it needs a deep stack
+DEEP_SUM = "print " + "1 + (" * 9_999 + "1" + ")" * 9_999
 DEEP_CALLS = "print " + "exp(" * 3_000 + "0" + ")" * 3_000
 DEEP_BLOCKS = "var x = 0\n" + "if x == 0 {\n" * 60 + "x = x + 1\n" + "}\n" * 60 + "print x\n"
 TOO_DEEP = "print " + "-(" * 150_000 + "[[1]]" + ")" * 150_000

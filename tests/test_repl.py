@@ -15,7 +15,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from conftest import ROOT
-from goat.repl.app import GoatCompleter, Repl, history_path
+from goat.repl.app import HELP_LINE, GoatCompleter, Repl, else_state, history_path
 from goat.repl.session import Session
 
 ENTER, TAB, CTRL_C, CTRL_D = "\r", "\t", "\x03", "\x04"
@@ -31,7 +31,7 @@ class Driven:
 
     (Keys sent through a pipe arrive together and the screen is redrawn once for all of them,
     so the toolbar's text is read, exactly as a redraw would read it, each time the input
-    changes.)
+    changes -- once the hint thread has worked out the hint for that input.)
     """
 
     def __init__(self, keys, *later):
@@ -39,11 +39,14 @@ class Driven:
         REPL does in the background, such as completing)."""
         self.out = io.StringIO()
         self.toolbars = []
+        self.texts = []             # the input, as it stood at each toolbar
         with create_pipe_input() as inp:
             self.repl = Repl(input=inp, output=DummyOutput(), out=self.out, history=InMemoryHistory())
 
             def changed(buffer):
+                self.repl.hint(buffer.text, self.repl.toolbar_width())     # worked out
                 self.toolbars.append("".join(text for _, text in self.repl.toolbar()).strip())
+                self.texts.append(buffer.text)
             self.repl.prompt.default_buffer.on_text_changed += changed
             if later:
                 def feed():
@@ -254,9 +257,11 @@ def test_end_to_end_in_a_pseudo_terminal(tmp_path):
         assert "a @ a" in f.read()
 
 
-def test_ctrl_r_then_enter_takes_the_match():
-    d = Driven("let zz = [[5]]" + ENTER + "\x12zz", ENTER, ENTER)
+def test_ctrl_r_then_enter_runs_the_match():
+    # one Enter, as readline does: it takes the line found and runs it
+    d = Driven("let zz = [[5]]" + ENTER + "\x12zz", ENTER)
     assert d.text.count("zz : tensor[1x1]") == 2
+    assert d.repl.inputs == 2
 
 
 def test_several_statements_show_their_results_in_order():
@@ -376,3 +381,87 @@ def test_a_loop_typed_at_the_repl_runs():
     assert s.run("total")[0].value == 10.0
     assert s.describe("total") == "scalar"
     assert s.describe("var t2 = total * [[1, 2]]") == "var t2 : tensor[1x2]"
+
+
+def test_the_toolbar_keeps_its_help_while_the_input_is_unfinished():
+    d = Driven("let m = [[1, 2]," + ENTER + "[3, 4" + CTRL_C + "pri" + CTRL_C + "exp(")
+    shown = dict(zip(d.texts, d.toolbars))
+    for text in ["l", "let m = [[1, 2],", "let m = [[1, 2],\n", "let m = [[1, 2],\n[3, 4", "pri",
+                 "exp("]:
+        assert shown[text] == HELP_LINE, (text, shown[text])
+    assert "" not in d.toolbars
+
+
+def test_type_of_a_def_shows_its_signature():
+    d = Driven("def f(x: tensor[1x2]) = x * 2" + ENTER + "import nn" + ENTER + ":type f" + ENTER
+               + ":type exp" + ENTER + ":type nn.softmax_rows" + ENTER + ":t nn" + ENTER
+               + ":type f")
+    assert "import nn\ndef f(x: tensor[1x2]) -> tensor[1x2]\n" in d.text
+    assert "\nexp(x: S) -> S\n" in d.text
+    assert "\ndef nn.softmax_rows(m: tensor[N, C]) -> tensor[N, C]\n" in d.text
+    assert "\nmodule nn\n" in d.text
+    assert d.toolbars[-1] == "def f(x: tensor[1x2]) -> tensor[1x2]"     # the bar, as typed
+
+
+def test_errors_of_type_are_labelled_like_inputs():
+    d = Driven("let q = [[1, 2]]" + ENTER + ":type q @ q" + ENTER + ":type nope" + ENTER)
+    assert ("<input 2>:1: error: cannot matrix-multiply shapes 1x2 and 1x2: the inner dimensions "
+            "2 and 1 differ\n1 | q @ q\n") in d.text
+    assert "<input 3>:1: error: unknown name 'nope'" in d.text
+    assert "<repl>" not in d.text
+
+
+def test_load_counts_its_statements_in_english(tmp_path):
+    one = tmp_path / "one.mg"
+    one.write_text("let a = [[1]]\n")
+    two = tmp_path / "two.mg"
+    two.write_text("let b = [[1]]\nlet c = b\n")
+    d = Driven(":load " + str(one) + ENTER + ":load " + str(two) + ENTER)
+    assert "loaded %s: 1 statement\n" % one in d.text
+    assert "loaded %s: 2 statements\n" % two in d.text
+
+
+def test_help_fits_80_columns():
+    d = Driven(":help" + ENTER)
+    assert ":type EXPR" in d.text and "else" in d.text
+    assert max(len(line) for line in d.text.splitlines()) <= 80
+
+
+def test_else_on_the_line_after_the_brace_of_an_if():
+    d = Driven("var a = 1" + ENTER
+               + "if a > 1 { print 10 }" + ENTER + "else { print 20 }" + ENTER    # the else
+               + "if a > 1 {" + ENTER + "print 30" + ENTER + "}" + ENTER
+               + "else if a > 0 {" + ENTER + "print 40" + ENTER + "}" + ENTER
+               + "else { print 50 }" + ENTER                                    # a chain
+               + "if a > 0 { print 60 }" + ENTER + ENTER                         # Enter: runs
+               + "if a > 0 { print 70 }" + ENTER + "print 80" + ENTER            # not an else
+               + "if a > 0 { print 90 } else { print 100 }" + ENTER              # one line
+               + "print 110" + ENTER)
+    printed = [int(line.strip("[]")) for line in d.text.splitlines() if line.startswith("[")]
+    assert printed == [20, 40, 60, 70, 80, 90, 110]
+    assert "error" not in d.text
+    assert "Enter runs the if; or go on with else { ... }" in d.toolbars
+    assert d.repl.inputs == 7
+
+
+@pytest.mark.parametrize("text, state", [
+    ("if a > 0 { print 1 }", "closing"),
+    ("if a > 0 { print 1 }\n", "after"),
+    ("if a > 0 { print 1 }\n  ", "after"),
+    ("if a > 0 {\n  print 1\n}  # done", "closing"),
+    ("if a > 0 { print 1 } else { print 2 }", None),
+    ("if a > 0 { print 1 } else if a < 0 { print 2 }", "closing"),
+    ("if a > 0 { print 1 }\nelse {\n  print 2\n}", None),
+    ("for i in 0..3 { if i > 1 { print i } }", None),       # an if inside a block: no wait
+    ("for i in 0..3 { print i }", None),
+    ("def f(x: tensor[1x1]) {\n  return x\n}", None),
+    ("if a > 0 { print \"}\" }", "closing"),                # braces in strings do not count
+    ("if a > 0 { print \"{\" }", "closing"),
+    ("if a > 0 { print 1 } # {", "closing"),
+    ("if a > 0 { print 1 }; print 2", None),
+    ("if a > 0 { print 1 }\nprint 2", None),
+    ("if a > 0 { print 1", None),
+    ("let x = 1", None),
+])
+def test_else_state(text, state):
+    assert else_state(text) == state

@@ -555,6 +555,7 @@ def _describe_expected(expected) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+_KEYWORD_TERMS = frozenset(KEYWORDS.values())
 _STATEMENT_HABITS = {
     "break": "; goat has no break: put the rest of the loop's body in an if, with a var as a flag",
     "continue": "; goat has no continue: put the rest of the loop's body in an if",
@@ -569,12 +570,21 @@ def _hint(tokens, tok) -> str:
     prev = tokens[i - 1].type if i > 0 else None
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
+    if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
+                                                "IMPORT"):
+        return "; '%s' is a reserved word, not a name" % tok.value
+    if tok.type == "TYPE" and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR", "IMPORT"):
+        return "; %s is a type, not a name" % tok.value
     comparisons = ("EQEQ", "NE", "LT", "LE", "GT", "GE")
     if tok.type in comparisons and any(t.type in comparisons for t in tokens[:i]):
         return "; comparisons do not chain: write a < b and b < c"
     if tok.type == "STAR" and prev == "STAR":
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
     depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])
+    if tok.type in ("RSQB", "_COMMA") and prev == "_COMMA" and depth > 0:
+        if tok.type == "RSQB":
+            return "; a list literal cannot end with a comma"
+        return "; two commas in a row: a value is missing between them"
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
         return "; is a comma missing between two rows?"
     if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
@@ -586,6 +596,16 @@ def _hint(tokens, tok) -> str:
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
         return "; a new name needs let: let %s = ..." % tok.value
     return ""
+
+
+def _is_value(parser, build, tokens) -> bool:
+    """Do ``tokens`` read as an expression (and so not as a statement)?"""
+    _RECORDER.start(build, tokens, False)
+    try:
+        parser.parse(tokens, start="expression")
+        return True
+    except Exception:
+        return False
 
 
 def _first_parse(build: _Build, tokens: list, start: str = "single"):
@@ -615,9 +635,17 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
                 raise GoatError("syntax error: '%s' is not a statement%s"
                                 % (first.value, _STATEMENT_HABITS[first.value]),
                                 build._loc(first)) from None
+            if start == "single" and _is_value(parser, build, tokens):
+                raise GoatError("syntax error: a value on its own line does nothing in a "
+                                "program: write print before it to show it (the REPL shows a "
+                                "value typed on its own)",
+                                build._loc(first).to(build._loc(tokens[-2]))) from None
+            expected = _describe_expected(e.expected)
+            k = tokens.index(tok) if tok in tokens else 0
+            if expected == "a number" and k >= 2 and tokens[k - 2].type in ("ARRAY", "RSQB"):
+                expected = "a row such as [1, 2]"   # the list holds rows, not numbers
             raise GoatError("syntax error: expected %s, found %s%s"
-                            % (_describe_expected(e.expected), _describe_found(tok),
-                               _hint(tokens, tok)),
+                            % (expected, _describe_found(tok), _hint(tokens, tok)),
                             build._loc(tok)) from None
         except UnexpectedInput as e:       # any other lark complaint
             raise GoatError("syntax error: %s" % str(e).splitlines()[0],

@@ -1,11 +1,13 @@
 """The goat REPL (prompt-toolkit): type a statement, see its shape before you press Enter.
 
 * a bottom toolbar shows the static shape of what is being typed, or the error it would raise
-  (nothing is evaluated for it);
+  (nothing is evaluated for it); it is worked out off the UI path (see :class:`HintWorker`),
+  so typing never waits for it, and it gives up ("…") on what takes too long;
 * highlighting from goat's Pygments lexer; completion of names in scope (with their shapes),
   defs and built-ins (with their signatures), keywords and REPL commands;
-* history in ``$XDG_STATE_HOME/goat/history`` (Ctrl-R searches it); Enter inside an open
-  bracket starts a new line;
+* history in ``$XDG_STATE_HOME/goat/history`` (Ctrl-R searches it, Enter runs what it
+  found); Enter inside an open bracket starts a new line, and so does Enter after the ``}``
+  of an if (an ``else`` may follow on the next line; Enter on the empty line runs the if);
 * a statement is checked, then run; a bare expression is shown with its type; an error shows
   the line, a caret and the message, and the session keeps its state; Ctrl-C cancels the input
   or interrupts a running evaluation; Ctrl-D leaves.
@@ -15,6 +17,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
+import time
+from collections import OrderedDict
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
@@ -24,6 +29,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.search import accept_search
 from prompt_toolkit.shortcuts import print_formatted_text
 from prompt_toolkit.styles import Style, merge_styles, style_from_pygments_dict
 from pygments.token import Comment, Keyword, Name, Number, Operator, Text
@@ -34,7 +40,7 @@ from ..lexer.lexer import open_brackets
 from ..lexer.pygments_lexer import GoatLexer
 from ..lexer.tokens import STATEMENT_KEYWORDS, TYPE_WORDS
 from .display import show
-from .session import Session
+from .session import HintAbandoned, HintBudget, Session
 
 COMMANDS = {
     ":help": "show this help",
@@ -49,21 +55,41 @@ HELP = """\
 goat %s: Mountain Goat, a tensor language in which shapes are types.
 
 Type a statement and press Enter:
-  let NAME = EXPR            bind a value        let a = [[1, 2], [3, 4]]
-  def NAME(p: tensor[RxC]) = EXPR                def f(m: tensor[2x2]) = row_sum(m)
-  print EXPR                 the book's memref format
-  EXPR                       evaluate and show it with its type
+  let NAME = EXPR           bind a value     let a = [[1, 2], [3, 4]]
+  def NAME(P: TYPE) = EXPR  a function       def f(m: tensor[2x2]) = row_sum(m)
+  print EXPR                the book's memref format
+  EXPR                      evaluate it, show it with its type
+  for i in 0..N { ... }     blocks may span lines: the input runs when its
+  if C { ... } else { ... } last } is typed -- but after an if's }, Enter
+                            waits for an else (Enter again runs the if)
 
 The bar at the bottom shows the shape of what you are typing, or the error it
-would raise, before anything runs.  Defining a name again replaces it.
+would raise, before anything runs ("…" where that takes too long to find).
+Defining a name again replaces it.
 
 Commands:
 %s
+  :type f   the signature of the def (or built-in) f
 
-Keys: Tab completes names, built-ins and commands; Ctrl-R searches history;
-Enter inside an open bracket continues on the next line (Esc Enter always does);
-Ctrl-C cancels the input or interrupts a run; Ctrl-D leaves.""" % (
-    __version__, "\n".join("  %-8s %s" % (c, d) for c, d in COMMANDS.items()))
+Keys: Tab completes names, built-ins and commands; Ctrl-R searches the
+history (Enter runs the line found); Enter inside an open bracket goes on to
+the next line (Esc Enter always does); Ctrl-C cancels the input or
+interrupts a run; Ctrl-D leaves.""" % (
+    __version__, "\n".join("  %-9s %s" % (c, d) for c, d in COMMANDS.items()))
+
+HELP_LINE = ":help for help   Tab completes   Ctrl-D leaves"
+ELSE_LINES = {"closing": "an else may follow: Enter goes on to the next line",
+              "after": "Enter runs the if; or go on with else { ... }"}
+
+# the live hint: how long and how much memory it may take, how long the toolbar keeps showing
+# the previous hint before it says it is still checking
+HINT_SECONDS = 0.3
+HINT_MEMORY = 512 << 20
+HINT_GRACE = 0.05
+HINT_WAIT = 0.005           # the most a redraw waits for a hint (then it shows it later)
+CHECKING = ("pending", "still checking…")
+GAVE_UP = {"time": ("pending", "…  (too slow to check while typing)"),
+           "memory": ("pending", "…  (too big to check while typing)")}
 
 # Named ANSI colours follow the terminal's own palette, so the REPL reads on light and dark
 # backgrounds alike.
@@ -83,6 +109,7 @@ STYLE = merge_styles([
         "bottom-toolbar": "noreverse",
         "bottom-toolbar.hint": "ansicyan",
         "bottom-toolbar.error": "ansired",
+        "bottom-toolbar.pending": "ansibrightblack",
         "type": "ansicyan",
         "error": "ansired",
         "note": "ansibrightblack",
@@ -95,6 +122,221 @@ PYTHON_HABITS = {"exit": ":quit", "quit": ":quit", "exit()": ":quit", "quit()": 
                  "help": ":help", "help()": ":help"}
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+# what awaits_else needs of the lexer's pieces: strings and comments (skipped), words, braces
+_PIECE = re.compile(r"""
+    "(?:[^"\\\n]|\\[^\n])*"?      # a string (perhaps unclosed)
+  | \#[^\n]*                     # a comment
+  | \n
+  | [A-Za-z_][A-Za-z0-9_.]*       # a word
+  | [{};]
+  | [^\s"\#{};A-Za-z_]+           # anything else
+  | [ \t\f\r]+
+""", re.VERBOSE)
+
+
+def else_state(text: str):
+    """Where ``text`` stands with an ``else``: "closing" when its last line closes a top-level
+    ``if`` block (or ``else if``) that has no ``else`` yet, so that the next line may still
+    begin with ``else`` (Enter goes on to it rather than run the input); "after" when the lines
+    after such a line are empty (Enter runs the input); None otherwise."""
+    depth = 0
+    words = []              # the first words of the top-level statement being read
+    kind = None             # what the top-level block being read is: "if" or another
+    state = None
+    for piece in _PIECE.findall(text):
+        c = piece[0]
+        if c in " \t\f\r#":
+            continue
+        if c == "\n":
+            if state == "closing":
+                state = "after"
+            if depth == 0:
+                words = []
+            continue
+        state = None
+        if c == "{":
+            if depth == 0:
+                kind = "if" if words[:1] == ["if"] or words[:2] == ["else", "if"] else "other"
+            depth += 1
+        elif c == "}":
+            if depth > 0:
+                depth -= 1
+                if depth == 0:
+                    state = "closing" if kind == "if" else None
+                    words = []
+        elif c == ";" and depth == 0:
+            words = []
+        elif depth == 0 and len(words) < 2:
+            words.append(piece)
+    return state
+
+
+def awaits_else(text: str) -> bool:
+    """Does the last line of ``text`` close an if that an else may still follow?"""
+    return else_state(text) == "closing"
+
+
+class HintWorker:
+    """Works out the toolbar's hint on a thread of its own, so that typing never waits for it.
+
+    Only the newest request is worked on: a new one cancels the hint under way (it stops at its
+    next poll) and replaces any that has not started.  Each runs within a :class:`HintBudget`
+    (``seconds``, ``memory``); one that runs out gives its request the ``GAVE_UP`` hint.
+    ``compute(text, width, budget)`` gives (style, text) or raises HintAbandoned; ``done()``
+    is called (on the worker's thread) after each.  A request is a key (text, width, the
+    session's generation): a result is for that text in that state of the session only.
+    """
+
+    KEEP = 64               # results kept (the latest)
+    # the thread's stack, the first that can be had: a hint checks as deeply as a run does
+    STACKS = (64 << 20, 16 << 20, 0)
+
+    def __init__(self, compute, done=None, seconds=HINT_SECONDS, memory=HINT_MEMORY):
+        self.compute = compute
+        self.done = done
+        self.seconds = seconds
+        self.memory = memory
+        self.asked_at = 0.0             # when the newest request was made
+        self._cond = threading.Condition()
+        self._wanted = None             # the request waiting for the thread
+        self._running = None            # (request, budget) being worked on
+        self._results = OrderedDict()
+        self._thread = None
+        self._stopping = False
+
+    def get(self, key):
+        with self._cond:
+            return self._results.get(key)
+
+    def want(self, key) -> bool:
+        """Ask for ``key``'s hint, dropping every other request; True if newly asked."""
+        with self._cond:
+            if key in self._results or self._wanted == key:
+                return False
+            if self._running is not None:
+                if self._running[0] == key:
+                    return False
+                self._running[1].cancel("superseded")
+            self._wanted = key
+            self.asked_at = time.monotonic()
+            self._stopping = False
+            started = self._start()
+            self._cond.notify_all()
+        if not started:         # no thread to be had: work it out here, within the budget
+            self._work()
+        return True
+
+    def cancel(self):
+        """Drop every request and result, and stop the hint under way (the session is about to
+        change)."""
+        with self._cond:
+            self._wanted = None
+            if self._running is not None:
+                self._running[1].cancel("superseded")
+            self._results.clear()
+            self._cond.notify_all()
+
+    def drop(self):
+        """Drop the request waiting and stop the hint under way (the input needs none now)."""
+        with self._cond:
+            if self._wanted is None and self._running is None:
+                return
+            self._wanted = None
+            if self._running is not None:
+                self._running[1].cancel("superseded")
+            self._cond.notify_all()
+
+    def wait(self, key, timeout: float):
+        """``key``'s result once it is there; None if it was dropped or ``timeout`` passed."""
+        with self._cond:
+            self._cond.wait_for(lambda: key in self._results or (
+                self._wanted != key and (self._running is None or self._running[0] != key)),
+                timeout)
+            return self._results.get(key)
+
+    def busy(self) -> bool:
+        with self._cond:
+            return self._wanted is not None or self._running is not None
+
+    def in_flight(self):
+        """The request being worked on now, or None."""
+        with self._cond:
+            return None if self._running is None else self._running[0]
+
+    def _start(self) -> bool:
+        """Start the thread if it is not running; False if no thread can be started."""
+        if self._thread is not None and self._thread.is_alive():
+            return True
+        for size in self.STACKS:
+            try:
+                old = threading.stack_size(size) if size else None
+            except (ValueError, RuntimeError):
+                continue
+            try:
+                thread = threading.Thread(target=self._loop, name="goat-hint", daemon=True)
+                thread.start()
+            except RuntimeError:                # no memory for a thread of this stack
+                continue
+            finally:
+                if size:
+                    threading.stack_size(old)
+            self._thread = thread
+            return True
+        return False
+
+    def stop(self):
+        """Let the thread end (once the hint under way, if any, stops); want() starts it again."""
+        with self._cond:
+            self._stopping = True
+            self._wanted = None
+            if self._running is not None:
+                self._running[1].cancel("superseded")
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2)
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while self._wanted is None and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    self._thread = None
+                    return
+            self._work()
+
+    def _work(self):
+        """Work out the request waiting, if any."""
+        with self._cond:
+            if self._wanted is None:
+                return
+            key, self._wanted = self._wanted, None
+            budget = HintBudget(self.seconds, self.memory, generation=key[2])
+            self._running = (key, budget)
+        result = None
+        try:
+            result = self.compute(key[0], key[1], budget)
+        except HintAbandoned as e:
+            result = GAVE_UP.get(e.reason)          # superseded, preempted, stale: dropped
+        except MemoryError:
+            result = GAVE_UP["memory"]
+        except Exception as e:                      # a bug in goat: say so, keep the session
+            result = ("error", internal_error_line(e))
+        except BaseException:                       # nothing may end this thread
+            result = None
+        with self._cond:
+            self._running = None
+            if result is not None:
+                self._results[key] = result
+                while len(self._results) > self.KEEP:
+                    self._results.popitem(last=False)
+            self._cond.notify_all()
+        if self.done is not None:
+            try:
+                self.done()
+            except Exception:
+                pass
 
 
 def history_path() -> str:
@@ -151,8 +393,8 @@ class Repl:
         self.out = out
         self.inputs = 0
         self.session = Session(out=_Writer(self))
-        self._hint_for = None
-        self._hint = ("", "")
+        self.hints = HintWorker(self._session_hint, done=self._hint_ready)
+        self._shown = ("", HELP_LINE)       # what the toolbar shows now
         self.history_problem = None
         if history is None:
             history, self.history_problem = _history()
@@ -173,49 +415,112 @@ class Repl:
         )
 
     # ------------------------------------------------------------------ the toolbar
-    def hint(self, text: str, width: int = 100):
-        """(style, text) for the toolbar, recomputed only when the input changed.  Nothing the
-        hint does may end the session: a failure inside it is shown as one line."""
-        if (text, width) != self._hint_for:
-            try:
-                return self._compute_hint(text, width)
-            except Exception as e:          # a bug in goat: say so, keep the session
-                self._hint_for = (text, width)
-                self._hint = ("error", internal_error_line(e))
-        return self._hint
+    def hint(self, text: str, width: int = 100, timeout: float | None = None):
+        """(style, text) for the toolbar, waiting for it (up to ``timeout``, by default as long
+        as a hint may take): what the toolbar shows once the hint for ``text`` is worked out.
+        The toolbar itself never waits (see :meth:`toolbar_hint`)."""
+        quick = self._quick_hint(text)
+        if quick is not None:
+            return quick
+        key = (text, width, self.session.generation)
+        got = self.hints.get(key)
+        if got is None:
+            self.hints.want(key)
+            got = self.hints.wait(key, HINT_SECONDS + 2 if timeout is None else timeout)
+        return got if got is not None else CHECKING
 
-    def _compute_hint(self, text: str, width: int):
-        self._hint_for = (text, width)
+    def toolbar_hint(self, text: str, width: int):
+        """(style, text) for the toolbar now, without waiting: the hint for ``text`` if it is
+        worked out; otherwise it is asked for, and the toolbar keeps what it shows for a
+        moment (HINT_GRACE: most hints take less), then says it is still checking."""
+        quick = self._quick_hint(text)
+        if quick is not None:
+            self.hints.drop()                   # a hint under way is of no use now
+        else:
+            key = (text, width, self.session.generation)
+            quick = self.hints.get(key)
+            if quick is None:
+                if self.hints.want(key):
+                    # most hints take well under a millisecond: a moment's wait (at most
+                    # HINT_WAIT) shows them in this redraw, without a second one
+                    quick = self.hints.wait(key, HINT_WAIT)
+                    if quick is None:
+                        self._redraw_later(HINT_GRACE)
+            if quick is None:
+                if time.monotonic() - self.hints.asked_at < HINT_GRACE:
+                    return self._shown
+                return CHECKING
+        self._shown = quick
+        return quick
+
+    def _quick_hint(self, text: str):
+        """The toolbar's text when it needs no look at the session (None when it does)."""
         stripped = text.strip()
+        if not stripped:
+            return ("", HELP_LINE)
         if stripped.startswith(":"):
             word, _, rest = stripped.partition(" ")
-            if word == ":type" and rest.strip():
-                h = self.session.hint(rest, width)
-                self._hint = ("error" if h.startswith("error:") else "hint", h)
-            elif word in COMMANDS or word in ALIASES:
-                self._hint = ("hint", COMMANDS[ALIASES.get(word, word)])
-            else:
-                matches = [c for c in COMMANDS if c.startswith(word)]
-                self._hint = ("hint", "   ".join(matches) if matches else
-                              "no command %s; :help lists them" % word)
-        elif not stripped:
-            self._hint = ("", ":help for help   Tab completes   Ctrl-D leaves")
+            if ALIASES.get(word, word) == ":type" and rest.strip():
+                return None
+            if word in COMMANDS or word in ALIASES:
+                return ("hint", COMMANDS[ALIASES.get(word, word)])
+            matches = [c for c in COMMANDS if c.startswith(word)]
+            return ("hint", "   ".join(matches) if matches else
+                    "no command %s; :help lists them" % word)
+        return None
+
+    def _session_hint(self, text: str, width: int, budget):
+        """The hint that needs the session: on the hint thread, within ``budget``."""
+        stripped = text.strip()
+        if stripped.startswith(":"):            # :type EXPR
+            h = self.session.hint(stripped.partition(" ")[2], width, budget, signatures=True)
         else:
-            h = self.session.hint(text, width)
-            self._hint = ("error" if h.startswith("error:") else "hint", h)
-        return self._hint
+            h = self.session.hint(text, width, budget)
+        error = h.startswith("error:")
+        state = None if error or stripped.startswith(":") else else_state(text)
+        if state is not None:                   # an if, complete: an else may follow
+            return ("", ELSE_LINES[state])
+        if not h:                               # plainly unfinished: the help stays
+            return ("", HELP_LINE)
+        return ("error" if error else "hint", h)
+
+    def _hint_ready(self):
+        try:
+            self.prompt.app.invalidate()        # thread-safe
+        except Exception:
+            pass
+
+    def _redraw_later(self, seconds: float):
+        try:
+            import asyncio
+            asyncio.get_running_loop().call_later(seconds, self._hint_ready)
+        except RuntimeError:                    # not in the application's loop
+            pass
+
+    def toolbar_width(self) -> int:
+        try:
+            return self.prompt.app.output.get_size().columns - 2
+        except Exception:
+            return 100
 
     def toolbar(self):
         buffer = self.prompt.default_buffer
-        try:
-            width = self.prompt.app.output.get_size().columns - 2
-        except Exception:
-            width = 100
-        style, text = self.hint(buffer.text, width)
+        width = self.toolbar_width()
+        style, text = self.toolbar_hint(buffer.text, width)
         if len(text) > width:
             text = text[:width - 1] + "…"
         return FormattedText([("class:bottom-toolbar." + style if style else "class:bottom-toolbar",
                                " " + text)])
+
+    def _enter(self, buf):
+        """Enter: a new line inside an open bracket, or after the } of an if (an else may
+        follow); otherwise run the input."""
+        if open_brackets(buf.text) or awaits_else(buf.text):
+            buf.insert_text("\n")
+            return
+        if buf.text != buf.text.rstrip():
+            buf.document = Document(buf.text.rstrip())     # the line left empty to end an if
+        buf.validate_and_handle()
 
     def _keys(self):
         kb = KeyBindings()
@@ -226,10 +531,13 @@ class Repl:
             if buf.complete_state:
                 buf.complete_state = None
                 return
-            if open_brackets(buf.text):
-                buf.insert_text("\n")
-            else:
-                buf.validate_and_handle()
+            self._enter(buf)
+
+        @kb.add("enter", filter=is_searching)
+        def _(event):
+            # as readline does: Enter takes the line Ctrl-R found and runs it
+            accept_search()
+            self._enter(event.app.current_buffer)
 
         @kb.add("escape", "enter")
         def _(event):
@@ -254,15 +562,18 @@ class Repl:
             self.write("goat %s -- :help for help, Ctrl-D to leave\n" % __version__, "note")
         if self.history_problem:
             self.write("note: %s\n" % self.history_problem, "note")
-        while True:
-            try:
-                text = self.prompt.prompt()
-            except KeyboardInterrupt:
-                continue
-            except EOFError:
-                return 0
-            if self.handle(text) == "quit":
-                return 0
+        try:
+            while True:
+                try:
+                    text = self.prompt.prompt()
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    return 0
+                if self.handle(text) == "quit":
+                    return 0
+        finally:
+            self.hints.stop()
 
     def handle(self, text: str):
         """Run one input (a statement, several, or a command); prints what happened.
@@ -270,11 +581,19 @@ class Repl:
         Statements run one at a time, each shown before the next runs; the first that fails
         is taken back and the rest of the input is not run.
         """
-        self._hint_for = None       # what the session knows is about to change
+        self.hints.cancel()         # what the session knows is about to change
         stripped = text.strip()
         if not stripped:
             return None
-        if stripped in PYTHON_HABITS and stripped.rstrip("()") not in self.session.checker.globals:
+        try:
+            with self.session.exclusive():  # no hint holds the session while this runs
+                return self._handle(text, stripped)
+        except KeyboardInterrupt:           # while waiting for a hint to let go (an instant)
+            self.write("interrupted\n", "error")
+            return None
+
+    def _handle(self, text, stripped):
+        if stripped in PYTHON_HABITS and not self.session.defines(stripped.rstrip("()")):
             stripped = PYTHON_HABITS[stripped]
         self.inputs += 1
         try:
@@ -329,7 +648,8 @@ class Repl:
             if not rest:
                 self.write(":type needs an expression, as in :type a @ b\n", "error")
             else:
-                self.write(self.session.describe(rest) + "\n", "type")
+                self.write(self.session.describe(rest, "<input %d>" % self.inputs) + "\n",
+                           "type")
         elif word == ":env":
             names = self.session.names()
             if not names:
@@ -347,7 +667,8 @@ class Repl:
                 self.write(":load needs a file name\n", "error")
             else:
                 results = self.session.load(os.path.expanduser(rest))
-                self.write("loaded %s: %d statements\n" % (rest, len(results)), "note")
+                self.write("loaded %s: %d statement%s\n"
+                           % (rest, len(results), "" if len(results) == 1 else "s"), "note")
         elif word == ":reset":
             self.session.reset()
             self.write("every name is forgotten\n", "note")

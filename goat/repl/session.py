@@ -5,11 +5,23 @@ the parser in its interactive mode (a bare expression is a statement), one :clas
 that allows a name to be defined again, and one :class:`Evaluator` that keeps every value (a
 later line may use any name).  A statement that fails -- a shape error, a run-time error, a
 Ctrl-C -- is taken back whole, so the session keeps exactly the state it had before it.
+
+The REPL works out its live hint on a thread of its own (see app.py), so the state is
+guarded: whatever reads or changes it holds ``lock``.  A hint is the only thing that runs off
+the main thread; it is given a :class:`HintBudget` and stops (:class:`HintAbandoned`, its check
+taken back like a Ctrl-C) as soon as it runs out of time or memory, is superseded by the next
+key, or the main thread wants the session (to run a statement, say): a run never races a hint,
+and waits for one only as long as it takes to stop and take back what it checked.
 """
 from __future__ import annotations
 
+import inspect
+import os
 import re
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +34,119 @@ from ..lexer.lexer import open_brackets
 from ..lexer.parser import parse
 from ..lexer.tokens import STATEMENT_KEYWORDS
 from ..ops import REGISTRY, builtin_names
+from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
 from ..typecheck.program import Program
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
+_GOAT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+class _NoSuchException(Exception):
+    """Stands for CheckCancelled where the checker has no such hook."""
+
+
+_CheckCancelled = getattr(_checker_module, "CheckCancelled", _NoSuchException)
 _PARTIAL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+class HintAbandoned(BaseException):
+    """Raised inside a hint's check to stop it; the check is taken back like a Ctrl-C.
+
+    ``reason``: "superseded" (the next key came), "preempted" (the main thread wants the
+    session), "stale" (the session changed since the hint was asked for), "time", "memory".
+    A BaseException, so that no ``except Exception`` on the way swallows it.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _rss() -> int:
+    """This process's resident memory in bytes (0 where it cannot be read cheaply)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):
+    _PAGE = 4096
+
+
+class HintBudget:
+    """What one hint may spend: ``seconds`` of checking and ``memory`` bytes more resident
+    memory than the process had when its check began; ``cancel()`` stops it early.
+
+    ``expired()`` says why the hint must stop, once any of these runs out (``poll()`` raises
+    :class:`HintAbandoned` then).  The check asks as it works: through the checker's
+    ``cancel`` hook where the checker has one, otherwise from a trace function the hint's
+    thread installs on itself (see :meth:`Session._within`).
+    """
+
+    MEMORY_EVERY = 0.004    # seconds between two looks at the resident memory (~10 us each)
+
+    def __init__(self, seconds: float = 0.3, memory: int = 512 << 20, generation=None):
+        self.seconds = seconds
+        self.deadline = None              # set when the check starts (see start)
+        self.memory = memory
+        self.generation = generation      # the session's generation the hint was asked for
+        self.cancelled = None             # the reason, once cancelled
+        self.reason = None                # why expired() last said to stop
+        self.session = None               # set while the hint holds the session
+        self.armed = False                # poll() raises only while armed
+        self.hooked = self.traced = False
+        self.old_trace = None
+        self._base = 0
+        self._looked = 0.0
+
+    def start(self):
+        """The check begins: the clock starts (the time to parse, or to wait for the parser to
+        be built the first time, is not counted) and the memory it has now is the base."""
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.seconds
+            self._base = _rss() if self.memory else 0
+
+    def cancel(self, reason: str = "superseded"):
+        """Stop the hint at its next poll (callable from any thread)."""
+        if self.cancelled is None:
+            self.cancelled = reason
+
+    def expired(self):
+        """Why the hint must stop now ("superseded", "preempted", "time", "memory"), or None;
+        always None while it is not armed."""
+        if not self.armed:
+            return None
+        reason = None
+        session = self.session
+        if self.cancelled is not None:
+            reason = self.cancelled
+        elif session is not None and session._waiting:
+            reason = "preempted"
+        elif time.monotonic() > self.deadline:
+            reason = "time"
+        elif self.memory and self._base:
+            now = time.monotonic()
+            if now - self._looked >= self.MEMORY_EVERY:
+                self._looked = now
+                if _rss() - self._base > self.memory:
+                    reason = "memory"
+        if reason is not None:
+            self.reason = reason
+        return reason
+
+    def poll(self):
+        """Raise HintAbandoned if the hint must stop now."""
+        reason = self.expired()
+        if reason is not None:
+            raise HintAbandoned(reason)
 
 
 @dataclass
@@ -46,19 +165,52 @@ class Session:
     ``out`` receives what ``print`` statements write (the book's memref format).
     """
 
+    # a hint's check is stopped through the checker's ``cancel`` hook where the checker has
+    # one (False: always by tracing the hint thread's calls; see _within)
+    use_checker_hook = True
+
     def __init__(self, backend: str = "numpy", out=None):
         self.backend_name = backend
         self.out = out if out is not None else sys.stdout
+        # whoever reads or changes the state holds the lock: the main thread (runs, :type,
+        # :load, :reset) or the REPL's hint thread; ``_waiting`` counts the main thread's
+        # requests for it, which make a hint holding it stop at once (its next poll)
+        self.lock = threading.RLock()
+        self._waiting = 0
+        self._hint_budget = None        # the budget of the hint holding the lock
+        self.generation = 0             # changes whenever the state may have changed
+        self._names = []
         self.reset()
 
     # ------------------------------------------------------------------ state
+    @contextmanager
+    def exclusive(self):
+        """Hold the session, stopping a hint that holds it (it stops at its next poll, a few
+        microseconds of checking away, and takes back what it checked)."""
+        self._waiting += 1
+        try:
+            budget = self._hint_budget
+            if budget is not None:
+                budget.cancel("preempted")
+            with self.lock:
+                yield
+        finally:
+            self._waiting -= 1
+
+    def _changed(self):
+        """After the state may have changed: a new generation, the names listed again."""
+        self._names = self._list_names()
+        self.generation += 1
+
     def reset(self):
         """Forget every name and value."""
-        self.program = Program()
-        self.program.journal = []
-        self.checker = Checker(self.program, allow_redefinition=True)
-        self.evaluator = Evaluator(self.program, get_backend(self.backend_name), out=self.out,
-                                   free=False)
+        with self.exclusive():
+            self.program = Program()
+            self.program.journal = []
+            self.checker = Checker(self.program, allow_redefinition=True)
+            self.evaluator = Evaluator(self.program, get_backend(self.backend_name),
+                                       out=self.out, free=False)
+            self._changed()
 
     def _snapshot(self):
         c, p, e = self.checker, self.program, self.evaluator
@@ -127,15 +279,18 @@ class Session:
         return results
 
     def run_statement(self, stmt) -> Result:
-        snap = self._snapshot()
-        try:
-            checked = self._check(stmt)
-            self._evaluate(stmt.loc)
-        except BaseException:
-            self._restore(snap)
-            raise
-        self.program.journal = []
-        return self._result(stmt, checked)
+        with self.exclusive():
+            snap = self._snapshot()
+            try:
+                checked = self._check(stmt)
+                self._evaluate(stmt.loc)
+            except BaseException:
+                self._restore(snap)
+                self.generation += 1
+                raise
+            self.program.journal = []
+            self._changed()
+            return self._result(stmt, checked)
 
     def _result(self, stmt, checked) -> Result:
         t = type(stmt)
@@ -166,6 +321,10 @@ class Session:
         from ..api import read_source
         source = read_source(path)
         module = parse(source)
+        with self.exclusive():
+            return self._load(module)
+
+    def _load(self, module) -> list:
         stmts = module.stmts
         snap = self._snapshot()
         seen = {}
@@ -183,46 +342,118 @@ class Session:
             self._evaluate(None)
         except BaseException:
             self._restore(snap)
+            self.generation += 1
             raise
         finally:
             self.checker.later = {}
         self.program.journal = []
+        self._changed()
         return [self._result(s, c) for s, c in zip(stmts, checked)]
 
     # ------------------------------------------------------------------ looking, not running
-    def describe(self, text: str) -> str:
+    def describe(self, text: str, path: str = "<repl>") -> str:
         """The static type of what ``text`` would do, without running or keeping anything:
-        ``q : tensor[112x8]`` for a let, a def's signature, an expression's type.
+        ``q : tensor[112x8]`` for a let, a def's signature, an expression's type; for the name
+        of a def, a built-in or a module, its signature.
 
-        Raises GoatError for the error it would raise.
+        Raises GoatError for the error it would raise (its place named ``path``).
         """
-        return self._describe(text)[1]
+        with self.exclusive():
+            named = self._signature(text.strip())
+            if named is not None:
+                return named
+            return self._describe(text, path)[1]
 
-    def _describe(self, text: str):
+    def _signature(self, name: str):
+        """``def f(x: tensor[2x2]) -> tensor[2x1]`` when ``name`` names a def (``nn.relu``: a
+        module's def), a built-in's signature, ``module nn``; else None."""
+        if not _NAME.match(name):
+            return None
+        if "." in name:
+            mod, _, member = name.partition(".")
+            module = self.checker.globals.get(mod)
+            v = module.names.get(member) if isinstance(module, Module) else None
+            if isinstance(v, Template):
+                return "def %s.%s" % (mod, v.signature())
+            return None
+        v = self.checker.globals.get(name)
+        if isinstance(v, Template):
+            return "def " + v.signature()
+        if isinstance(v, Module):
+            return "module %s" % name
+        if v is None and name in REGISTRY:
+            return REGISTRY[name].signature
+        return None
+
+    def _within(self, budget, fn, *args):
+        """``fn(*args)`` (a check), stopped by ``budget`` (HintAbandoned) when it runs out.
+
+        Nothing can interrupt a thread from outside, so the check itself looks at the budget
+        as it works: through the checker's hook where it has one -- ``checker.cancel``, a
+        callable the checker calls now and then (at each def call it expands, and every
+        thousand nodes it makes) and that stops the check (CheckCancelled) when it returns
+        true -- and otherwise from a trace function on this thread's Python calls
+        (``sys.settrace`` is per thread; about three times slower, but only hints pay it).
+        The budget stops the check only while armed, and it is disarmed without calling any
+        Python function (a trace event), so the taking back that follows is never interrupted.
+        """
+        if budget is None:
+            return fn(*args)
+        try:
+            self._arm(budget)
+            return fn(*args)
+        except _CheckCancelled:
+            raise HintAbandoned(budget.cancelled or budget.reason or "superseded") from None
+        finally:
+            budget.armed = False                # no Python call in here: no trace event
+            if budget.hooked:
+                self.checker.cancel = None
+            if budget.traced:
+                sys.settrace(budget.old_trace)
+                budget.traced = False
+
+    def _arm(self, budget):
+        budget.start()
+        budget.hooked = budget.traced = False
+        if self.use_checker_hook and hasattr(self.checker, "cancel"):   # the checker asks
+            self.checker.cancel = budget.expired
+            budget.hooked = True
+        else:
+            budget.old_trace = sys.gettrace()
+            poll = budget.poll
+            count = [0]
+
+            def tracer(frame, event, arg):
+                if budget.armed:
+                    count[0] += 1
+                    # a look every 32 calls, raising only into goat's own functions: raised
+                    # into a weakref callback or a finalizer that the collector runs meanwhile,
+                    # it would be ignored (and turn the tracing off); nor into a generator
+                    if ((count[0] >= 32 or budget.cancelled is not None or self._waiting)
+                            and frame.f_code.co_filename.startswith(_GOAT_DIR)
+                            and not frame.f_code.co_flags & _GENERATOR_FLAGS):
+                        count[0] = 0
+                        poll()
+                return None                     # no line events: only calls are traced
+            budget.traced = True
+            sys.settrace(tracer)
+        budget.armed = True
+
+    def _describe(self, text: str, path: str = "<repl>", budget=None):
         """(statement kind, description) of the last statement of ``text`` (inside a block
-        when it ends in one: the statement being typed)."""
-        stmts = self.parse(text)
+        when it ends in one: the statement being typed).  ``budget``: see :meth:`_within`."""
+        # parsing needs nothing of the session (the parser guards its own tables), and it is
+        # not stopped half-way: it takes time in proportion to the text, once the parser exists
+        stmts = self.parse(text, path)
         if not stmts:
             return None, "", None
-        snap = self._snapshot()
-        self.checker.last = None
-        try:
-            for stmt in stmts:
-                try:
-                    checked = self._check(stmt)
-                except GoatError as e:
-                    # a def still being typed has no return yet: show what is there so far
-                    if not (type(stmt) is ast.Def and "must end with return" in e.message
-                            and self.checker.last is not None):
-                        raise
-            if type(stmt) in (ast.For, ast.If, ast.Def) and self.checker.last is not None:
-                inner, value = self.checker.last
-                if inner.loc.start >= stmt.loc.start:
-                    stmt, checked = inner, value
-                    if type(stmt) is ast.Return:
-                        stmt = ast.ExprStmt(stmt.expr, stmt.loc)
-        finally:
-            self._restore(snap)
+        with self._held_for(budget):
+            snap = self._snapshot()
+            self.checker.last = None
+            try:
+                stmt, checked = self._within(budget, self._check_all, stmts)
+            finally:
+                self._restore(snap)
         t = type(stmt)
         if t is ast.Let:
             return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
@@ -245,11 +476,71 @@ class Session:
             return "expr", format_type(checked.shape), stmt
         return "let", "", stmt          # a block, a format print, a save: nothing to show
 
-    def hint(self, text: str, width: int = 100) -> str:
+    def _check_all(self, stmts):
+        """Check ``stmts`` in turn (the caller takes them back): (the statement to describe,
+        what checking it gave)."""
+        for stmt in stmts:
+            try:
+                checked = self._check(stmt)
+            except GoatError as e:
+                # a def still being typed has no return yet: show what is there so far
+                if not (type(stmt) is ast.Def and "must end with return" in e.message
+                        and self.checker.last is not None):
+                    raise
+        if type(stmt) in (ast.For, ast.If, ast.Def) and self.checker.last is not None:
+            inner, value = self.checker.last
+            if inner.loc.start >= stmt.loc.start:
+                stmt, checked = inner, value
+                if type(stmt) is ast.Return:
+                    stmt = ast.ExprStmt(stmt.expr, stmt.loc)
+        return stmt, checked
+
+    def hint(self, text: str, width: int = 100, budget: HintBudget | None = None,
+             signatures: bool = False) -> str:
         """The bottom-toolbar hint for input being typed: its shape, or the error it would
-        raise; '' while it is plainly unfinished.  At most about ``width`` characters."""
+        raise; '' while it is plainly unfinished.  At most about ``width`` characters.
+        ``signatures``: the name of a def or a built-in alone gives its signature (:type f).
+
+        With a ``budget`` (the REPL's hint thread) it raises :class:`HintAbandoned` when the
+        budget runs out or the main thread wants the session; what it checked is taken back
+        either way.  Without one it holds the session until it is done.
+        """
+        if budget is None:
+            with self.exclusive():
+                return self._hint(text, width, None, signatures)
+        return self._hint(text, width, budget, signatures)
+
+    @contextmanager
+    def _held_for(self, budget):
+        """Hold the session for a hint (with ``budget``; None: the caller holds it already).
+        Raises HintAbandoned at once if the main thread wants it or it changed since the hint
+        was asked for."""
+        if budget is None:
+            yield
+            return
+        with self.lock:
+            self._hint_budget = budget          # first this, then the look at _waiting
+            budget.session = self
+            try:
+                if self._waiting:
+                    raise HintAbandoned("preempted")
+                if budget.generation is not None and budget.generation != self.generation:
+                    raise HintAbandoned("stale")
+                yield
+            finally:
+                budget.session = None
+                self._hint_budget = None
+
+    def _hint(self, text, width, budget, signatures):
+        if signatures:
+            with self._held_for(budget):
+                named = self._signature(text.strip())
+            if named is not None:
+                return named
         body = text.strip()
-        if not body or body.startswith(":") or any(k.startswith(body) for k in STATEMENT_KEYWORDS):
+        line = re.split(r"[\n;{}]", body)[-1].strip()    # the statement being typed
+        if not body or body.startswith(":") or (
+                line and any(k.startswith(line) for k in STATEMENT_KEYWORDS)):
             return ""               # nothing yet, a command, or a keyword half typed
         missing = open_brackets(text)
         if "[" in missing:
@@ -259,7 +550,7 @@ class Session:
                 return ""
             closing = "".join(")" if c == "(" else "\n}" for c in reversed(missing))
             try:
-                kind, described, stmt = self._describe(text + closing)
+                kind, described, stmt = self._describe(text + closing, budget=budget)
             except GoatError as e:
                 if _incomplete(e) or (missing[-1] == "(" and not _shape_complaint(e)):
                     return ""
@@ -267,7 +558,7 @@ class Session:
             return described
         candidate = text + ")" * len(missing)
         try:
-            kind, described, stmt = self._describe(candidate)
+            kind, described, stmt = self._describe(candidate, budget=budget)
         except GoatError as e:
             if _incomplete(e) or (missing and not _shape_complaint(e)):
                 return ""           # an open bracket: the rest is still to come
@@ -294,7 +585,16 @@ class Session:
 
     # ------------------------------------------------------------------ names
     def names(self) -> list:
-        """[(name, description)] of everything defined, in definition order."""
+        """[(name, description)] of everything defined, in definition order (as the last
+        statement left them: safe to call while a hint is checking)."""
+        return list(self._names)
+
+    def defines(self, name: str) -> bool:
+        """Is ``name`` defined in the session (a let, var, def or module)?"""
+        with self.exclusive():
+            return name in self.checker.globals
+
+    def _list_names(self) -> list:
         out = []
         for name in self.program.order:
             v = self.checker.globals.get(name)

@@ -38,9 +38,10 @@ _NOT = UNARY_OPERATORS["not"]
 MAX_NODES = 500_000     # the checked program's size, at most: a few hundred MB, a few seconds
 
 
-class CheckCancelled(Exception):
+class CheckCancelled(BaseException):
     """Raised inside the checker when its ``cancel`` callable says to stop (the REPL's hint
-    gives up on a check that takes too long, or that the next key made useless)."""
+    gives up on a check that takes too long, or that the next key made useless).  A
+    BaseException, so that no ``except Exception`` on the way swallows it."""
 
 
 class Template:
@@ -1190,6 +1191,7 @@ class Checker:
             source = read_source(path)
             parsed = parse(source)
             sub = Checker(self.program, module=True, shared=shared)
+            sub.cancel = self.cancel            # an import in a hint stops with the hint
             sub.look_ahead(parsed)
             for s in parsed.stmts:
                 if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
