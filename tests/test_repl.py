@@ -465,3 +465,26 @@ def test_else_on_the_line_after_the_brace_of_an_if():
 ])
 def test_else_state(text, state):
     assert else_state(text) == state
+
+
+def test_a_history_that_is_not_a_regular_file_is_not_read(tmp_path, monkeypatch):
+    from goat.repl import app as repl_app
+    state = tmp_path / "state"
+    (state / "goat").mkdir(parents=True)
+    os.symlink("/dev/zero", state / "goat" / "history")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    history, problem = repl_app._history()
+    assert isinstance(history, InMemoryHistory)
+    assert problem.endswith("history is not a regular file")
+
+
+def test_only_the_end_of_a_long_history_is_read(tmp_path, monkeypatch):
+    from goat.repl import app as repl_app
+    path = tmp_path / "history"
+    with open(path, "w") as f:
+        for i in range(200_000):
+            f.write("\n# time\n+let a%d = [[%d]]\n" % (i, i))
+    monkeypatch.setattr(repl_app._History, "MAX_BYTES", 100_000)
+    strings = list(repl_app._History(str(path)).load_history_strings())
+    assert strings[0] == "let a199999 = [[199999]]"          # the newest first
+    assert 2000 < len(strings) < 4000 and all(s.startswith("let a") for s in strings)

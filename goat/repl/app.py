@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -696,7 +697,34 @@ class _Writer:
 
 
 class _History(FileHistory):
-    """The history file, without an entry that repeats the one just before it."""
+    """The history file, without an entry that repeats the one just before it.  Only its last
+    MAX_BYTES are read at start (a history grows for years; what Ctrl-R finds is recent)."""
+
+    MAX_BYTES = 4 * 1024 * 1024
+
+    def load_history_strings(self):
+        strings, lines = [], []
+        try:
+            with open(self.filename, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return []
+                size = os.fstat(f.fileno()).st_size
+                if size > self.MAX_BYTES:
+                    f.seek(size - self.MAX_BYTES)
+                    f.readline()            # the first line read may be cut in two
+                for line_bytes in f:
+                    line = line_bytes.decode("utf-8", errors="replace")
+                    if line.startswith("+"):
+                        lines.append(line[1:])
+                    else:
+                        if lines:
+                            strings.append("".join(lines)[:-1])
+                        lines = []
+        except OSError:
+            return []
+        if lines:
+            strings.append("".join(lines)[:-1])
+        return reversed(strings)
 
     def append_string(self, string: str) -> None:
         if self._loaded_strings and self._loaded_strings[0] == string:
@@ -708,6 +736,8 @@ def _history():
     """(history, None), or (history kept in memory, why the file cannot be used)."""
     path = history_path()
     try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            return InMemoryHistory(), ("history is not saved: %s is not a regular file" % path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "a", encoding="utf-8"):
             pass
