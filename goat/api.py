@@ -487,9 +487,10 @@ def parse_source(source: Source) -> ast.Module:
     return parse(source)
 
 
-def _check_module(module: ast.Module, program: Program | None = None) -> Program:
-    """Check every statement; every independent error is reported (GoatErrors for several)."""
-    return Checker(program).check_module_all(module, convert=_check_failure)
+def _check_module(module: ast.Module, program: Program | None = None, errors=()) -> Program:
+    """Check every statement; every independent error is reported (GoatErrors for several),
+    the syntax errors ``errors`` of the statements that could not be read among them."""
+    return Checker(program).check_module_all(module, convert=_check_failure, errors=errors)
 
 
 def _check_failure(stmt, e) -> GoatError:
@@ -539,9 +540,10 @@ def _phase(timings: dict | None, name: str):
 
 
 def _load_now(source: Source, timings: dict | None = None) -> Program:
+    errors = []                 # syntax errors: the rest of the file is checked all the same
     with _phase(timings, "parse"):
         try:
-            module = parse(source)
+            module = parse(source, errors=errors)
         except RecursionError:
             raise GoatError("the program is nested too deeply to parse" + _depth_note(),
                             path=source.path) from None
@@ -551,7 +553,7 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
     with _phase(timings, "check"):
-        return _check_module(module)
+        return _check_module(module, errors=errors)
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,

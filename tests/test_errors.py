@@ -279,3 +279,16 @@ def test_the_count_of_errors_shown_is_capped():
         goat.check_source(src)
     assert len(info.value.errors) == 20 and info.value.left_out == 5
     assert info.value.render().endswith("goat: 25 errors, the first 20 shown")
+
+
+def test_syntax_errors_and_check_errors_are_reported_together():
+    src = ("let a = [[1, 2]] +\n"            # 1: syntax error
+           "let b = a * 2\n"                 # 2: uses a: skipped
+           "print [[1]] @ [[1], [2]]\n"      # 3: a shape error
+           "let c = 3 4\n"                   # 4: syntax error
+           "print c\n"                       # 5: uses c: skipped
+           "print [[5]]\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source(src, path="t.mg", stdout=io.StringIO())
+    assert [(x.line, x.message.split(":")[0]) for x in info.value.errors] == [
+        (1, "syntax error"), (3, "cannot matrix-multiply shapes 1x1 and 2x1"), (4, "syntax error")]

@@ -301,6 +301,16 @@ class Close(Stmt):
         self.loc = loc
 
 
+class Broken(Stmt):
+    """A statement that could not be read (its syntax error is reported), standing in for it
+    so that the rest of the file can be checked: ``names`` are those it seems to define."""
+    __slots__ = ("names",)
+
+    def __init__(self, names: tuple, loc: Loc):
+        self.names = names
+        self.loc = loc
+
+
 class Module:
     """A parsed file: its statements in order."""
     __slots__ = ("source", "stmts")

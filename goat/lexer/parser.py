@@ -686,6 +686,19 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
     return stmt
 
 
+def _names_of(tokens) -> tuple:
+    """The names a statement that could not be read seems to define (let a, b = ...)."""
+    if not tokens or tokens[0].type not in ("LET", "VAR", "DEF"):
+        return ()
+    out = []
+    for t in tokens[1:]:
+        if t.type == "NAME":
+            out.append(t.value)
+        elif t.type != "_COMMA" or tokens[0].type == "DEF":
+            break
+    return tuple(out[:1]) if tokens[0].type == "DEF" else tuple(out)
+
+
 def _format_parts(build: _Build, tok) -> list:
     """The parts of a format string: text, and a Field per ``{expr:spec}``."""
     from ..interp.fmt import FormatSyntaxError, check_spec, parse_format
@@ -767,8 +780,11 @@ def _open_else(current: list, header) -> list:
     return last.orelse
 
 
-def parse(source: Source, interactive: bool = False) -> ast.Module:
-    """Parse a whole program.  Raises GoatError for the first syntax error.
+def parse(source: Source, interactive: bool = False, errors: list | None = None) -> ast.Module:
+    """Parse a whole program.  Raises GoatError for the first syntax error -- or, given an
+    ``errors`` list, appends each statement's syntax error to it and goes on with the next
+    statement (an ast.Broken stands in for the statement), as long as the failed statement is
+    not part of a block's structure (a block's header or its closing brace).
 
     ``interactive`` (the REPL) also accepts a bare expression as a statement (ast.ExprStmt).
     """
@@ -778,7 +794,17 @@ def parse(source: Source, interactive: bool = False) -> ast.Module:
     append = stmts.append
     blocks = False
     for tokens in tokenize(source):
-        stmt = _parse_tokens(build, tokens, start)
+        if errors is None:
+            stmt = _parse_tokens(build, tokens, start)
+        else:
+            try:
+                stmt = _parse_tokens(build, tokens, start)
+            except GoatError as e:
+                if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
+                    raise               # the blocks around cannot be told: stop here
+                errors.append(e)
+                append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
+                continue
         t = type(stmt)
         if t is ast.PrintFormat:
             stmt.parts = _format_parts(build, stmt.parts)

@@ -633,7 +633,8 @@ class Checker:
             self.check_stmt(stmt)
         return self.program
 
-    def check_module_all(self, module: ast.Module, limit: int = 20, convert=None) -> Program:
+    def check_module_all(self, module: ast.Module, limit: int = 20, convert=None,
+                         errors=()) -> Program:
         """Check every statement, reporting every independent error (as compilers do): a
         statement that fails is skipped, and statements that use what it would have defined
         (or assigned) are skipped without a second report.  Raises GoatError for one error,
@@ -641,9 +642,16 @@ class Checker:
         Python failure while checking a statement (RecursionError, MemoryError) into a
         GoatError, or raises it again."""
         self.look_ahead(module)
-        errors, left_out = [], 0
+        errors, left_out = list(errors[:limit]), max(0, len(errors) - limit)
         broken = set()                      # names whose value is unknown after an error
         for stmt in module.stmts:
+            if type(stmt) is ast.Broken:    # a syntax error, already reported
+                broken.update(stmt.names)
+                continue
+            if _holds_broken(stmt):         # a block holding one: not checked, as a whole
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
+                continue
             if broken and _uses(stmt) & broken:
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
@@ -663,10 +671,11 @@ class Checker:
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 self._recover()
-        if len(errors) == 1:
+        if len(errors) == 1 and not left_out:
             raise errors[0]
         if errors:
             from ..diagnostics import GoatErrors
+            errors.sort(key=lambda e: e.loc.start if e.loc is not None else -1)
             raise GoatErrors(errors, left_out)
         return self.program
 
@@ -1553,6 +1562,20 @@ def _assigned(stmts, out):
         elif t is ast.If:
             _assigned(s.body, out)
             _assigned(s.orelse, out)
+
+
+def _holds_broken(stmt) -> bool:
+    """Does a block statement hold a statement that could not be read?"""
+    stack = [stmt]
+    while stack:
+        s = stack.pop()
+        if type(s) is ast.Broken:
+            return True
+        for name in ("body", "orelse"):
+            inner = getattr(s, name, None)
+            if isinstance(inner, list):
+                stack.extend(inner)
+    return False
 
 
 def _assigned_names(stmt):
