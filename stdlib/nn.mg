@@ -38,3 +38,28 @@ def attention(q: tensor[T, D], k: tensor[S, D], v: tensor[S, E], mask: tensor[T,
 # the gradient of softmax_rows's output a with respect to its input, given da, the gradient
 # with respect to a: a * (da - row_sum(a * da)) (the book's chapter 33).
 def softmax_rows_back(a: tensor[N, C], da: tensor[N, C]) = a * (da - row_sum(a * da))
+
+# ---- the trainer's verbs (LANGUAGE.md Part B7); grad differentiates each of them
+
+# GELU, the tanh approximation (Hendrycks & Gimpel 2016, as GPT-2 and PyTorch's
+# gelu(approximate="tanh")): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).  NxC -> NxC.
+def gelu(x: tensor[N, C]) = x * 0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+# RMS norm (Zhang & Sennrich 2019): each row divided by its root mean square
+# sqrt(mean(x^2) + 1e-05), then scaled by the gain g.  NxC, 1xC -> NxC.
+def rms_norm(x: tensor[N, C], g: tensor[1, C]) = x / sqrt(row_mean(x * x) + 1e-05) * g
+
+# cross-entropy of logits z (a row of V scores per example) against class indices t (a column
+# of whole numbers 0..V-1): the mean over rows of -log softmax(z)[t], computed through the
+# stable log_softmax (so logits of +-1e4 give finite values).  NxV, Nx1 -> 1x1.
+def cross_entropy(z: tensor[N, V], t: tensor[N, 1]) = col_mean(row_sum(onehot(t, tensor[N, V]) * log_softmax(z))) * -1
+
+# the same over the rows where the mask m is 1 only (m: 1 for a scored row, 0 otherwise): the
+# sum of -log softmax(z)[t] over those rows divided by their number.  NxV, Nx1, Nx1 -> 1x1.
+def cross_entropy_masked(z: tensor[N, V], t: tensor[N, 1], m: tensor[N, 1]) = col_sum(row_sum(onehot(t, tensor[N, V]) * log_softmax(z)) * m) / col_sum(m) * -1
+
+# inverted dropout (Srivastava et al. 2014): each value is kept with probability 1 - p and
+# scaled by 1 / (1 - p), or set to 0; the mask is rand(tensor[N, C], seed) >= p, so the same
+# seed gives the same mask on every back end.  Pass a different seed at each call (say
+# step * 100 + layer) for a fresh mask.  NxC, scalar, seed -> NxC.
+def dropout(x: tensor[N, C], p: scalar, seed: scalar) = x * (rand(tensor[N, C], seed) >= p) / (1 - p)

@@ -39,6 +39,16 @@ def _drain(fd, timeout=0.0):
         data += chunk
 
 
+def _drain_until(fd, want: bytes, timeout=10.0):
+    """What ``fd`` gives until ``want`` appears in it or ``timeout`` seconds pass (a loaded
+    machine may draw the bar late)."""
+    data = b""
+    end = time.monotonic() + timeout
+    while want not in data and time.monotonic() < end:
+        data += _drain(fd, 0.1)
+    return data
+
+
 @pytest.fixture
 def tty():
     """A pseudo-terminal: (master fd, the slave as a text stream)."""
@@ -209,7 +219,7 @@ def test_write_errors_propagate_and_the_bar_still_closes(tty, monkeypatch):
             p.wrap_output(_BrokenPipe()).write("y\n")
     finally:
         bar.close()
-    assert LABEL.encode() in _drain(master, 0.1)
+    assert LABEL.encode() in _drain_until(master, LABEL.encode())
 
 
 class _BrokenPipe:

@@ -488,3 +488,16 @@ def test_only_the_end_of_a_long_history_is_read(tmp_path, monkeypatch):
     strings = list(repl_app._History(str(path)).load_history_strings())
     assert strings[0] == "let a199999 = [[199999]]"          # the newest first
     assert 2000 < len(strings) < 4000 and all(s.startswith("let a") for s in strings)
+
+
+def test_the_hint_shows_a_gradients_shape_before_it_runs():
+    s = Session(out=io.StringIO())
+    s.run("let w = [[1, 2, 3]]")
+    s.run("let x = [[1], [2]]")
+    assert s.hint("let g = grad(col_sum(row_sum(x @ w)), w)") == "g : tensor[1x3]"
+    assert s.hint("let gx, gw = grad(col_sum(row_sum(x @ w)), x, w)").startswith("gx")
+    assert s.hint("grad(x @ w, w)").startswith(
+        "error: grad needs a loss of one element, got shape 2x3")
+    assert s.hint("grad", signatures=True).startswith("grad(loss, w1, w2, ...)")
+    s.run("let g = grad(col_sum(row_sum(x @ w)), w)")
+    assert s.names()[-1] == ("g", "tensor[1x3]")

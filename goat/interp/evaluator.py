@@ -23,7 +23,7 @@ from operator import itemgetter
 import numpy as np
 
 from ..diagnostics import GoatError
-from ..ops.registry import OpError
+from ..ops.registry import OpError, identity
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, subregions
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
 from .printer import format_memref, format_number
@@ -104,8 +104,7 @@ def _same_shape_check(node):
     return run
 
 
-def _identity(x):
-    return x
+_identity = identity        # an op or cast that passes its value on: compiled as a copy
 
 
 def _located_kind(e) -> bool:

@@ -4,12 +4,18 @@ Shapes in the docs: ``RxC`` is a matrix; every op also takes higher ranks as des
 LANGUAGE.md Part B1 (row-wise verbs read the trailing axis, ``col_*`` the second-to-last).
 Numerics follow IEEE 754 double precision as NumPy computes it (1/0 = inf, 0/0 = nan,
 log(0) = -inf, sqrt(-1) = nan); nothing here raises on a value.
+
+Each differentiable op's ``vjp`` sits under it: ``(d, g, out, *args) -> one cotangent per
+argument``, written with the emitter ``d`` of goat/autodiff/grad.py (``d.mul(g, out)`` makes
+the checked node ``g * out``); ``d.unbroadcast(c, a)`` sums a cotangent back to the shape of
+an operand that broadcasting widened.  The rules are the standard ones (e.g. Griewank &
+Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
-from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_shape, format_type,
-                                matmul)
-from .registry import Op, OpError, register
+from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_shape,
+                                format_type, matmul)
+from .registry import ZERO, Op, OpError, identity, register
 
 
 def _same(s):
@@ -26,22 +32,29 @@ def _rank_at_least(name: str, k: int, what: str):
 
 # ---------------------------------------------------------------- operators
 
-def _binary(name, symbol, verb, ufunc, doc):
+def _binary(name, symbol, verb, ufunc, doc, vjp=None):
     register(Op(
         name=name, arity=2, symbol=symbol, callable_by_name=False,
         signature="a %s b  (broadcasting)" % symbol,
         doc=doc,
         shape=lambda a, b, _verb=verb: broadcast(_verb, a, b),
         evaluate=lambda be, _u=ufunc: getattr(be.xp, _u),
-        tags=("elementwise", "operator"),
+        tags=("elementwise", "operator"), vjp=vjp,
     ))
 
 
-_binary("add", "+", "add", "add", "elementwise sum")
-_binary("subtract", "-", "subtract", "subtract", "elementwise difference")
-_binary("multiply", "*", "multiply", "multiply", "elementwise (Hadamard) product")
+_binary("add", "+", "add", "add", "elementwise sum",
+        vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(g, b)))
+_binary("subtract", "-", "subtract", "subtract", "elementwise difference",
+        vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(d.neg(g), b)))
+_binary("multiply", "*", "multiply", "multiply", "elementwise (Hadamard) product",
+        vjp=lambda d, g, out, a, b: (d.unbroadcast(d.mul(g, b), a),
+                                     d.unbroadcast(d.mul(g, a), b)))
+# d(a/b)/db = -a/b**2 = -(a/b)/b: the quotient already computed is reused
 _binary("divide", "/", "divide", "divide",
-        "elementwise IEEE 754 quotient: 1/0 = inf, -1/0 = -inf, 0/0 = nan")
+        "elementwise IEEE 754 quotient: 1/0 = inf, -1/0 = -inf, 0/0 = nan",
+        vjp=lambda d, g, out, a, b: (d.unbroadcast(d.div(g, b), a),
+                                     d.unbroadcast(d.neg(d.mul(d.div(g, b), out)), b)))
 
 register(Op(
     name="matmul", arity=2, symbol="@", callable_by_name=False,
@@ -52,6 +65,9 @@ register(Op(
     shape=matmul,
     evaluate=lambda be: be.matmul,
     tags=("operator",),
+    # d(a@b) = da@b + a@db: a gets g @ bᵀ, b gets aᵀ @ g (summed over broadcast batch axes)
+    vjp=lambda d, g, out, a, b: (d.unbroadcast(d.matmul(g, d.T(b)), a),
+                                 d.unbroadcast(d.matmul(d.T(a), g), b)),
 ))
 
 register(Op(
@@ -61,27 +77,44 @@ register(Op(
     shape=_same,
     evaluate=lambda be: be.xp.negative,
     tags=("elementwise", "operator"),
+    vjp=lambda d, g, out, x: (d.neg(g),),
 ))
 
 
 # ---------------------------------------------------------------- elementwise functions
 
-def _unary(name, doc, make):
+def _unary(name, doc, make, vjp):
     register(Op(name=name, arity=1, signature="%s(x: S) -> S" % name, doc=doc, shape=_same,
-                evaluate=make, tags=("elementwise",)))
+                evaluate=make, tags=("elementwise",), vjp=vjp))
 
 
-_unary("exp", "e to the power x", lambda be: be.xp.exp)
-_unary("log", "natural logarithm (log 0 = -inf, log of a negative = nan)", lambda be: be.xp.log)
-_unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt)
-_unary("abs", "absolute value", lambda be: be.xp.abs)
+def _sign(d, x):
+    """1 where x > 0, -1 where x < 0, 0 at 0 (and at NaN)."""
+    return d.sub(d.mask("gt", x, d.const(0.0)), d.mask("lt", x, d.const(0.0)))
+
+
+_unary("exp", "e to the power x", lambda be: be.xp.exp,
+       lambda d, g, out, x: (d.mul(g, out),))
+_unary("log", "natural logarithm (log 0 = -inf, log of a negative = nan)", lambda be: be.xp.log,
+       lambda d, g, out, x: (d.div(g, x),))
+_unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt,
+       lambda d, g, out, x: (d.div(d.mul(g, d.const(0.5)), out),))
+# |x|' = sign(x), taken as 0 at 0 (as PyTorch and JAX do)
+_unary("abs", "absolute value", lambda be: be.xp.abs,
+       lambda d, g, out, x: (d.mul(g, _sign(d, x)),))
 _unary("tanh", "hyperbolic tangent (a NaN keeps its sign, as in C's tanh)",
-       lambda be: (lambda x, _t=be.xp.tanh, _w=be.xp.where, _n=be.xp.isnan: _w(_n(x), x, _t(x))))
-_unary("sin", "sine (radians)", lambda be: be.xp.sin)
-_unary("cos", "cosine (radians)", lambda be: be.xp.cos)
-_unary("relu", "max(x, 0), the rectified linear unit", lambda be: (lambda x, _m=be.xp.maximum: _m(x, 0.0)))
+       lambda be: (lambda x, _t=be.xp.tanh, _w=be.xp.where, _n=be.xp.isnan: _w(_n(x), x, _t(x))),
+       lambda d, g, out, x: (d.mul(g, d.sub(d.const(1.0), d.mul(out, out))),))
+_unary("sin", "sine (radians)", lambda be: be.xp.sin,
+       lambda d, g, out, x: (d.mul(g, d.op("cos", x)),))
+_unary("cos", "cosine (radians)", lambda be: be.xp.cos,
+       lambda d, g, out, x: (d.neg(d.mul(g, d.op("sin", x))),))
+# relu'(0) = 0, as PyTorch and JAX take it
+_unary("relu", "max(x, 0), the rectified linear unit", lambda be: (lambda x, _m=be.xp.maximum: _m(x, 0.0)),
+       lambda d, g, out, x: (d.mul(g, d.mask("gt", x, d.const(0.0))),))
 _unary("sigmoid", "1 / (1 + exp(-x)), the logistic function",
-       lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))))
+       lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))),
+       lambda d, g, out, x: (d.mul(g, d.mul(out, d.sub(d.const(1.0), out))),))
 
 
 _PY_RELATION = {"greater_equal": float.__ge__, "greater": float.__gt__, "less_equal": float.__le__,
@@ -144,9 +177,12 @@ register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
             evaluate=lambda be: (lambda x, _f=be.xp.equal, _d=be.xp.float64: _f(x, 0.0).astype(_d)),
             tags=("elementwise", "logical", "operator")))
 
+# a % b = a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) = -(a - a%b)/b (almost everywhere)
 _binary("remainder", "%", "take the remainder of", "remainder",
         "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
-        "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan")
+        "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan",
+        vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(
+            d.neg(d.mul(g, d.div(d.sub(a, out), b))), b)))
 
 for _name, _verb, _doc in (
         ("maximum", "take the maximum of",
@@ -158,10 +194,35 @@ for _name, _verb, _doc in (
     register(Op(name=_name, arity=2, signature="%s(a, b) -> broadcast shape" % _name, doc=_doc,
                 shape=lambda a, b, _v=_verb: broadcast(_v, a, b),
                 evaluate=lambda be, _n=_name: getattr(be, _n),
-                tags=("elementwise",)))
+                tags=("elementwise",), vjp=lambda d, g, out, a, b, _n=_name: _extremum_vjp(
+                    d, g, a, b, "gt" if _n == "maximum" else "lt")))
+
+
+def _extremum_vjp(d, g, a, b, wins):
+    """maximum/minimum: the gradient goes to the operand chosen; at a tie it is split in
+    halves (as PyTorch's maximum does)."""
+    half = d.mul(d.mask("eq", a, b), d.const(0.5))
+    to_a = d.add(d.mask(wins, a, b), half)
+    to_b = d.add(d.mask(wins, b, a), half)
+    return d.unbroadcast(d.mul(g, to_a), a), d.unbroadcast(d.mul(g, to_b), b)
 
 
 # ---------------------------------------------------------------- reductions
+
+def _reduce_vjp(kind, axis, count):
+    """The vjp of a reduction along ``axis`` (-1: rows, -2: columns).  sum: the cotangent is
+    spread over the reduced axis; mean: divided by its length; max/min: it goes to the cells
+    equal to the result, split evenly among ties (as PyTorch's amax does)."""
+    if kind == "sum":
+        return lambda d, g, out, x: (d.expand(g, x),)
+    if kind == "mean":
+        return lambda d, g, out, x: (d.expand(d.div(g, d.size(x, axis)), x),)
+
+    def vjp(d, g, out, x):
+        hit = d.mask("eq", x, out)
+        return (d.mul(hit, d.div(g, d.op(count, hit))),)
+    return vjp
+
 
 def _row(name, kind, doc):
     check = _rank_at_least(name, 1, "a tensor (rank 1 or more)")
@@ -172,7 +233,7 @@ def _row(name, kind, doc):
     register(Op(name=name, arity=1, signature="%s(x: RxC) -> Rx1" % name,
                 doc=doc + " along each row (the last axis); the result keeps that axis as size 1",
                 shape=shape, evaluate=lambda be, _k=kind: be.reducer(_k, -1),
-                tags=("reduction",)))
+                tags=("reduction",), vjp=_reduce_vjp(kind, -1, "row_sum")))
 
 
 def _col(name, kind, doc):
@@ -185,7 +246,7 @@ def _col(name, kind, doc):
                 doc=doc + " down each column (the second-to-last axis); the result keeps that "
                 "axis as size 1",
                 shape=shape, evaluate=lambda be, _k=kind: be.reducer(_k, -2),
-                tags=("reduction",)))
+                tags=("reduction",), vjp=_reduce_vjp(kind, -2, "col_sum")))
 
 
 for _kind, _doc in (("sum", "sum"),
@@ -207,7 +268,8 @@ def _transpose_shape(s):
 
 register(Op(name="transpose", arity=1, signature="transpose(x: RxC) -> CxR",
             doc="swaps the last two dimensions", shape=_transpose_shape,
-            evaluate=lambda be: (lambda x: x.swapaxes(-1, -2))))
+            evaluate=lambda be: (lambda x: x.swapaxes(-1, -2)),
+            vjp=lambda d, g, out, x: (d.T(g),)))
 
 
 # ---------------------------------------------------------------- shapes and new tensors
@@ -284,7 +346,7 @@ register(Op(name="reshape", arity=2, params=(("x", "value"), ("shape", "type")),
                 "be equal; one size of T may be ?, worked out from the others); NumPy's "
                 "reshape in C order",
             shape=_reshape_shape, evaluate=_reshape, checks_at_run_time=False,
-            tags=("shape",)))
+            tags=("shape",), vjp=lambda d, g, out, x, target: (d.reshape_like(g, x),)))
 
 
 def _fill(name, value, doc):
@@ -323,7 +385,8 @@ def _draw(name, method, doc):
         return run
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
-                evaluate=evaluate, tags=("creation", "random")))
+                evaluate=evaluate, tags=("creation", "random"),
+                vjp=lambda d, g, out, seed, target: (None,)))
 
 
 def _scalar(x):
@@ -395,3 +458,223 @@ register(Op(name="load", arity=2, params=(("path", "string"), ("shape", "type"))
                 "the file name is relative to the program's folder",
             shape=lambda path, target: tuple(target), evaluate=_load, pure=False,
             string_attr=_load_path, tags=("file",)))
+
+
+# ---------------------------------------------------------------- for derivatives
+
+register(Op(name="stop_gradient", arity=1, signature="stop_gradient(x: S) -> S",
+            doc="x itself, which grad treats as a constant (its derivative is zero), as JAX's "
+                "lax.stop_gradient: for a mask such as x > 0, or a target computed from the "
+                "weights",
+            shape=_same, evaluate=lambda be: identity,
+            vjp=lambda d, g, out, x: (ZERO,)))
+
+
+def _bind_shape(x, name):
+    return x
+
+
+# A let or var bound to a constant: its own node, so that grad with respect to that name does
+# not also see an equal constant written elsewhere (hash-consing would have made them one).
+register(Op(name="bind", arity=2, params=(("x", "value"), ("name", "string")),
+            callable_by_name=False, signature="(a let's own copy of a constant)",
+            doc="x under a name of its own", shape=_bind_shape,
+            evaluate=lambda be, name: identity,
+            vjp=lambda d, g, out, x, name: (g,)))
+
+
+def _sum_to_shape(x, target):
+    return tuple(target)
+
+
+def _sum_to(be, target):
+    xp = be.xp
+    target = tuple(target)
+
+    def run(g):
+        shape = g.shape
+        if shape == target:
+            return g
+        lead = len(shape) - len(target)
+        axes = tuple(range(lead)) + tuple(lead + i for i, t in enumerate(target)
+                                          if t == 1 and shape[lead + i] != 1)
+        return xp.sum(g, axis=axes, keepdims=True).reshape(target)
+    return run
+
+
+register(Op(name="sum_to", arity=2, params=(("x", "value"), ("shape", "type")),
+            callable_by_name=False, signature="(sum_to(x, tensor[T]) -> T)",
+            doc="x summed over the axes that broadcasting added or widened to reach its shape "
+                "from T: the reverse of broadcasting, for derivatives",
+            shape=_sum_to_shape, evaluate=_sum_to,
+            vjp=lambda d, g, out, x, target: (d.expand(g, x),)))
+
+
+def _broadcast_to(be, target):
+    xp = be.xp
+    target = tuple(target)
+    return lambda g: g if g.shape == target else xp.broadcast_to(g, target)
+
+
+register(Op(name="broadcast_to", arity=2, params=(("x", "value"), ("shape", "type")),
+            callable_by_name=False, signature="(broadcast_to(x, tensor[T]) -> T)",
+            doc="x broadcast to shape T (NumPy's broadcast_to), for derivatives",
+            shape=_sum_to_shape, evaluate=_broadcast_to,
+            vjp=lambda d, g, out, x, target: (d.unbroadcast(g, x),)))
+
+
+def _dim_size(be, axis):
+    return lambda x: float(x.shape[axis])
+
+
+register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
+            callable_by_name=False, signature="(dim_size(x, axis) -> scalar)",
+            doc="the length of x along axis, as a number, for derivatives",
+            shape=lambda x, axis: (), evaluate=_dim_size,
+            vjp=lambda d, g, out, x, axis: (ZERO,)))
+
+
+# ---------------------------------------------------------------- the trainer's verbs
+
+def _indices(xp, idx, count, name):
+    """``idx`` (a column of class or token numbers, last axis 1) as integers, each checked to
+    be a whole number from 0 to count-1 (OpError naming the first that is not)."""
+    flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.asarray([idx])
+    ok = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
+    if not bool(xp.all(ok)):
+        k = int(xp.argmin(ok))
+        raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
+                      % (name, count - 1, repr(float(flat[k])), k))
+    return flat.astype(xp.intp)
+
+
+def _column_of_indices(name, s):
+    if len(s) < 1 or s[-1] not in (1, None):
+        raise ShapeError("%s's indices must be a column (last size 1), such as Nx1; got %s"
+                         % (name, "a scalar" if not s else format_shape(s)))
+
+
+def _gather_shape(table, idx):
+    if len(table) != 2:
+        raise ShapeError("gather's table must be a matrix VxC (a row per token), got %s"
+                         % ("a scalar" if not table else format_shape(table)))
+    _column_of_indices("gather", idx)
+    return tuple(idx[:-1]) + (table[1],)
+
+
+def _gather(be):
+    xp = be.xp
+
+    def run(table, idx):
+        i = _indices(xp, idx, table.shape[0], "gather")
+        return table[i].reshape(tuple(idx.shape[:-1]) + (table.shape[1],))
+    return run
+
+
+register(Op(name="gather", arity=2, params=(("table", "value"), ("indices", "value")),
+            signature="gather(table: VxC, indices: Nx1) -> NxC",
+            doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
+                "axis 0); the indices must be whole numbers from 0 to V-1, checked when it runs",
+            shape=_gather_shape, evaluate=_gather,
+            # the table's cotangent: each row's gradient added where it was read
+            vjp=lambda d, g, out, table, idx: (
+                d.b.op(REGISTRY["scatter_add"], (g, idx), d.loc,
+                       (_target_of(table),), shape=table.shape, check=False), None)))
+
+
+def _target_of(x):
+    from ..autodiff.grad import target_of
+    return target_of(x)
+
+
+def _scatter_add(be, target):
+    xp = be.xp
+    target = tuple(target)
+
+    def run(g, idx):
+        i = _indices(xp, idx, target[0], "gather")
+        out = xp.zeros(target)
+        xp.add.at(out, i, g.reshape(-1, target[1]))
+        return out
+    return run
+
+
+register(Op(name="scatter_add", arity=3,
+            params=(("x", "value"), ("indices", "value"), ("shape", "type")),
+            callable_by_name=False, signature="(scatter_add(x: NxC, indices: Nx1, tensor[VxC]))",
+            doc="a VxC matrix of zeros with x's rows added at rows indices: gather's derivative",
+            shape=lambda x, idx, target: tuple(target), evaluate=_scatter_add,
+            vjp=lambda d, g, out, x, idx, target: (d.op("gather", g, idx), None)))
+
+from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add up)
+
+
+def _onehot_shape(idx, target):
+    _column_of_indices("onehot", idx)
+    target = tuple(target)
+    if len(target) != len(idx) or not all(a == b or a is None or b is None
+                                         for a, b in zip(idx[:-1], target[:-1])):
+        want = "x".join([format_dim(d) for d in idx[:-1]] + ["V"])
+        raise ShapeError("onehot of indices %s needs the type tensor[%s] (V the number of "
+                         "classes), got %s" % (format_shape(idx), want, format_type(target)))
+    if target[-1] is None:
+        raise ShapeError("onehot needs the number of classes, the last size of its type; "
+                         "got %s" % format_type(target))
+    return target
+
+
+def _onehot(be, target):
+    xp = be.xp
+    count = target[-1]
+
+    def run(idx):
+        i = _indices(xp, idx, count, "onehot")
+        out = xp.zeros((i.size, count))
+        out[xp.arange(i.size), i] = 1.0
+        return out.reshape(tuple(idx.shape[:-1]) + (count,))
+    return run
+
+
+register(Op(name="onehot", arity=2, params=(("indices", "value"), ("shape", "type")),
+            signature="onehot(indices: Nx1, tensor[NxV]) -> NxV",
+            doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "
+                "to V-1, checked when it runs)",
+            shape=_onehot_shape, evaluate=_onehot, vjp=lambda d, g, out, idx, target: (None,)))
+
+
+def _argmax_rows(be):
+    xp = be.xp
+    return lambda x: xp.argmax(x, axis=-1)[..., None].astype(xp.float64)
+
+
+register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
+            doc="the column of each row's largest value, counting from 0 (the first of equal "
+                "ones; a NaN counts as largest), as NumPy's argmax",
+            shape=lambda s: (_rank_at_least("argmax_rows", 1, "a tensor (rank 1 or more)")(s)
+                             or tuple(s[:-1]) + (1,)),
+            evaluate=_argmax_rows, tags=("reduction",)))
+
+
+def _sample_rows(be):
+    from . import rng
+    xp = be.xp
+
+    def run(p, seed):
+        n = p.size // p.shape[-1]
+        u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(seed)))
+        rows = p.reshape(n, p.shape[-1])
+        c = xp.cumsum(rows, axis=-1)
+        k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
+        k = xp.minimum(k, p.shape[-1] - 1)
+        return k.astype(xp.float64).reshape(tuple(p.shape[:-1]) + (1,))
+    return run
+
+
+register(Op(name="sample_rows", arity=2, params=(("p", "value"), ("seed", "value")),
+            signature="sample_rows(p: NxC, seed) -> Nx1",
+            doc="for each row, a column drawn with probability proportional to p (weights "
+                "that need not sum to 1): the first column whose running sum exceeds u times "
+                "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed)",
+            shape=lambda p, seed: (_rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
+                                   or tuple(p[:-1]) + (1,)),
+            evaluate=_sample_rows, tags=("random",)))

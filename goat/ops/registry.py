@@ -4,7 +4,15 @@ An entry declares, side by side (after JAX's primitives): its name and arity, a 
 with shapes in and out, its **shape rule** (used by the checker, the REPL's hints and the
 run-time re-check of ``?`` dimensions), and its **evaluation** on an array back end (``xp`` is
 NumPy or CuPy).  Autodiff's vector-Jacobian product and the LLVM lowering will sit beside them
-(``vjp`` and ``lowering`` are reserved for those).
+(``lowering`` is reserved for that).
+
+``vjp`` is the op's vector-Jacobian product, used by ``grad`` (goat/autodiff/grad.py):
+``vjp(d, g, out, *args, *attrs)`` gets an emitter ``d`` (which makes checked nodes: ``d.mul``,
+``d.matmul``, ``d.unbroadcast`` ...), the cotangent ``g`` of the op's result ``out`` (a node of
+``out``'s shape) and the op's argument nodes, and returns one entry per value argument: the
+cotangent node for that argument, :data:`ZERO` (the derivative is zero: nothing flows), or
+None (no derivative: ``grad`` reports an error if that argument depends on what is
+differentiated).  An op whose ``vjp`` is None has no derivative at all.
 
 The parser's token table, the highlighter and completion read the names from here
 (:func:`builtin_names`), so a new op needs no edit anywhere else.
@@ -25,7 +33,7 @@ class Op:
     evaluate: Callable              # (backend) -> (*arrays) -> array
     symbol: str | None = None       # "+", "@", ... for operators; None for functions
     callable_by_name: bool = True   # False for operators (written as symbols only)
-    vjp: Callable | None = None     # reserved: reverse-mode derivative (autodiff issue)
+    vjp: Callable | None = None     # reverse-mode derivative (see the module's doc)
     lowering: Callable | None = None  # reserved: LLVM lowering (AOT issue)
     tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
     # The parameters as written in a call, (name, kind): kind "value" (a tensor, an argument
@@ -64,13 +72,31 @@ class OpError(Exception):
         self.message = message
 
 
+ZERO = "zero"       # a vjp's entry: the derivative with respect to this argument is zero
+
+
+def identity(x):
+    """The evaluation of ops that pass their argument on unchanged (the evaluator copies the
+    reference, no call)."""
+    return x
+
+
 REGISTRY: dict[str, Op] = {}
 OPERATORS: dict[str, Op] = {}       # symbol -> op, binary operators
 UNARY_OPERATORS: dict[str, Op] = {}  # symbol -> op
 
 
 # the first word of the checker's hash-consing keys for constants and casts
-RESERVED = {"s", "a", "cast", "same", "get", "call"}
+RESERVED = {"s", "a", "cast", "same", "get", "call", "grad"}
+
+# program transformations a program calls like functions, which the checker carries out itself
+# (not ops: they make nodes rather than compute a value): name -> (signature, doc)
+TRANSFORMS = {
+    "grad": ("grad(loss, w1, w2, ...) -> (shape of w1, shape of w2, ...)",
+             "the gradient of the one-element value loss with respect to the named values "
+             "(lets, vars, parameters), by reverse-mode differentiation of the checked program; "
+             "one name gives one tensor, several give a tuple"),
+}
 
 
 def register(op: Op) -> Op:
@@ -94,4 +120,11 @@ def lookup(name: str) -> Op | None:
 
 def builtin_names() -> list[str]:
     """Every built-in function name a program may call, sorted."""
-    return sorted(name for name, op in REGISTRY.items() if op.callable_by_name)
+    return sorted([name for name, op in REGISTRY.items() if op.callable_by_name] + list(TRANSFORMS))
+
+
+def signature(name: str) -> str:
+    """The signature of a built-in function or transformation a program may call."""
+    if name in TRANSFORMS:
+        return TRANSFORMS[name][0]
+    return REGISTRY[name].signature

@@ -34,6 +34,7 @@ from ..lexer.lexer import open_brackets
 from ..lexer.parser import parse
 from ..lexer.tokens import STATEMENT_KEYWORDS
 from ..ops import REGISTRY, builtin_names
+from ..ops.registry import TRANSFORMS, signature
 from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
 from ..typecheck.program import Program
@@ -381,8 +382,8 @@ class Session:
             return "def " + v.signature()
         if isinstance(v, Module):
             return "module %s" % name
-        if v is None and name in REGISTRY:
-            return REGISTRY[name].signature
+        if v is None and (name in REGISTRY or name in TRANSFORMS):
+            return signature(name)
         return None
 
     def _within(self, budget, fn, *args):
@@ -611,7 +612,7 @@ class Session:
     @staticmethod
     def builtins() -> list:
         """[(name, signature)] of every built-in function."""
-        return [(n, REGISTRY[n].signature) for n in builtin_names()]
+        return [(n, signature(n)) for n in builtin_names()]
 
 
 def _incomplete(e: GoatError) -> bool:

@@ -25,14 +25,15 @@ import os
 from ..diagnostics import GoatError, Loc
 from ..lexer import ast
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
-from ..ops.registry import builtin_names
-from .program import (ARG, BRANCH, CALL, CAST, GET, LOOP, OP, Node, Program, Region,
-                      subregions)
+from ..ops.registry import REGISTRY, TRANSFORMS, builtin_names
+from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
+                      Region, subregions)
 from .shapes import (RunDim, ShapeError, SizeVar, bind, check_size, compatible, format_shape,
                      format_type)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
+_BIND = REGISTRY["bind"]
 
 
 MAX_NODES = 500_000     # the checked program's size, at most: a few hundred MB, a few seconds
@@ -216,9 +217,14 @@ class Builder:
         # a loop body's invariants go to the loop's pre-region, which runs before the first
         # iteration and only when there is one (no further: the loop may not run at all)
         self.pre = region.parent if region.kind == "for" else None
+        self.effects = True         # copies of a region copy its effects (grad's copies do not)
+        self.local = False          # hash-consing finds nodes of this region only
 
     def sub(self, region: Region) -> "Builder":
-        return Builder(self.checker, region, self.symbolic)
+        b = Builder(self.checker, region, self.symbolic)
+        b.effects = self.effects
+        b.local = self.local
+        return b
 
     def _home(self, args):
         """The region a new node over ``args`` belongs to: this builder's, or, when none of
@@ -232,6 +238,8 @@ class Builder:
         return self.pre
 
     def _find(self, key, region):
+        if self.local:
+            return region.table.get(key)
         r = region
         while r is not None:
             node = r.table.get(key)
@@ -380,6 +388,28 @@ class Builder:
             home.memo[key] = result
         return result
 
+    def grad(self, args, names, loc):
+        """``grad(args[0], *args[1:])`` here: the gradient nodes (a tuple for several names);
+        in a def's body, a GRAD node carried out when the def is instantiated."""
+        loss, wrt = args[0], args[1:]
+        several = len(wrt) > 1
+        if self.symbolic:
+            cells = _cells(loss.shape)
+            if cells is not None and cells != 1:
+                raise GoatError("grad needs a loss of one element, got shape %s; reduce it "
+                                "first (col_sum(row_sum(x)), or col_mean(row_mean(x)))"
+                                % format_shape(loss.shape), loc)
+            shape = tuple(w.shape for w in wrt) if several else wrt[0].shape
+            region = self.region
+            node = self.program.new_node(region, GRAD, None, tuple(args), shape, loc,
+                                         attrs=tuple(names))
+            if several:
+                return tuple(self.get(node, k, w.shape) for k, w in enumerate(wrt))
+            return node
+        from ..autodiff.grad import grad
+        out = grad(self, loss, wrt, names, loc)
+        return tuple(out) if several else out[0]
+
     def instantiate(self, tmpl: Template, args, env):
         """The value of ``tmpl``'s body with its parameters bound to ``args``."""
         flat = tmpl.flat()
@@ -495,6 +525,8 @@ class Builder:
                     new = self.get(src_val, n.attrs[0], shape)
             elif kind == CALL:
                 new = self.call(n.op, [m(a.id, a) for a in n.args], n.loc)
+            elif kind == GRAD:
+                new = self.grad([m(a.id, a) for a in n.args], n.attrs, n.loc)
             elif kind == LOOP:
                 new = self._copy_loop(n, mapping, env)
             elif kind == BRANCH:
@@ -506,6 +538,8 @@ class Builder:
             self._copy_effect(e, mapping)
 
     def _copy_effect(self, e, mapping):
+        if not self.effects:
+            return
         m = mapping.get
 
         def parts(data):
@@ -722,6 +756,7 @@ class Checker:
             node = self.value(stmt.expr, scope, b, want=want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
+            node = self._own(node, stmt, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
             self._outline("%s : %s" % (stmt.name, format_type(node.shape)))
             return node
@@ -737,6 +772,7 @@ class Checker:
             node = self.value(stmt.expr, scope, b, want=want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
+            node = self._own(node, stmt, b)
             declared = want if want is not None else node.shape
             self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
                        stmt.loc.line)
@@ -784,6 +820,17 @@ class Checker:
             raise GoatError("return can only end the body of a def written with { }", stmt.loc)
         raise TypeError("unknown statement %r" % (stmt,))
 
+    def _own(self, node, stmt, b):
+        """A let's or var's value, as a node of its own when it is a constant (a literal, a
+        fill, a seeded draw): hash-consing makes equal constants one node, and ``grad`` with
+        respect to this name must not see the others."""
+        if node.kind == CONST or (node.kind == OP and node.op.pure
+                                  and all(a.kind == CONST for a in node.args)):
+            loc = stmt.loc
+            return b.op(_BIND, (node,), loc, ("%s@%s:%d" % (stmt.name, loc.source.path, loc.start),),
+                        shape=node.shape, check=False)
+        return node
+
     def _block(self, stmts, scope: Scope, b: Builder):
         self.depth += 1
         try:
@@ -806,7 +853,7 @@ class Checker:
     def _new_name(self, scope: Scope, name, loc):
         if "." in name:
             raise GoatError("cannot define '%s': a name cannot contain '.'" % name, loc)
-        if lookup(name) is not None:
+        if lookup(name) is not None or name in TRANSFORMS:
             raise GoatError("cannot define '%s': it is the name of a built-in function" % name, loc)
         s = scope
         while s is not None:
@@ -976,7 +1023,9 @@ class Checker:
 
     def _whole_bound(self, node, loc):
         """A loop bound written as a number is checked now, not when the loop runs."""
-        if node.kind == 0 and isinstance(node.value, float):        # a constant
+        if node.kind == OP and node.op is _BIND:          # a let's own copy of a constant
+            node = node.args[0]
+        if node.kind == CONST and isinstance(node.value, float):
             v = node.value
             if v != int(v):
                 raise GoatError("a loop bound must be a whole number, got %g" % v, loc)
@@ -1091,7 +1140,7 @@ class Checker:
             for p in stmt.params:
                 if p.name in seen:
                     raise GoatError("parameter '%s' appears twice in %s" % (p.name, stmt.name), p.loc)
-                if lookup(p.name) is not None:
+                if lookup(p.name) is not None or p.name in TRANSFORMS:
                     raise GoatError("cannot name a parameter '%s': it is the name of a built-in "
                                     "function" % p.name, p.loc)
                 seen.add(p.name)
@@ -1424,6 +1473,8 @@ class Checker:
         if isinstance(target, Module):
             raise GoatError("'%s' is a module, not a function; call its defs as %s.NAME(...)"
                             % (name, name), e.name_loc)
+        if name in TRANSFORMS:
+            return self._grad_call(e, scope, b)
         op = lookup(name)
         if op is None:
             if name == self._defining:
@@ -1444,6 +1495,24 @@ class Checker:
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)
         return self._op_call(op, e, scope, b, want)
+
+    def _grad_call(self, e: ast.Call, scope, b):
+        """``grad(loss, w1, w2, ...)``: the loss an expression, then the names of the values
+        to differentiate with respect to."""
+        if len(e.args) < 2:
+            raise GoatError("grad takes a loss and the names of the values to differentiate "
+                            "with respect to: grad(loss, w1, w2, ...)", e.loc)
+        loss = self.value(e.args[0], scope, b)
+        wrt, names = [], []
+        for a in e.args[1:]:
+            if type(a) is not ast.Name:
+                raise GoatError("grad differentiates with respect to named values (a let, a "
+                                "var or a parameter): write the name, not an expression", a.loc)
+            if a.name in names:
+                raise GoatError("'%s' appears twice among grad's names" % a.name, a.loc)
+            wrt.append(self.value(a, scope, b))
+            names.append(a.name)
+        return b.grad([loss] + wrt, tuple(names), e.loc)
 
     def _op_call(self, op, e, scope, b, want):
         params = op.params

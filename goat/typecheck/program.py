@@ -47,9 +47,12 @@ BRANCH = 5    # an if: .args = (condition,); .value = (then Region, else Region)
 GET = 6       # element .attrs[0] of the tuple .args[0] (a LOOP, BRANCH or CALL)
 CALL = 7      # in a def's region only: a call of another def (.op, a Template), instantiated
               #   when the enclosing def is; its value is the callee's result
+GRAD = 8      # in a def's region only: grad(.args[0], *.args[1:]), carried out (goat/autodiff)
+              #   when the def is instantiated on actual arguments; its value is the gradient,
+              #   or the tuple of gradients
 
 KIND_NAMES = {CONST: "const", OP: "op", CAST: "cast", ARG: "arg", LOOP: "for", BRANCH: "if",
-              GET: "get", CALL: "call"}
+              GET: "get", CALL: "call", GRAD: "grad"}
 
 
 class Node:

@@ -1,0 +1,1 @@
+"""Automatic differentiation: grad as a transformation of the checked program."""

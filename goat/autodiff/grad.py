@@ -1,0 +1,403 @@
+"""``grad``: reverse-mode differentiation as a transformation of the checked program.
+
+``grad(loss, w1, w2, ...)`` is not a tape recorded while the program runs: when the checker
+meets it, it walks the typed program backwards from ``loss`` (a node of one element) to the
+nodes named ``w1, w2, ...`` and makes, with the same builder the checker uses, the checked
+nodes of the gradient -- each op's vector-Jacobian product (its registry entry's ``vjp``)
+applied to the cotangent of its result (Griewank & Walther, *Evaluating Derivatives*, 2008,
+ch. 3; the rules of JAX's ``lax``).  So the gradient's shapes are known before anything runs
+(the REPL's hint and ``goat check --shapes`` show them), the forward values it needs are the
+forward nodes themselves (hash-consing finds them: ``exp(x)``'s derivative reuses ``exp(x)``),
+and freeing after last use, hoisting out of loops and a later compiler treat its nodes like any
+others.
+
+What it differentiates through:
+
+* lets, vars and tuples: they are only names of nodes; a def call: its body was instantiated on
+  the arguments, so its nodes are in the program like any others (a ``grad`` written inside a
+  def body is carried out when the def is instantiated on actual arguments);
+* casts (an annotation, a parameter's declared shape): the identity;
+* an ``if``: a new ``if`` on the same condition whose branches recompute the taken branch's
+  forward values and then their vector-Jacobian products (the forward branch's values are gone
+  when it ends), yielding the cotangents of the values from outside the branch it read;
+* not a ``for`` loop: the loss depending on a value a loop computed is a clear static error
+  (differentiate inside the loop instead, as a trainer does).
+
+The cotangent of a value reached along several paths is the sum along them; a named value the
+loss does not depend on gets zeros.  With respect to a value, the derivative is the total one:
+``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through ``h`` as well.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..diagnostics import GoatError
+from ..ops.registry import REGISTRY, ZERO
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Region, subregions
+from ..typecheck.shapes import RunDim, compatible, format_shape
+
+_ADD = REGISTRY["add"]
+_SUB = REGISTRY["subtract"]
+_NEGATE = REGISTRY["negate"]
+_SPREAD = REGISTRY["broadcast_to"]
+_SUM_TO = REGISTRY["sum_to"]
+
+
+class Emitter:
+    """Makes the checked nodes of derivatives in one region (through the checker's
+    :class:`~goat.typecheck.checker.Builder`: hash-consed, hoisted out of loops).  The vjp
+    rules in goat/ops/builtins.py are written with it."""
+
+    def __init__(self, builder, loc):
+        self.b = builder
+        self.loc = loc              # where the forward expression was written (run-time errors)
+
+    def op(self, name, *args, attrs=()):
+        return self.b.op(REGISTRY[name], args, self.loc, tuple(attrs))
+
+    def _shaped(self, name, x, attrs, like):
+        """An op whose result has ``like``'s shape (its shape attribute may hold sizes known
+        only when the program runs)."""
+        return self.b.op(REGISTRY[name], (x,), self.loc, attrs, shape=like.shape, check=False)
+
+    def const(self, v: float):
+        return self.b.const(float(v), self.loc)
+
+    def add(self, a, b):
+        return self.op("add", a, b)
+
+    def sub(self, a, b):
+        return self.op("subtract", a, b)
+
+    def mul(self, a, b):
+        return self.op("multiply", a, b)
+
+    def div(self, a, b):
+        return self.op("divide", a, b)
+
+    def neg(self, a):
+        return self.op("negate", a)
+
+    def matmul(self, a, b):
+        return self.op("matmul", a, b)
+
+    def T(self, a):
+        return self.op("transpose", a)
+
+    def mask(self, name, a, b):
+        """The 0/1 comparison ``name`` of a and b, as a constant for differentiation (so that
+        a second derivative goes through the rule that made it)."""
+        return self.op("stop_gradient", self.op(name, a, b))
+
+    def unbroadcast(self, g, x):
+        """``g`` summed over the axes broadcasting added or widened, back to ``x``'s shape
+        (a negation is moved after the sum, onto the smaller array: exactly the same numbers)."""
+        if g.shape == x.shape and _static(x.shape):
+            return g
+        if g.kind == OP and g.op is _NEGATE:
+            return self.neg(self._shaped("sum_to", g.args[0], (target_of(x),), x))
+        return self._shaped("sum_to", g, (target_of(x),), x)
+
+    def expand(self, g, x):
+        """``g`` broadcast to ``x``'s shape (a reduction's cotangent spread back)."""
+        if g.shape == x.shape and _static(x.shape):
+            return g
+        return self._shaped("broadcast_to", g, (target_of(x),), x)
+
+    def reshape_like(self, g, x):
+        return self._shaped("reshape", g, (target_of(x),), x)
+
+    def size(self, x, axis):
+        """The length of ``x`` along ``axis``, as a one-element value."""
+        d = x.shape[axis]
+        if type(d) is int:
+            return self.const(d)
+        return self.b.op(REGISTRY["dim_size"], (x,), self.loc, (axis,), shape=(), check=False)
+
+    def fill_like(self, x, value: float):
+        """A tensor of ``value`` with ``x``'s shape."""
+        if _static(x.shape):
+            return self.b.const(np.full(x.shape, value), self.loc)
+        name = "zeros" if value == 0 else "ones"
+        return self.b.op(REGISTRY[name], (), self.loc, (target_of(x),), shape=x.shape,
+                         check=False)
+
+
+def _static(shape) -> bool:
+    return all(type(d) is int for d in shape)
+
+
+def target_of(x):
+    """``x``'s shape as an op's shape attribute: a ``?`` size is read from ``x`` when the op
+    runs."""
+    return tuple(d if type(d) is int else RunDim(x, j) for j, d in enumerate(x.shape))
+
+
+def _cells(shape):
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return None
+        n *= d
+    return n
+
+
+def _inputs(node, nodes):
+    """The values ``node`` reads: its arguments, and for a loop or an if the values from
+    outside that its regions read."""
+    subs = subregions(node)
+    if not subs:
+        return node.args
+    free = set()
+    for r in subs:
+        free |= r.free_values()
+    return tuple(node.args) + tuple(nodes[i] for i in sorted(free))
+
+
+def _op_words(node) -> str:
+    op = node.op
+    if op.symbol is not None:
+        return "'%s'" % op.symbol
+    return op.name
+
+
+class _Pass:
+    """One backward pass over a region (the region ``grad`` is written in, with everything
+    around it; or a branch being differentiated, whose outside values are its leaves)."""
+
+    def __init__(self, builder, loc, active, boundary=None, names=()):
+        self.b = builder
+        self.loc = loc                  # the grad call
+        self.active = active            # id -> does it depend on a value differentiated?
+        self.boundary = boundary        # only this region's nodes are differentiated
+        self.nodes = builder.program.nodes
+        self.ct = {}                    # id -> cotangent node
+        self.names = names
+        self.mark = len(self.nodes)     # nodes from here on are this pass's own
+
+    def inside(self, node) -> bool:
+        return self.boundary is None or node.region is self.boundary
+
+    def accumulate(self, node, g):
+        """Add cotangent ``g`` to ``node``'s.  A sum of two is one op: ``old + (-x)`` is
+        written ``old - x`` and a spread (broadcast_to) is left to the addition's own
+        broadcasting -- the same numbers, exactly, with fewer passes over the arrays (the
+        unused negation or spread is pruned at the end)."""
+        old = self.ct.get(node.id)
+        if old is None:
+            self.ct[node.id] = g
+            return
+        mark = self.mark
+
+        def made(x, op):            # a negation or spread this pass made
+            return x.id >= mark and x.kind == OP and x.op is op
+        if made(old, _NEGATE) and not made(g, _NEGATE):
+            old, g = g, old
+        elif made(old, _SPREAD) and not (made(g, _NEGATE) or made(g, _SPREAD)):
+            old, g = g, old
+        if made(g, _SPREAD) and old.shape == node.shape:
+            g = g.args[0]
+        if made(g, _NEGATE):
+            self.ct[node.id] = self.b.op(_SUB, (old, g.args[0]), node.loc)
+        else:
+            self.ct[node.id] = self.b.op(_ADD, (old, g), node.loc)
+
+    def run(self, seeds, targets):
+        """Cotangents of the nodes in ``targets`` and of the outside nodes (a branch's leaves),
+        given ``seeds`` [(node, cotangent)]."""
+        nodes = self.nodes
+        lo = min(targets) if targets else 0
+        visited = {}
+        stack = [n for n, _ in seeds]
+        while stack:
+            n = stack.pop()
+            if n.id in visited:
+                continue
+            visited[n.id] = n
+            if not self.inside(n) or (self.boundary is None and n.id < lo):
+                continue
+            for i in _inputs(n, nodes):
+                if i.id not in visited:
+                    stack.append(i)
+        order = sorted(visited)
+        active = self.active
+        for i in order:
+            n = visited[i]
+            if not self.inside(n):
+                active.setdefault(i, False)     # known from the pass around this one
+            elif i in targets:
+                active[i] = True
+            elif self.boundary is None and i < lo:
+                active[i] = False
+            else:
+                active[i] = any(active.get(a.id, False) for a in _inputs(n, nodes))
+        for n, g in seeds:
+            if active.get(n.id):
+                self.accumulate(n, g)
+        gets = {}                           # if node id -> {yield index: cotangent}
+        for i in reversed(order):
+            n = visited[i]
+            if not active[i] or not self.inside(n):
+                continue
+            kind = n.kind
+            if kind == BRANCH:
+                if i in gets:
+                    self.branch(n, gets.pop(i))
+                continue
+            g = self.ct.get(i)
+            if g is None:
+                continue
+            if kind == OP:
+                self.op(n, g)
+            elif kind == CAST:
+                if active.get(n.args[0].id):
+                    self.accumulate(n.args[0], g)
+            elif kind == GET:
+                src = n.args[0]
+                if src.kind == LOOP:
+                    raise GoatError(
+                        "grad cannot differentiate through the for loop on line %d: the loss "
+                        "depends on a var the loop assigns; take the gradient inside the loop "
+                        "(as a training step does), or compute the loss from values no loop "
+                        "changes" % src.loc.line, self.loc)
+                slot = gets.setdefault(src.id, {})
+                k = n.attrs[0]
+                slot[k] = g if k not in slot else self.b.op(_ADD, (slot[k], g), n.loc)
+            elif kind == LOOP:
+                raise GoatError("grad cannot differentiate through the for loop on line %d"
+                                % n.loc.line, self.loc)
+            # ARG, CONST: leaves
+        return self.ct
+
+    def op(self, n, g):
+        op = n.op
+        nvalues = sum(1 for _, kind in op.params if kind == "value")
+        args = n.args[:nvalues]
+        live = [self.active.get(a.id, False) for a in args]
+        if not any(live):           # a value differentiated with respect to, made from others
+            return
+        if op.vjp is None:
+            raise GoatError(self._no_derivative(n, "it has no derivative"), self.loc)
+        d = Emitter(self.b, n.loc)
+        outs = op.vjp(d, g, n, *args, *n.attrs)
+        for a, on, c in zip(args, live, outs):
+            if not on or c is ZERO:
+                continue
+            if c is None:
+                raise GoatError(self._no_derivative(n, "it has no derivative with respect to "
+                                                    "this argument"), self.loc)
+            self.accumulate(a, c)
+
+    def _no_derivative(self, n, why) -> str:
+        what = _op_words(n)
+        hint = ""
+        if "comparison" in n.op.tags or "logical" in n.op.tags:
+            hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "
+                    "around the mask to say so")
+        return ("grad cannot differentiate through %s on line %d: %s%s"
+                % (what, n.loc.line, why, hint))
+
+    def branch(self, n, gs):
+        """The vjp of an if: a new if on the same condition; each of its branches recomputes
+        the forward branch's values, then their cotangents, and yields the cotangents of the
+        outside values that branch read."""
+        b = self.b
+        program = b.program
+        nodes = self.nodes
+        free = set()
+        for r in n.value:
+            free |= r.free_values()
+        outs = [nodes[i] for i in sorted(free) if self.active.get(i)]
+        regions = []
+        for src in n.value:
+            region = Region("if", b.region, src.loc)
+            sub = b.sub(region)
+            sub.effects = False             # the forward branch's prints are not repeated
+            sub.local = True                # its copies are its own: they may use only the
+                                            # outside values the forward branch used
+            mapping = {}
+            sub._copy_region(src, mapping, {})
+            seeds = []
+            for k, g in gs.items():
+                y = src.yields[k]
+                seeds.append((mapping.get(y.id, y), g))
+            inner = _Pass(sub, self.loc, self.active, boundary=region)
+            cts = inner.run(seeds, set())
+            d = Emitter(sub, src.loc)
+            region.yields = [_fit(sub, cts[o.id], o) if o.id in cts else d.fill_like(o, 0.0)
+                             for o in outs]
+            regions.append(region)
+        new = program.new_node(b.region, BRANCH, None, (n.args[0],),
+                               tuple(o.shape for o in outs), n.loc, value=tuple(regions),
+                               via=n.via)
+        for k, o in enumerate(outs):
+            self.accumulate(o, b.get(new, k, o.shape))
+
+
+def _fit(b, g, like):
+    """``g`` at exactly ``like``'s static shape (a cast's cotangent may know more sizes)."""
+    if g.shape == like.shape:
+        return g
+    ok, runtime = compatible(like.shape, g.shape)
+    if not ok:
+        raise AssertionError("gradient of shape %s for a value of shape %s"
+                             % (format_shape(g.shape), format_shape(like.shape)))
+    return b.cast(g, like.shape, "the gradient", like.loc, runtime)
+
+
+def grad(builder, loss, wrt, names, loc):
+    """The gradient nodes of ``loss`` with respect to the nodes ``wrt`` (named ``names``),
+    made with ``builder``; ``loc`` is the grad call.  Raises GoatError for a loss of more than
+    one element or a path with no derivative."""
+    cells = _cells(loss.shape)
+    if cells is not None and cells != 1:
+        raise GoatError("grad needs a loss of one element, got shape %s; reduce it first "
+                        "(col_sum(row_sum(x)), or col_mean(row_mean(x)))"
+                        % format_shape(loss.shape), loc)
+    mark = len(builder.program.nodes)
+    d = Emitter(builder, loc)
+    seed = d.fill_like(loss, 1.0)
+    targets = {w.id for w in wrt}
+    cts = _Pass(builder, loc, {}, names=names).run([(loss, seed)], targets)
+    out = []
+    for w in wrt:
+        g = cts.get(w.id)
+        out.append(d.fill_like(w, 0.0) if g is None else _fit(builder, g, w))
+    _prune(builder.program, mark, out)
+    return out
+
+
+def _prune(program, mark, outputs):
+    """Take out the nodes this grad made (ids from ``mark``) that no gradient uses: a vjp
+    rule gives every argument its cotangent, and those of arguments that do not depend on the
+    differentiated values (a constant, the data) are not wanted."""
+    nodes = program.nodes
+    live = set()
+    stack = [n for n in outputs if n.id >= mark]
+    while stack:
+        n = stack.pop()
+        if n.id in live:
+            continue
+        live.add(n.id)
+        for a in n.args:
+            if a.id >= mark and a.id not in live:
+                stack.append(a)
+        for r in subregions(n):
+            for i in r.free_values():
+                if i >= mark and i not in live:
+                    stack.append(nodes[i])
+            for y in r.yields:
+                if y.id >= mark and y.id not in live:
+                    stack.append(y)
+    dead = [n for n in nodes[mark:] if n.id not in live]
+    if not dead:
+        return
+    regions = {}
+    for n in dead:
+        regions.setdefault(id(n.region), n.region)
+    gone = {n.id for n in dead}
+    for region in regions.values():
+        region.nodes = [n for n in region.nodes if n.id not in gone]
+        for key in [k for k, v in region.table.items() if v.id in gone]:
+            del region.table[key]
+        region._free = None

@@ -1,0 +1,42 @@
+# optim: the optimizer and schedule of a training loop, written in goat.
+#
+#     import optim
+#     let lr = optim.cosine_lr(step, 10, 200, 0.001)
+#     let g, n = optim.clip_grad_norm(grad(loss, w), 1.0)
+#     w, m, v = optim.adamw(w, g, m, v, step + 1, lr, 0.9, 0.999, 1e-08, 0.01)
+
+# AdamW (Loshchilov & Hutter 2019, "Decoupled weight decay regularization"; the update of
+# PyTorch's torch.optim.AdamW): m and v are the running first and second moments of the
+# gradient g, t the number of this step counting from 1 (for the bias corrections 1 - b^t,
+# computed as 1 - exp(t log b)).  The weight decay is decoupled: w shrinks by lr * wd * w,
+# then takes the Adam step lr * m_hat / (sqrt(v_hat) + eps).  Returns the new (w, m, v).
+def adamw(w: tensor[R, C], g: tensor[R, C], m: tensor[R, C], v: tensor[R, C], t: scalar, lr: scalar, b1: scalar, b2: scalar, eps: scalar, wd: scalar) {
+    let m2 = b1 * m + (1 - b1) * g
+    let v2 = b2 * v + (1 - b2) * (g * g)
+    let m_hat = m2 / (1 - exp(t * log(b1)))
+    let v_hat = v2 / (1 - exp(t * log(b2)))
+    let w2 = w * (1 - lr * wd) - lr * (m_hat / (sqrt(v_hat) + eps))
+    return (w2, m2, v2)
+}
+
+# the learning rate at step (counting from 0) of a schedule that warms up linearly over the
+# first warmup steps to peak, then follows half a cosine down to 0 at step total (Loshchilov &
+# Hutter 2017, SGDR, without restarts): peak * (step + 1) / warmup while step < warmup, then
+# peak * (1 + cos(pi * (step - warmup) / (total - warmup))) / 2.
+def cosine_lr(step: scalar, warmup: scalar, total: scalar, peak: scalar) {
+    var lr = peak
+    if step < warmup {
+        lr = peak * (step + 1) / warmup
+    } else {
+        lr = peak * 0.5 * (1 + cos(3.141592653589793 * (step - warmup) / (total - warmup)))
+    }
+    return lr
+}
+
+# a gradient scaled down to norm max_norm when its norm is larger (as PyTorch's
+# clip_grad_norm_ for one tensor: the factor is max_norm / (norm + 1e-06), at most 1).
+# Returns (the clipped gradient, the norm before clipping, 1x1).
+def clip_grad_norm(g: tensor[R, C], max_norm: scalar) {
+    let n = sqrt(col_sum(row_sum(g * g)))
+    return (g * minimum(max_norm / (n + 1e-06), 1), n)
+}

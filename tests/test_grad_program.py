@@ -1,0 +1,303 @@
+"""grad through the program's structure -- lets, defs (polymorphic, block-bodied), tuples,
+if, loops -- and its errors.  Expected values are worked out here with NumPy (by hand-derived
+formulas or central differences), independently of goat."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import goat
+from goat.typecheck.program import GRAD, OP
+
+from conftest import error, run
+from test_grad import lit
+
+
+def fd(f, x, h=1e-6):
+    """Central differences of the scalar function f at x."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        p, m = x.copy(), x.copy()
+        p.flat[i] += h
+        m.flat[i] -= h
+        g.flat[i] = (f(p) - f(m)) / (2 * h)
+    return g
+
+
+W = np.array([[0.3, -1.2, 0.5], [0.9, 0.1, -0.4]])
+X = np.array([[1.0, -2.0], [0.5, 0.25], [-1.5, 1.0], [2.0, 0.0]])
+
+
+def softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_through_lets_and_a_polymorphic_def():
+    src = """import nn
+def loss(x: tensor[N, K], w: tensor[K, M]) = col_sum(row_sum(nn.softmax_rows(x @ w) * nn.softmax_rows(x @ w)))
+let x = %s
+let w = %s
+let g = grad(loss(x, w), w)
+print g
+""" % (lit(X), lit(W))
+    (got,) = run(src)
+    want = fd(lambda w: np.sum(softmax(X @ w) ** 2), W)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_through_a_block_def_with_tuples():
+    src = """def parts(x: tensor[4x2], w: tensor[2x3]) {
+    let h = tanh(x @ w)
+    let s = col_sum(row_sum(h * h))
+    return (s, h)
+}
+def loss(x: tensor[4x2], w: tensor[2x3]) {
+    let s, h = parts(x, w)
+    return s + col_sum(row_sum(exp(h)))
+}
+let x = %s
+let w = %s
+let gx, gw = grad(loss(x, w), x, w)
+print gx
+print gw
+""" % (lit(X), lit(W))
+    gx, gw = run(src)
+
+    def f(x, w):
+        h = np.tanh(x @ w)
+        return np.sum(h * h) + np.sum(np.exp(h))
+    np.testing.assert_allclose(gx, fd(lambda x: f(x, W), X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, fd(lambda w: f(X, w), W), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_through_if_both_branches(c):
+    src = """let w = %s
+let x = %s
+var h = x @ w
+var extra = [[0]]
+if %r > 0 {
+    h = exp(h) * 0.5
+    extra = col_sum(row_sum(w * w))
+} else {
+    h = sin(h)
+}
+let l = col_sum(row_sum(h * h)) + extra
+print grad(l, w)
+""" % (lit(W), lit(X), c)
+    (got,) = run(src)
+
+    def f(w):
+        h = X @ w
+        if c > 0:
+            h = np.exp(h) * 0.5
+            return np.sum(h * h) + np.sum(w * w)
+        return np.sum(np.sin(h) ** 2)
+    np.testing.assert_allclose(got, fd(f, W), rtol=1e-6, atol=1e-8)
+
+
+def test_if_branch_effects_are_not_repeated_by_grad():
+    src = """let w = [[2]]
+var h = w
+if 1 {
+    print "in the branch"
+    h = w * w * w
+}
+print grad(col_sum(row_sum(h)), w)
+"""
+    got = run(src)
+    assert got[0] == "in the branch"
+    assert len(got) == 2
+    assert got[1].tolist() == [[12.0]]
+
+
+def test_grad_inside_a_def_is_carried_out_per_call():
+    src = """def step(w: tensor[2x3], x: tensor[4x2]) {
+    let g = grad(col_sum(row_sum(tanh(x @ w))), w)
+    return w - g * 0.1
+}
+let w = %s
+let x = %s
+print step(w, x)
+print step(w * 2, x)
+""" % (lit(W), lit(X))
+    a, b = run(src)
+
+    def g(w):
+        return X.T @ (1 - np.tanh(X @ w) ** 2)
+    np.testing.assert_allclose(a, W - 0.1 * g(W), rtol=1e-12)
+    np.testing.assert_allclose(b, 2 * W - 0.1 * g(2 * W), rtol=1e-12)
+
+
+def test_grad_in_a_training_loop_equals_numpy():
+    src = """var w = %s
+let x = %s
+for step in 0..50 {
+    let l = col_mean(row_mean((x @ w - 1) * (x @ w - 1)))
+    w -= grad(l, w) * 0.05
+}
+print w
+""" % (lit(W), lit(X))
+    (got,) = run(src)
+    w = W.copy()
+    for _ in range(50):
+        r = X @ w - 1
+        w = w - 0.05 * (X.T @ (2 * r / r.size))
+    np.testing.assert_allclose(got, w, rtol=1e-12)
+
+
+def test_shapes_are_known_before_anything_runs():
+    program = goat.check_source("""let w = zeros(tensor[3x5])
+let b = zeros(tensor[1x5])
+let x = load("never_read.npy", tensor[7x3])
+let gw, gb = grad(col_sum(row_sum(relu(x @ w + b))), w, b)
+""")
+    assert program.lets["gw"].shape == (3, 5)
+    assert program.lets["gb"].shape == (1, 5)
+
+
+def test_equal_constants_under_different_names_are_different_values():
+    got = run("""let a = [[3]]
+let b = [[3]]
+let z1 = zeros(tensor[2x2])
+let z2 = zeros(tensor[2x2])
+print grad(col_sum(row_sum(a * b)), a)
+print grad(col_sum(row_sum((z1 + 1) * (z2 + 2))), z1)
+""")
+    assert got[0].tolist() == [[3.0]]
+    assert got[1].tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_a_value_the_loss_does_not_use_gets_zeros():
+    a, b = run("""let w = [[1, 2]]
+let v = [[5, 6, 7]]
+let ga, gb = grad(col_sum(row_sum(w * w)), w, v)
+print ga
+print gb
+""")
+    assert a.tolist() == [[2.0, 4.0]]
+    assert b.tolist() == [[0.0, 0.0, 0.0]]
+
+
+def test_the_total_derivative_through_a_named_intermediate():
+    gw, gh = run("""let w = [[2]]
+let h = w * w
+let gw, gh = grad(col_sum(row_sum(h * w)), w, h)
+print gw
+print gh
+""")
+    assert gw.tolist() == [[12.0]]     # d(w^3)/dw
+    assert gh.tolist() == [[2.0]]      # d(h w)/dh = w
+
+
+def test_second_derivative():
+    (got,) = run("""let x = [[1.5, -2]]
+let g = grad(col_sum(row_sum(x * x * x)), x)
+print grad(col_sum(row_sum(g)), x)
+""")
+    np.testing.assert_allclose(got, 6 * np.array([[1.5, -2.0]]), rtol=1e-14)
+
+
+def test_second_derivative_through_relu_and_max_masks():
+    (got,) = run("""let x = [[1.5, -2, 0.5]]
+let g = grad(col_sum(row_sum(relu(x) * x + row_max(x) * x)), x)
+print grad(col_sum(row_sum(g * g)), x)
+""")
+    x = np.array([1.5, -2.0, 0.5])
+
+    def g(x):
+        return (np.where(x > 0, 2 * x, 0.0) + np.max(x)
+                + np.where(x == np.max(x), np.sum(x), 0.0))
+    want = fd(lambda v: np.sum(g(v) ** 2), x, h=1e-7)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)
+
+
+def test_stop_gradient():
+    (got,) = run("""let x = [[3, -1]]
+print grad(col_sum(row_sum(stop_gradient(x) * x)), x)
+""")
+    assert got.tolist() == [[3.0, -1.0]]
+
+
+def test_the_seed_of_a_loss_with_unknown_sizes():
+    (got,) = run("""let x: tensor[?x2] = reshape([[1, 2]], tensor[?x2])
+print grad(row_sum(x * x), x)
+""")
+    assert got.tolist() == [[2.0, 4.0]]
+
+
+def test_unknown_sizes_broadcast_back():
+    gx, gb = run("""let x: tensor[?x3] = reshape([[1, 2, 3], [4, 5, 6]], tensor[?x3])
+let b: tensor[?x3] = reshape([[1, 1, 2]], tensor[?x3])
+let gx, gb = grad(col_sum(row_sum(x * b)), x, b)
+print gx
+print gb
+""")
+    assert gx.tolist() == [[1.0, 1.0, 2.0], [1.0, 1.0, 2.0]]
+    assert gb.tolist() == [[5.0, 7.0, 9.0]]
+
+
+def test_grad_in_a_def_is_a_grad_node_until_called():
+    program = goat.check_source("""def g(w: tensor[N, K]) = grad(col_sum(row_sum(w * w)), w)
+""")
+    body = program.defs["g"].region
+    assert [n.kind for n in body.nodes if n.kind == GRAD] == [GRAD]
+    program = goat.check_source("""def g(w: tensor[N, K]) = grad(col_sum(row_sum(w * w)), w)
+let y = g([[1, 2]])
+""")
+    assert program.lets["y"].kind == OP
+
+
+def test_inactive_operands_make_no_nodes():
+    """A constant factor's cotangent is not made (nothing would read it)."""
+    program = goat.check_source("""let w = [[1, 2]]
+let c = [[3, 4]]
+let g = grad(col_sum(row_sum(exp(w) * c)), w)
+""")
+    names = [n.op.name for n in program.main.nodes if n.kind == OP]
+    # the forward pass; the sums' spread of the seed; exp(w)'s cotangent (times c) and w's
+    # (times exp(w)) -- not c's (times exp(w) too), which nothing reads
+    assert names == ["bind", "bind", "exp", "multiply", "row_sum", "col_sum",
+                     "broadcast_to", "multiply", "multiply"]
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("src, line, words", [
+    ("let w = [[1, 2]]\nlet g = grad(w * w, w)\n", 2,
+     "grad needs a loss of one element, got shape 1x2"),
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(w)), w * 2)\n", 2,
+     "grad differentiates with respect to named values"),
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(w)), w, w)\n", 2,
+     "'w' appears twice among grad's names"),
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(w)))\n", 2,
+     "grad takes a loss and the names"),
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum((w > 1) * w)), w)\n", 2,
+     "grad cannot differentiate through '>' on line 2: it has no derivative; its derivative "
+     "is zero wherever it exists: write stop_gradient(...)"),
+    ("let w = [[1]]\nlet g = grad(col_sum(row_sum(randn(tensor[2x2], w))), w)\n", 2,
+     "grad cannot differentiate through randn on line 2: it has no derivative with respect "
+     "to this argument"),
+    ("let w = [[1]]\nvar h = w\nfor i in 0..3 {\n    h = h * w\n}\n"
+     "let g = grad(col_sum(row_sum(h)), w)\n", 6,
+     "grad cannot differentiate through the for loop on line 3"),
+    ("def f(w: tensor[1x2]) = grad(w, w)\n", 1,
+     "grad needs a loss of one element, got shape 1x2"),
+    ("let grad = 1\n", 1, "cannot define 'grad': it is the name of a built-in function"),
+])
+def test_errors(src, line, words):
+    e = error(src)
+    assert e.loc.line == line
+    assert words in e.message, e.message
+
+
+def test_error_inside_a_def_names_the_call():
+    e = error("""def f(w: tensor[1x1]) {
+    let g = grad(col_sum(row_sum((w > 0) * w)), w)
+    return g
+}
+let y = f([[1]])
+""")
+    assert e.loc.line == 2
+    assert "grad cannot differentiate through '>'" in e.message

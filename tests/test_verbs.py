@@ -1,0 +1,248 @@
+"""The trainer's verbs (LANGUAGE.md Part B7): gather, onehot, argmax_rows, sample_rows, and
+stdlib nn / optim's gelu, rms_norm, cross_entropy, dropout, adamw, cosine_lr, clip_grad_norm.
+Values against NumPy written here (and PyTorch when installed); derivatives against central
+finite differences."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import error, run
+from test_grad import lit
+from test_grad_program import fd
+
+RNG = np.random.default_rng(3)
+TABLE = RNG.standard_normal((5, 3))
+IDX = np.array([[4.0], [0.0], [4.0], [2.0]])
+
+
+def test_gather_values_and_gradient():
+    r = RNG.standard_normal((4, 3))
+    got, g = run("let t = %s\nlet i = %s\nprint gather(t, i)\n"
+                 "print grad(col_sum(row_sum(gather(t, i) * %s)), t)\n" % (lit(TABLE), lit(IDX), lit(r)))
+    np.testing.assert_array_equal(got, TABLE[[4, 0, 4, 2]])
+    want = fd(lambda t: np.sum(t[[4, 0, 4, 2]] * r), TABLE)
+    np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-9)
+
+
+def test_gather_of_a_rank_3_index_column():
+    (got,) = run("print gather(%s, [[[1], [0]], [[3], [3]]])\n" % lit(TABLE))
+    assert got.shape == (2, 2, 3)
+    np.testing.assert_array_equal(got[1, 0], TABLE[3])
+
+
+@pytest.mark.parametrize("idx, words", [
+    ("[[1.5]]", "gather's indices must be whole numbers from 0 to 4, got 1.5 at position 0"),
+    ("[[0], [5]]", "gather's indices must be whole numbers from 0 to 4, got 5.0 at position 1"),
+    ("[[-1]]", "got -1.0 at position 0"),
+])
+def test_gather_checks_its_indices_when_it_runs(idx, words):
+    e = error("let t = %s\nprint 1\nlet y = gather(t, %s)\nprint y\n" % (lit(TABLE), idx))
+    assert e.loc.line == 3
+    assert words in e.message
+
+
+@pytest.mark.parametrize("src, words", [
+    ("print gather([[1, 2]], [[0, 1]])", "gather's indices must be a column (last size 1), such "
+                                          "as Nx1; got 1x2"),
+    ("print gather([1, 2], [[0]])", "gather's table must be a matrix VxC"),
+    ("print onehot([[1], [2]], tensor[3x4])", "onehot of indices 2x1 needs the type tensor[2xV]"),
+    ("let i = [[0]]\nprint grad(col_sum(row_sum(gather([[1, 2]], i))), i)",
+     "grad cannot differentiate through gather on line 2: it has no derivative with respect "
+     "to this argument"),
+])
+def test_static_errors(src, words):
+    e = error(src + "\n")
+    assert words in e.message, e.message
+
+
+def test_onehot_and_argmax_rows():
+    oh, am = run("print onehot([[2], [0]], tensor[2x3])\n"
+                 "print argmax_rows([[1, 5, 5], [7, 0, -1], [0, 0, 0]])\n")
+    assert oh.tolist() == [[0, 0, 1], [1, 0, 0]]
+    assert am.tolist() == [[1], [0], [0]]          # the first of equal values
+
+
+def test_sample_rows_follows_the_probabilities_and_the_seed():
+    p = np.tile([[0.2, 0.5, 0.0, 0.3]], (20000, 1))
+    a, b, c = run("let p = reshape(%s, tensor[20000x4])\nprint sample_rows(p, 1)\n"
+                  "print sample_rows(p, 1)\nprint sample_rows(p * 10, 2)\n"
+                  % lit(p.reshape(1, -1)))
+    np.testing.assert_array_equal(a, b)            # the seed decides
+    assert not np.array_equal(a, c)
+    for draws in (a, c):
+        freq = np.bincount(draws[:, 0].astype(int), minlength=4) / draws.shape[0]
+        np.testing.assert_allclose(freq, [0.2, 0.5, 0.0, 0.3], atol=0.015)
+        assert freq[2] == 0.0                      # a zero weight is never drawn
+
+
+# ---------------------------------------------------------------- nn's verbs
+
+X = RNG.standard_normal((4, 3))
+G = np.array([[0.5, 1.5, -1.0]])
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def rms_norm(x, g):
+    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-5) * g
+
+
+def cross_entropy(z, t, m=None):
+    zs = z - z.max(axis=1, keepdims=True)
+    logp = zs - np.log(np.exp(zs).sum(axis=1, keepdims=True))
+    picked = logp[np.arange(len(t)), t[:, 0].astype(int)]
+    if m is None:
+        return -picked.mean()
+    return -(picked * m[:, 0]).sum() / m.sum()
+
+
+def test_gelu_and_rms_norm_values_and_gradients():
+    r = RNG.standard_normal((4, 3))
+    y1, g1, y2, g2x, g2g = run("""import nn
+let x = %s
+let g = %s
+let r = %s
+print nn.gelu(x)
+print grad(col_sum(row_sum(nn.gelu(x) * r)), x)
+print nn.rms_norm(x, g)
+let gx, gg = grad(col_sum(row_sum(nn.rms_norm(x, g) * r)), x, g)
+print gx
+print gg
+""" % (lit(X), lit(G), lit(r)))
+    np.testing.assert_allclose(y1, gelu(X), rtol=1e-14)
+    np.testing.assert_allclose(g1, fd(lambda x: np.sum(gelu(x) * r), X), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(y2, rms_norm(X, G), rtol=1e-14)
+    np.testing.assert_allclose(g2x, fd(lambda x: np.sum(rms_norm(x, G) * r), X), rtol=1e-6,
+                               atol=1e-9)
+    np.testing.assert_allclose(g2g, fd(lambda g: np.sum(rms_norm(X, g) * r), G), rtol=1e-6,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4])
+def test_cross_entropy_values_and_gradients(scale):
+    z = RNG.standard_normal((4, 5)) * scale
+    t = np.array([[1.0], [4.0], [0.0], [4.0]])
+    m = np.array([[1.0], [0.0], [1.0], [1.0]])
+    ce, g, cem, gm = run("""import nn
+let z = %s
+let t = %s
+let m = %s
+print nn.cross_entropy(z, t)
+print grad(nn.cross_entropy(z, t), z)
+print nn.cross_entropy_masked(z, t, m)
+print grad(nn.cross_entropy_masked(z, t, m), z)
+""" % (lit(z), lit(t), lit(m)))
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(gm))
+    np.testing.assert_allclose(ce, [[cross_entropy(z, t)]], rtol=1e-13)
+    np.testing.assert_allclose(cem, [[cross_entropy(z, t, m)]], rtol=1e-13)
+    # d/dz of the mean cross-entropy: (softmax(z) - onehot(t)) / rows
+    zs = z - z.max(axis=1, keepdims=True)
+    p = np.exp(zs) / np.exp(zs).sum(axis=1, keepdims=True)
+    oh = np.eye(5)[t[:, 0].astype(int)]
+    np.testing.assert_allclose(g, (p - oh) / 4, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(gm, (p - oh) * m / m.sum(), rtol=1e-12, atol=1e-15)
+
+
+def test_cross_entropy_and_gelu_equal_torch():
+    torch = pytest.importorskip("torch")
+    z = RNG.standard_normal((6, 5))
+    t = np.array([[1.0], [4.0], [0.0], [4.0], [2.0], [3.0]])
+    ce, g, ge = run("import nn\nlet z = %s\nlet t = %s\nprint nn.cross_entropy(z, t)\n"
+                    "print grad(nn.cross_entropy(z, t), z)\nprint nn.gelu(z)\n" % (lit(z), lit(t)))
+    tz = torch.tensor(z, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(tz, torch.tensor(t[:, 0].astype(np.int64)))
+    loss.backward()
+    assert ce.item() == pytest.approx(loss.item(), rel=1e-13)
+    np.testing.assert_allclose(g, tz.grad.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(ge, torch.nn.functional.gelu(torch.tensor(z), approximate="tanh"),
+                               rtol=1e-13)
+
+
+def test_dropout_keeps_the_seeded_cells_and_scales_them():
+    x = np.arange(1.0, 2001.0).reshape(40, 50)
+    a, b, c = run("import nn\nlet x = reshape(%s, tensor[40x50])\nprint nn.dropout(x, 0.25, 9)\n"
+                  "print nn.dropout(x, 0.25, 9)\nprint nn.dropout(x, 0.25, 10)\n"
+                  % lit(x.reshape(1, -1)))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    kept = a != 0
+    assert abs(kept.mean() - 0.75) < 0.03
+    np.testing.assert_allclose(a[kept], x[kept] / 0.75, rtol=1e-15)
+    (u,) = run("print rand(tensor[40x50], 9)\n")
+    np.testing.assert_array_equal(kept, u >= 0.25)   # the documented mask
+
+
+# ---------------------------------------------------------------- optim
+
+def test_adamw_equals_the_formula_and_torch():
+    w0 = RNG.standard_normal((2, 3))
+    grads = [RNG.standard_normal((2, 3)) for _ in range(3)]
+    src = ["import optim", "var w = %s" % lit(w0), "var m = zeros(tensor[2x3])",
+           "var v = zeros(tensor[2x3])"]
+    for k, g in enumerate(grads):
+        src.append("w, m, v = optim.adamw(w, %s, m, v, %d, 0.01, 0.9, 0.999, 1e-08, 0.0625)"
+                   % (lit(g), k + 1))
+    src.append("print w")
+    (got,) = run("\n".join(src) + "\n")
+    w, m, v = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for k, g in enumerate(grads, start=1):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w = w * (1 - 0.01 * 0.0625) - 0.01 * (m / (1 - 0.9 ** k)) / (
+            np.sqrt(v / (1 - 0.999 ** k)) + 1e-8)
+    np.testing.assert_allclose(got, w, rtol=1e-13)
+    torch = pytest.importorskip("torch")
+    p = torch.nn.Parameter(torch.tensor(w0))
+    opt = torch.optim.AdamW([p], lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0625)
+    for g in grads:
+        p.grad = torch.tensor(g)
+        opt.step()
+    np.testing.assert_allclose(got, p.detach().numpy(), rtol=1e-12)
+
+
+def test_cosine_lr_and_clip_grad_norm():
+    got = run("""import optim
+print optim.cosine_lr(0, 0, 3, 0.0625)
+print optim.cosine_lr(1, 0, 3, 0.0625)
+print optim.cosine_lr(2, 0, 3, 0.0625)
+print optim.cosine_lr(0, 4, 20, 1)
+print optim.cosine_lr(3, 4, 20, 1)
+print optim.cosine_lr(12, 4, 20, 1)
+let g, n = optim.clip_grad_norm([[3, 4]], 1)
+print g
+print n
+let h, k = optim.clip_grad_norm([[0.3, 0.4]], 1)
+print h
+""")
+    vals = [float(x) for x in got[:6]]
+    # the seed document's alphas, 0.062500 0.046875 0.015625, to the last bit C's cos gives
+    assert vals[:3] == [0.0625 * 0.5 * (1 + math.cos(math.pi * k / 3)) for k in range(3)]
+    assert ["%.6f" % a for a in vals[:3]] == ["0.062500", "0.046875", "0.015625"]
+    assert vals[3:5] == [0.25, 1.0]
+    assert vals[5] == pytest.approx(0.5 * (1 + math.cos(math.pi * 8 / 16)), rel=1e-15)
+    np.testing.assert_allclose(got[6], [[3 / (5 + 1e-6), 4 / (5 + 1e-6)]], rtol=1e-15)
+    assert got[7].tolist() == [[5.0]]
+    assert got[8].tolist() == [[0.3, 0.4]]                 # under the ceiling: unchanged
+
+
+def test_second_derivative_through_gather_and_its_scatter():
+    r = RNG.standard_normal((4, 3))
+    s = RNG.standard_normal((5, 3))
+    (got,) = run("""let t = %s
+let i = %s
+let g = grad(col_sum(row_sum(gather(t, i) * gather(t, i) * %s)), t)
+print grad(col_sum(row_sum(g * g * %s)), t)
+""" % (lit(TABLE), lit(IDX), lit(r), lit(s)))
+    rows = [4, 0, 4, 2]
+
+    def g(t):
+        out = np.zeros_like(t)
+        np.add.at(out, rows, 2 * t[rows] * r)
+        return out
+    want = fd(lambda t: np.sum(g(t) ** 2 * s), TABLE)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
