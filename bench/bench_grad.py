@@ -94,8 +94,7 @@ def report(repeat):
         "- train_grad.mg / train.mg, whole process (the median of the %d rounds' ratios): "
         "**%.2f×** (goal: at most 1.1×)." % (repeat, procs["paired"]),
         "- evaluation alone: **%.2f×**; operations per training step: **%.2f×** (%d against "
-        "%d: the derivative of layer norm and of the softmax's max, which the book's derivation "
-        "simplified by hand, cost the difference)." % (g["run"] / h["run"], g["ops"] / h["ops"],
+        "%d: mostly layer norm's derivative, which the book's derivation simplified by hand)." % (g["run"] / h["run"], g["ops"] / h["ops"],
                                                        g["ops"], h["ops"]),
         "- checking, `grad` included: %.0f ms against %.0f ms." % (g["check"] * 1e3,
                                                                   h["check"] * 1e3),

@@ -8,11 +8,13 @@
 # book's order, so a program using these prints what the book's 112-row defs print.
 
 # softmax of each row: exp(m - max) / sum exp(m - max); subtracting the row's largest value
-# keeps exp from overflowing (the result is the same).  NxC -> NxC, rows sum to 1.
-def softmax_rows(m: tensor[N, C]) = exp(m - row_max(m)) / row_sum(exp(m - row_max(m)))
+# keeps exp from overflowing (the result is the same, so its derivative with respect to the max
+# is exactly 0: grad is told so with stop_gradient, as JAX's softmax does, and skips it).
+# NxC -> NxC, rows sum to 1.
+def softmax_rows(m: tensor[N, C]) = exp(m - stop_gradient(row_max(m))) / row_sum(exp(m - stop_gradient(row_max(m))))
 
 # log of softmax_rows, computed stably: z - max - log(sum exp(z - max)).  NxC -> NxC.
-def log_softmax(z: tensor[N, C]) = z - row_max(z) - log(row_sum(exp(z - row_max(z))))
+def log_softmax(z: tensor[N, C]) = z - stop_gradient(row_max(z)) - log(row_sum(exp(z - stop_gradient(row_max(z)))))
 
 # layer norm (Ba, Kiros & Hinton 2016), the book's chapter 34: each row is centred and divided
 # by its standard deviation sigma = sqrt(mean((h - mean h)^2) + 1e-05), then scaled by the

@@ -38,6 +38,12 @@ def test_readme_tour_runs_and_prints_what_it_says():
     assert "sizes = [2, 1] strides = [1, 1] data = \n[[4.5], \n [9]]" in shown
 
 
+def test_readme_grad_example_runs_and_learns():
+    block = read("README.md").split("Nobody has to derive a backward pass")[1].split("```")[1]
+    (classes,) = run(block.strip("\n"))
+    assert classes.tolist() == [[1.0], [0.0], [1.0], [0.0]]
+
+
 def test_examples_run():
     folder = os.path.join(ROOT, "examples")
     for name in os.listdir(folder):

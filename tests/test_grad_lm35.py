@@ -221,3 +221,25 @@ def test_train_grad_prints_what_train_prints_through_step_50():
     # and it trains: the later steps fit the data as well
     last = [line for line in with_grad if isinstance(line, str) and line.startswith("step 200")]
     assert last and float(last[0].split("loss ")[1].split(",")[0]) < 0.05
+
+
+def test_generate_completes_the_held_out_triples(tmp_path):
+    """train.mg saves its weights; generate.mg reads them and writes the last four tokens of
+    each held-out sequence from its first three."""
+    import shutil
+    work = tmp_path / "lm35"
+    shutil.copytree(LM35, work, ignore=shutil.ignore_patterns("*.npy", "train_*.mg"))
+    shutil.copytree(LM35 / "data", work / "data", dirs_exist_ok=True)
+    missing = pytest.raises(goat.GoatError)
+    with missing as info:
+        goat.run_file(str(work / "generate.mg"))
+    assert "trained/e.npy" in info.value.message and info.value.loc.line > 1
+    goat.run_file(str(work / "train.mg"))
+    assert sorted(p.name for p in (work / "trained").glob("*.npy")) == sorted(
+        "%s.npy" % n for n in NAMES)
+    out = goat.run_file(str(work / "generate.mg"))
+    written = out[1]
+    want = np.array([[int(c) for c in t] * 2 + [int(t[0])] for t in gen.HELDOUT_TRIPLES])
+    assert written.shape == (16, 7)
+    np.testing.assert_array_equal(written, want)
+    assert out[2] == "16 of 16 sequences written as a b c a b c a"

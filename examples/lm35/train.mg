@@ -125,6 +125,24 @@ for step in 0..200 {
     wu -= Gwu * lr
 }
 
+# ---- the trained weights, for generate.mg
+save(e, "trained/e.npy")
+save(g1, "trained/g1.npy")
+save(n1, "trained/n1.npy")
+save(wq, "trained/wq.npy")
+save(wk, "trained/wk.npy")
+save(wv, "trained/wv.npy")
+save(wo, "trained/wo.npy")
+save(g2, "trained/g2.npy")
+save(n2, "trained/n2.npy")
+save(w1, "trained/w1.npy")
+save(c1, "trained/c1.npy")
+save(w2, "trained/w2.npy")
+save(c2, "trained/c2.npy")
+save(gf, "trained/gf.npy")
+save(nf, "trained/nf.npy")
+save(wu, "trained/wu.npy")
+
 # ---- the trained model
 let lg = logits(x, e, g1, n1, wq, wk, wv, wo, g2, n2, w1, c1, w2, c2, gf, nf, wu)
 print "step 200: loss {loss(lg, y)}, {correct(lg, y)} of 64 correct"

@@ -490,15 +490,24 @@ def _sum_to_shape(x, target):
 def _sum_to(be, target):
     xp = be.xp
     target = tuple(target)
+    plans = {}                  # the input's shape -> how to sum it to the target
+
+    def plan(shape):
+        lead = len(shape) - len(target)
+        axes = tuple(range(lead)) + tuple(lead + i for i, t in enumerate(target)
+                                          if t == 1 and shape[lead + i] != 1)
+        if lead == 0 and len(axes) == 1:            # the common case: one axis, as col_sum
+            return be.reducer("sum", axes[0])
+        return lambda g: xp.sum(g, axis=axes, keepdims=True).reshape(target)
 
     def run(g):
         shape = g.shape
         if shape == target:
             return g
-        lead = len(shape) - len(target)
-        axes = tuple(range(lead)) + tuple(lead + i for i, t in enumerate(target)
-                                          if t == 1 and shape[lead + i] != 1)
-        return xp.sum(g, axis=axes, keepdims=True).reshape(target)
+        f = plans.get(shape)
+        if f is None:
+            f = plans[shape] = plan(shape)
+        return f(g)
     return run
 
 
@@ -513,12 +522,20 @@ register(Op(name="sum_to", arity=2, params=(("x", "value"), ("shape", "type")),
 def _broadcast_to(be, target):
     xp = be.xp
     target = tuple(target)
-    return lambda g: g if g.shape == target else xp.broadcast_to(g, target)
+    cells = 1
+    for d in target:
+        cells *= d
+    if cells > 65536:           # a view: no copy of a large array
+        return lambda g: g if g.shape == target else xp.broadcast_to(g, target)
+    one = xp.ones(target)       # g * 1 is g exactly, and a small product is faster than the
+                                # view broadcast_to builds
+    return lambda g: g if g.shape == target else g * one
 
 
 register(Op(name="broadcast_to", arity=2, params=(("x", "value"), ("shape", "type")),
             callable_by_name=False, signature="(broadcast_to(x, tensor[T]) -> T)",
-            doc="x broadcast to shape T (NumPy's broadcast_to), for derivatives",
+            doc="x broadcast to shape T (as NumPy's broadcast_to, computed as x * 1), for "
+                "derivatives",
             shape=_sum_to_shape, evaluate=_broadcast_to,
             vjp=lambda d, g, out, x, target: (d.unbroadcast(g, x),)))
 

@@ -1,0 +1,148 @@
+"""Benchmark: a training step of examples/batched_trainer.mg against the same model in PyTorch.
+
+    python bench/bench_batched.py            # measure and print a Markdown report
+    python bench/bench_batched.py --write    # also write it to bench/RESULTS.md
+
+The program is run for 200 steps instead of 3 (its loop bound and its schedule's length
+changed, nothing else).  Side by side in one process, each the median of --repeat runs:
+
+* goat: the evaluation of the checked program (grad's nodes included; parse and check are
+  done once, outside the timing), divided by the number of steps;
+* PyTorch eager on the CPU, float64: the same model, written here (embedding lookup, two
+  pre-norm blocks with RMS norm, batched causal attention through view, dropout, a GELU MLP,
+  a tied head, cross-entropy), loss.backward(), per-tensor gradient clipping and
+  torch.optim.AdamW under the same cosine schedule, per step.
+
+Both do the whole step: forward, gradient, clipping, the optimizer.  (Installed with
+``pip install '.[bench]'``; without PyTorch only goat's step time is reported.)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from results import machine, write_section  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+PROGRAM = os.path.join(ROOT, "examples", "batched_trainer.mg")
+STEPS = 200
+
+
+def goat_step(repeat):
+    import goat
+    from goat.gpu import get_backend
+    from goat.interp.evaluator import Evaluator
+    text = open(PROGRAM).read()
+    text = text.replace("for step in 0..3 {", "for step in 0..%d {" % STEPS)
+    text = text.replace("optim.cosine_lr(step, 0, 3, 0.0625)",
+                        "optim.cosine_lr(step, 0, %d, 0.0625)" % STEPS)
+    assert "0..%d" % STEPS in text
+    program = goat.load(text, path=PROGRAM)
+    times = []
+    for _ in range(repeat + 1):
+        t0 = time.perf_counter()
+        Evaluator(program, get_backend("numpy"), out=None).run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) / STEPS
+
+
+def torch_step(repeat):
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    F = torch.nn.functional
+    dt = torch.float64
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.tensor([1, 2, 3, 2, 3, 4])
+    targets = torch.tensor([2, 3, 4, 3, 4, 0])
+    mask = torch.triu(torch.full((3, 3), -1e9, dtype=dt), diagonal=1)
+
+    def param(*shape, one=False):
+        t = torch.ones(*shape, dtype=dt) if one else torch.randn(*shape, dtype=dt,
+                                                                  generator=gen) * 0.5
+        return t.requires_grad_()
+
+    def rms(x, g):
+        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * g
+
+    def run():
+        e = param(5, 4)
+        blocks = [dict(g1=param(1, 4, one=True), wq=param(4, 4), wk=param(4, 4),
+                       wv=param(4, 4), wo=param(4, 4), g2=param(1, 4, one=True),
+                       w1=param(4, 8), w2=param(8, 4)) for _ in range(2)]
+        gf = param(1, 4, one=True)
+        params = [e, gf] + [p for b in blocks for p in b.values()]
+        opt = torch.optim.AdamW(params, lr=0.0625, betas=(0.9, 0.999), eps=1e-8,
+                                weight_decay=0.0625)
+        t0 = time.perf_counter()
+        for step in range(STEPS):
+            for group in opt.param_groups:
+                group["lr"] = 0.0625 * 0.5 * (1 + math.cos(math.pi * step / STEPS))
+            x = e[tokens]
+            for b in blocks:
+                a = rms(x, b["g1"])
+                q, k, v = ((a @ b[n]).view(2, 3, 4) for n in ("wq", "wk", "wv"))
+                sc = q @ k.transpose(-1, -2) * 0.5 + mask
+                p = F.dropout(torch.softmax(sc, dim=-1), 0.1, training=True)
+                x = x + (p @ v).reshape(6, 4) @ b["wo"]
+                x = x + F.gelu(rms(x, b["g2"]) @ b["w1"], approximate="tanh") @ b["w2"]
+            loss = F.cross_entropy(rms(x, gf) @ e.t(), targets)
+            opt.zero_grad()
+            loss.backward()
+            for p_ in params:
+                torch.nn.utils.clip_grad_norm_([p_], 1.0)
+            opt.step()
+        return time.perf_counter() - t0
+
+    run()
+    return statistics.median(run() for _ in range(repeat)) / STEPS
+
+
+def report(repeat):
+    g = goat_step(repeat)
+    t = torch_step(repeat)
+    lines = [
+        "## The batched two-block trainer, per training step (%s)"
+        % datetime.date.today().isoformat(),
+        "",
+        "Machine: %s. `examples/batched_trainer.mg` run for %d steps; median of %d runs, in one "
+        "process (`python bench/bench_batched.py`)." % (machine(), STEPS, repeat),
+        "",
+        "| what | time per step (forward, gradient, clipping, AdamW) |",
+        "|---|---|",
+        "| goat (evaluation of the checked program, NumPy) | %.0f µs |" % (g * 1e6),
+    ]
+    if t is not None:
+        import torch
+        lines.append("| PyTorch %s eager, CPU, float64, one thread | %.0f µs |"
+                     % (torch.__version__, t * 1e6))
+        lines += ["", "goat / PyTorch: **%.2f×** (below 1: goat is faster)." % (g / t)]
+    else:
+        lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
+                  "is measured."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--write", action="store_true", help="write the section into RESULTS.md")
+    args = ap.parse_args()
+    text = report(args.repeat)
+    print(text)
+    if args.write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()
