@@ -301,3 +301,15 @@ let y = f([[1]])
 """)
     assert e.loc.line == 2
     assert "grad cannot differentiate through '>'" in e.message
+
+
+def test_a_def_calling_grad_keeps_its_parameters_apart():
+    """Called with one value for two parameters, grad with respect to one parameter sees that
+    parameter's uses only (as JAX's grad of a function's first argument)."""
+    got = run("""def f(a: tensor[1x1], b: tensor[1x1]) = grad(col_sum(row_sum(a * b * b)), a)
+let w = [[3]]
+print f(w, w)
+print f(w, [[2]])
+""")
+    assert got[0].tolist() == [[9.0]]      # b * b, not d(w^3)/dw = 27
+    assert got[1].tolist() == [[4.0]]

@@ -51,7 +51,7 @@ class Template:
     for a def that returns several values."""
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
-                 "qualname", "_flat")
+                 "qualname", "_flat", "has_grad")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -64,6 +64,7 @@ class Template:
         self.loc = loc
         self.index = index
         self.pure = True            # no effects, no file reads: a call may be shared
+        self.has_grad = False       # its body calls grad: each parameter is a value of its own
 
     def flat(self):
         """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
@@ -373,6 +374,10 @@ class Builder:
                     return hit
                 r = r.parent
         args, env = checker.bind_arguments(tmpl, args, loc, self)
+        if tmpl.has_grad:
+            # grad with respect to one parameter must not see another bound to the same value
+            args = [self.op(_BIND, (a,), loc, ("%s@%s:%d" % (p, loc.source.path, loc.start),),
+                            shape=a.shape, check=False) for a, (p, _, _) in zip(args, tmpl.params)]
         checker.calls.append((tmpl.qualname, loc))
         try:
             result = self.instantiate(tmpl, args, env)
@@ -400,6 +405,7 @@ class Builder:
                                 "first (col_sum(row_sum(x)), or col_mean(row_mean(x)))"
                                 % format_shape(loss.shape), loc)
             shape = tuple(w.shape for w in wrt) if several else wrt[0].shape
+            self.checker.grad_used = True
             region = self.region
             node = self.program.new_node(region, GRAD, None, tuple(args), shape, loc,
                                          attrs=tuple(names))
@@ -625,6 +631,7 @@ class Checker:
         self.last = None              # (statement, its value) of the last plain statement checked
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
+        self.grad_used = False        # the def being checked calls grad
 
     def call_notes(self, loc):
         """Notes naming the def calls being expanded, innermost first, as run-time errors
@@ -717,6 +724,7 @@ class Checker:
         """The checker's state after a statement failed midway, for the next statement."""
         self._defining = None
         self.impure = False
+        self.grad_used = False
         self.depth = 0
         del self.calls[:]
         del self.shared.loading[:]
@@ -1157,6 +1165,7 @@ class Checker:
                 fscope.what[name] = "parameter"
             body = Builder(self, region, symbolic=True)
             outer_impure, self.impure = self.impure, False
+            outer_grad, self.grad_used = self.grad_used, False
             depth, self.depth = self.depth, self.depth + 1
             try:
                 if stmt.block:
@@ -1176,8 +1185,10 @@ class Checker:
                     result = self.expr(stmt.body, fscope, body)
                 tmpl.result = result
                 tmpl.pure = not self.impure
+                tmpl.has_grad = self.grad_used
             finally:
                 self.impure = outer_impure
+                self.grad_used = outer_grad
                 self.depth = depth
             if stmt.ret is not None:
                 self._check_result(stmt, tmpl, fscope, body)
