@@ -63,5 +63,6 @@ def cross_entropy_masked(z: tensor[N, V], t: tensor[N, 1], m: tensor[N, 1]) = co
 # inverted dropout (Srivastava et al. 2014): each value is kept with probability 1 - p and
 # scaled by 1 / (1 - p), or set to 0; the mask is rand(tensor[N, C], seed) >= p, so the same
 # seed gives the same mask on every back end.  Pass a different seed at each call (say
-# step * 100 + layer) for a fresh mask.  NxC, scalar, seed -> NxC.
-def dropout(x: tensor[N, C], p: scalar, seed: scalar) = x * (rand(tensor[N, C], seed) >= p) / (1 - p)
+# step * 100 + layer) for a fresh mask.  p = 1 drops everything (0s, not 0/0).
+# NxC, scalar, seed -> NxC.
+def dropout(x: tensor[N, C], p: scalar, seed: scalar) = x * (rand(tensor[N, C], seed) >= p) / (1 - p + (p >= 1))

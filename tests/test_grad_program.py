@@ -278,7 +278,7 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
      "is zero wherever it exists: write stop_gradient(...)"),
     ("let w = [[1]]\nlet g = grad(col_sum(row_sum(randn(tensor[2x2], w))), w)\n", 2,
      "grad cannot differentiate through randn on line 2: it has no derivative with respect "
-     "to this argument"),
+     "to its argument seed"),
     ("let w = [[1]]\nvar h = w\nfor i in 0..3 {\n    h = h * w\n}\n"
      "let g = grad(col_sum(row_sum(h)), w)\n", 6,
      "grad cannot differentiate through the for loop on line 3"),
@@ -313,3 +313,94 @@ print f(w, [[2]])
 """)
     assert got[0].tolist() == [[9.0]]      # b * b, not d(w^3)/dw = 27
     assert got[1].tolist() == [[4.0]]
+
+
+# ---------------------------------------------------------------- found by trying to break it
+
+def test_equal_computed_values_under_different_names_are_different_values():
+    """Hash-consing makes equal computations one node; a name grad differentiates with
+    respect to is a value of its own (here w1 and w2 start equal)."""
+    x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    g1, g2, gh, ga = run("""let x = %s
+var w1 = randn(tensor[2x2], 1) * 0.5
+var w2 = randn(tensor[2x2], 1) * 0.5
+let g1, g2 = grad(col_sum(row_sum(x @ w1 @ w2 @ [[1], [10]])), w1, w2)
+print g1
+print g2
+let h = x * 3
+print grad(col_sum(row_sum(h * h)) + col_sum(row_sum(x * 3)), h)
+let a = exp(x)
+let b = exp(x)
+print grad(col_sum(row_sum(a + b * 10)), a)
+""" % lit(x))
+    (w,) = run("print randn(tensor[2x2], 1) * 0.5\n")
+    v = np.array([[1.0], [10.0]])
+    np.testing.assert_allclose(g1, x.T @ np.ones((2, 1)) @ (w @ v).T, rtol=1e-14)
+    np.testing.assert_allclose(g2, (x @ w).T @ np.ones((2, 1)) @ v.T, rtol=1e-14)
+    np.testing.assert_allclose(gh, 2 * 3 * x, rtol=1e-15)
+    assert ga.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_grad_of_a_var_a_loop_assigned_earlier():
+    (got,) = run("""var w = [[1, 2]]
+for i in 0..3 {
+    w = w * 2
+}
+print grad(col_sum(row_sum(w * w)), w)
+""")
+    assert got.tolist() == [[16.0, 32.0]]
+
+
+def test_unknown_row_counts_through_a_def_with_size_variables(tmp_path):
+    x = np.random.default_rng(0).standard_normal((6, 3))
+    y = np.array([[0.0], [1.0], [2.0], [1.0], [0.0], [2.0]])
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    (got,) = goat.run_source("""import nn
+let x = load("x.npy", tensor[?x3])
+let y = load("y.npy", tensor[?x1])
+var w = zeros(tensor[3x3])
+print grad(nn.cross_entropy(x @ w, y), w)
+""", path=str(tmp_path / "p.mg"))
+    # at w = 0 the softmax is uniform: d/dw = x^T (1/3 - onehot(y)) / 6
+    want = x.T @ (np.full((6, 3), 1 / 3) - np.eye(3)[y[:, 0].astype(int)]) / 6
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_a_loss_of_unknown_size_is_checked_to_be_one_element_when_it_runs(tmp_path):
+    np.save(tmp_path / "x.npy", np.ones((6, 3)))
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("""let x = load("x.npy", tensor[?x3])
+var w = zeros(tensor[3x1])
+print grad(x @ w, w)
+""", path=str(tmp_path / "p.mg"))
+    e = info.value
+    assert e.loc.line == 3
+    assert e.message == "grad's loss (one element) must have shape 1x1, got 6x1"
+
+
+def test_no_derivative_inside_a_module_names_the_module_line_and_the_call():
+    e = error("import nn\nlet z = [[1, 2]]\nlet t = [[1]]\nprint grad(nn.cross_entropy(z, t), z, t)\n")
+    assert e.loc.line == 4
+    assert e.message.startswith("grad cannot differentiate through onehot at nn.mg:")
+    assert e.message.endswith("it has no derivative with respect to its argument indices")
+    assert "stop_gradient" not in e.message             # not something the user can write
+    assert e.notes == ("in nn.cross_entropy, called on line 4",)
+
+
+def test_the_size_limit_names_the_grad_that_passes_it_and_stops_there(monkeypatch):
+    from goat.typecheck import checker
+    monkeypatch.setattr(checker, "MAX_NODES", 20_000)      # the same, sooner
+    lines = ["let x = [[0.5, -0.2]]", "let h0 = x"]
+    for i in range(1, 301):
+        lines.append("let h%d = tanh(h%d) * 1.01 + x * 0.001" % (i, i - 1))
+        lines.append("let g%d = grad(col_sum(row_sum(h%d)), x)" % (i, i))
+    e = error("\n".join(lines) + "\n")
+    assert len(getattr(e, "errors", [e])) == 1             # one report: nothing after it
+    assert e.message.startswith("the program grows past 20,000 operations at this grad")
+    assert "grad(" in e.loc.source.line(e.loc.line)
+
+
+def test_dropout_of_everything_is_zeros():
+    (got,) = run("import nn\nprint nn.dropout([[1, -2]], 1, 3)\n")
+    assert got.tolist() == [[0.0, -0.0]]

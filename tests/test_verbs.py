@@ -51,7 +51,7 @@ def test_gather_checks_its_indices_when_it_runs(idx, words):
     ("print onehot([[1], [2]], tensor[3x4])", "onehot of indices 2x1 needs the type tensor[2xV]"),
     ("let i = [[0]]\nprint grad(col_sum(row_sum(gather([[1, 2]], i))), i)",
      "grad cannot differentiate through gather on line 2: it has no derivative with respect "
-     "to this argument"),
+     "to its argument indices"),
 ])
 def test_static_errors(src, words):
     e = error(src + "\n")

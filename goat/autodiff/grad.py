@@ -29,6 +29,8 @@ loss does not depend on gets zeros.  With respect to a value, the derivative is 
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..diagnostics import GoatError
@@ -143,15 +145,27 @@ def _cells(shape):
 
 
 def _inputs(node, nodes):
-    """The values ``node`` reads: its arguments, and for a loop or an if the values from
-    outside that its regions read."""
+    """The values ``node`` reads that its value changes with, smoothly or not: an op's value
+    arguments (not the values a ``?`` size is read from), a cast's value (not the value whose
+    size it is checked against), a loop's initial values and an if's or a loop's values from
+    outside (not the loop's bounds or the if's condition, which only choose what runs)."""
+    kind = node.kind
+    if kind == OP:
+        return node.args[:_values(node.op)]
+    if kind == CAST:
+        return node.args[:1]
     subs = subregions(node)
     if not subs:
         return node.args
     free = set()
     for r in subs:
         free |= r.free_values()
-    return tuple(node.args) + tuple(nodes[i] for i in sorted(free))
+    own = node.args[2:] if kind == LOOP else ()
+    return tuple(own) + tuple(nodes[i] for i in sorted(free))
+
+
+def _values(op) -> int:
+    return sum(1 for _, kind in op.params if kind == "value")
 
 
 def _op_words(node) -> str:
@@ -254,6 +268,8 @@ class _Pass:
                     self.accumulate(n.args[0], g)
             elif kind == GET:
                 src = n.args[0]
+                if not active.get(src.id):      # a value differentiated with respect to
+                    continue
                 if src.kind == LOOP:
                     raise GoatError(
                         "grad cannot differentiate through the for loop on line %d: the loss "
@@ -271,31 +287,40 @@ class _Pass:
 
     def op(self, n, g):
         op = n.op
-        nvalues = sum(1 for _, kind in op.params if kind == "value")
-        args = n.args[:nvalues]
+        args = n.args[:_values(op)]
         live = [self.active.get(a.id, False) for a in args]
         if not any(live):           # a value differentiated with respect to, made from others
             return
         if op.vjp is None:
-            raise GoatError(self._no_derivative(n, "it has no derivative"), self.loc)
+            raise self._no_derivative(n, "it has no derivative")
         d = Emitter(self.b, n.loc)
         outs = op.vjp(d, g, n, *args, *n.attrs)
-        for a, on, c in zip(args, live, outs):
+        names = [name for name, kind in op.params if kind == "value"]
+        for a, on, c, name in zip(args, live, outs, names):
             if not on or c is ZERO:
                 continue
             if c is None:
-                raise GoatError(self._no_derivative(n, "it has no derivative with respect to "
-                                                    "this argument"), self.loc)
+                raise self._no_derivative(n, "it has no derivative with respect to its "
+                                             "argument %s" % name)
             self.accumulate(a, c)
 
-    def _no_derivative(self, n, why) -> str:
-        what = _op_words(n)
+    def _no_derivative(self, n, why) -> GoatError:
+        """The error for a path through ``n`` that has no derivative: where ``n`` was written
+        (in another file: its file's name), through which def calls, and what to do."""
+        here = n.loc.source is self.loc.source
+        where = ("on line %d" % n.loc.line if here
+                 else "at %s:%d" % (os.path.basename(n.loc.source.path), n.loc.line))
         hint = ""
-        if "comparison" in n.op.tags or "logical" in n.op.tags:
+        if here and ("comparison" in n.op.tags or "logical" in n.op.tags):
             hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "
                     "around the mask to say so")
-        return ("grad cannot differentiate through %s on line %d: %s%s"
-                % (what, n.loc.line, why, hint))
+        notes = tuple("in %s, called %s" % (name, "on line %d" % l.line
+                                             if l.source is self.loc.source
+                                             else "at %s:%d" % (os.path.basename(l.source.path),
+                                                                l.line))
+                      for name, l in reversed(n.via))
+        return GoatError("grad cannot differentiate through %s %s: %s%s"
+                         % (_op_words(n), where, why, hint), self.loc, notes=notes)
 
     def branch(self, n, gs):
         """The vjp of an if: a new if on the same condition; each of its branches recomputes
@@ -354,6 +379,18 @@ def grad(builder, loss, wrt, names, loc):
         raise GoatError("grad needs a loss of one element, got shape %s; reduce it first "
                         "(col_sum(row_sum(x)), or col_mean(row_mean(x)))"
                         % format_shape(loss.shape), loc)
+    if cells is None:           # a ? size: one element, checked when it runs
+        loss = builder.cast(loss, (1,) * len(loss.shape), "grad's loss (one element)", loc,
+                            True)
+    checker = builder.checker
+    outer, checker.grad_site = checker.grad_site, loc     # the size limit blames the grad
+    try:
+        return _grad(builder, loss, wrt, names, loc)
+    finally:
+        checker.grad_site = outer
+
+
+def _grad(builder, loss, wrt, names, loc):
     mark = len(builder.program.nodes)
     d = Emitter(builder, loc)
     seed = d.fill_like(loss, 1.0)

@@ -632,6 +632,8 @@ class Checker:
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
         self.grad_used = False        # the def being checked calls grad
+        self.grad_site = None         # the grad call being carried out (its Loc)
+        self.grad_targets = set()     # names the program differentiates with respect to
 
     def call_notes(self, loc):
         """Notes naming the def calls being expanded, innermost first, as run-time errors
@@ -647,13 +649,20 @@ class Checker:
             raise CheckCancelled()
         if len(self.program.nodes) > self.max_nodes:
             calls = self.calls
-            where = calls[0][1] if calls else loc
-            what = "this call of %s" % calls[0][0] if calls else "this statement"
-            raise GoatError("%s needs more than %s operations to check, more than goat checks "
-                            "(a def that calls defs on different values doubles the work at each "
-                            "level)" % (what, format(self.max_nodes, ",")), where,
-                            notes=tuple("in %s, called on line %d" % (name, l.line)
-                                        for name, l in reversed(calls[1:4])))
+            limit = format(self.max_nodes, ",")
+            if calls:
+                e = GoatError("this call of %s needs more than %s operations to check, more "
+                              "than goat checks (a def that calls defs on different values "
+                              "doubles the work at each level)" % (calls[0][0], limit),
+                              calls[0][1], notes=tuple("in %s, called on line %d" % (name, l.line)
+                                                       for name, l in reversed(calls[1:4])))
+            else:
+                what = "this grad" if self.grad_site is not None else "this statement"
+                e = GoatError("the program grows past %s operations at %s, more than goat "
+                              "checks; nothing after it is checked" % (limit, what),
+                              self.grad_site or loc)
+            e.fatal = True          # every later statement would only fail the same way
+            raise e
 
     # ------------------------------------------------------------------ constants
     def const(self, value, loc):
@@ -712,6 +721,8 @@ class Checker:
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 self._recover()
+                if getattr(e, "fatal", False):
+                    break
         if len(errors) == 1 and not left_out:
             raise errors[0]
         if errors:
@@ -730,12 +741,14 @@ class Checker:
         del self.shared.loading[:]
 
     def look_ahead(self, module: ast.Module):
-        """Note the names the file defines, so that a use before its definition says so."""
+        """Note the names the file defines, so that a use before its definition says so, and
+        the names it differentiates with respect to (see :meth:`_own`)."""
         self.later = {}
         for stmt in module.stmts:
             for name in _defined_names(stmt):
                 if name not in self.later:
                     self.later[name] = stmt.loc.line
+            _grad_targets(stmt, self.grad_targets)
 
     def check_stmt(self, stmt):
         """Check one top-level statement; returns its node (or Template, or tuple)."""
@@ -764,7 +777,7 @@ class Checker:
             node = self.value(stmt.expr, scope, b, want=want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
-            node = self._own(node, stmt, b)
+            node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
             self._outline("%s : %s" % (stmt.name, format_type(node.shape)))
             return node
@@ -780,7 +793,7 @@ class Checker:
             node = self.value(stmt.expr, scope, b, want=want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
-            node = self._own(node, stmt, b)
+            node = self._own(node, stmt.name, stmt.loc, b)
             declared = want if want is not None else node.shape
             self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
                        stmt.loc.line)
@@ -828,16 +841,18 @@ class Checker:
             raise GoatError("return can only end the body of a def written with { }", stmt.loc)
         raise TypeError("unknown statement %r" % (stmt,))
 
-    def _own(self, node, stmt, b):
-        """A let's or var's value, as a node of its own when it is a constant (a literal, a
-        fill, a seeded draw): hash-consing makes equal constants one node, and ``grad`` with
-        respect to this name must not see the others."""
-        if node.kind == CONST or (node.kind == OP and node.op.pure
-                                  and all(a.kind == CONST for a in node.args)):
-            loc = stmt.loc
-            return b.op(_BIND, (node,), loc, ("%s@%s:%d" % (stmt.name, loc.source.path, loc.start),),
-                        shape=node.shape, check=False)
-        return node
+    def _own(self, node, name, loc, b):
+        """The value bound to ``name``, as a node of its own (an identity op, copied for free)
+        when ``grad`` may be taken with respect to it: hash-consing makes equal computations
+        one node, and grad with respect to this name must see this name's uses only, not those
+        of an equal value elsewhere (``var w1 = randn(...) * 0.5`` and ``w2`` the same).  So:
+        a name the program passes to grad, every name in the REPL (a later input may), and a
+        constant (a literal, a fill, a seeded draw)."""
+        if not (name in self.grad_targets or self.allow_redefinition or node.kind == CONST
+                or (node.kind == OP and node.op.pure and all(a.kind == CONST for a in node.args))):
+            return node
+        return b.op(_BIND, (node,), loc, ("%s@%s:%d" % (name, loc.source.path, loc.start),),
+                    shape=node.shape, check=False)
 
     def _block(self, stmts, scope: Scope, b: Builder):
         self.depth += 1
@@ -936,7 +951,9 @@ class Checker:
                 continue
             if stmt.kind == "assign":
                 self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
-            elif stmt.kind == "var":
+                continue
+            node = self._own(node, name, loc, b)
+            if stmt.kind == "var":
                 self._bind(scope, name, loc, VarBinding(node, node.shape, stmt.loc.line),
                            stmt.loc.line)
                 self._outline("var %s : %s" % (name, format_type(node.shape)))
@@ -975,6 +992,7 @@ class Checker:
             node = b.same_shape(node, binding.node, what, loc)
         else:
             node = b.cast(node, binding.declared, what, loc, runtime)
+        node = self._own(node, name, loc, b)
         owner.names[name] = VarBinding(node, binding.declared, binding.line)
         return node
 
@@ -1695,6 +1713,26 @@ def _uses(stmt) -> set:
                 elif isinstance(v, list):
                     stack.extend(i for i in v if isinstance(i, (ast.Expr, ast.Stmt)))
     return out
+
+
+def _grad_targets(stmt, out: set):
+    """Add to ``out`` the names ``stmt`` passes to grad as values to differentiate with
+    respect to (in nested blocks and def bodies too)."""
+    stack = [stmt]
+    while stack:
+        x = stack.pop()
+        if type(x) is ast.Call:
+            if x.name in TRANSFORMS:
+                out.update(a.name for a in x.args[1:] if type(a) is ast.Name)
+            stack.extend(x.args)
+            continue
+        for name in getattr(type(x), "__slots__", ()):
+            v = getattr(x, name, None)
+            if isinstance(v, (ast.Expr, ast.Stmt)):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(i for i in v if isinstance(i, (ast.Expr, ast.Stmt)))
+                stack.extend(p.expr for p in v if type(p) is ast.Field)
 
 
 def _defined_names(stmt):
