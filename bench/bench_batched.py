@@ -36,7 +36,8 @@ PROGRAM = os.path.join(ROOT, "examples", "batched_trainer.mg")
 STEPS = 200
 
 
-def goat_step(repeat):
+def goat_runner():
+    """A function running the 200-step program once, returning its seconds."""
     import goat
     from goat.gpu import get_backend
     from goat.interp.evaluator import Evaluator
@@ -46,15 +47,16 @@ def goat_step(repeat):
                         "optim.cosine_lr(step, 0, %d, 0.0625)" % STEPS)
     assert "0..%d" % STEPS in text
     program = goat.load(text, path=PROGRAM)
-    times = []
-    for _ in range(repeat + 1):
+
+    def run():
         t0 = time.perf_counter()
         Evaluator(program, get_backend("numpy"), out=None).run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[1:]) / STEPS
+        return time.perf_counter() - t0
+    return run
 
 
-def torch_step(repeat):
+def torch_runner():
+    """The same for the PyTorch model, or None without PyTorch."""
     try:
         import torch
     except ImportError:
@@ -104,19 +106,35 @@ def torch_step(repeat):
             opt.step()
         return time.perf_counter() - t0
 
-    run()
-    return statistics.median(run() for _ in range(repeat)) / STEPS
+    return run
+
+
+def measure(repeat):
+    """Per-step seconds of goat and PyTorch (None without it), each the median of ``repeat``
+    runs taken in alternation, and the median of the rounds' ratios."""
+    runners = {"goat": goat_runner(), "torch": torch_runner()}
+    runners = {k: r for k, r in runners.items() if r is not None}
+    for r in runners.values():
+        r()                                         # warm up
+    times = {k: [] for k in runners}
+    for _ in range(repeat):
+        for k, r in runners.items():
+            times[k].append(r() / STEPS)
+    g = statistics.median(times["goat"])
+    if "torch" not in times:
+        return g, None, None
+    ratio = statistics.median(a / b for a, b in zip(times["goat"], times["torch"]))
+    return g, statistics.median(times["torch"]), ratio
 
 
 def report(repeat):
-    g = goat_step(repeat)
-    t = torch_step(repeat)
+    g, t, ratio = measure(repeat)
     lines = [
         "## The batched two-block trainer, per training step (%s)"
         % datetime.date.today().isoformat(),
         "",
-        "Machine: %s. `examples/batched_trainer.mg` run for %d steps; median of %d runs, in one "
-        "process (`python bench/bench_batched.py`)." % (machine(), STEPS, repeat),
+        "Machine: %s. `examples/batched_trainer.mg` run for %d steps; median of %d runs each, "
+        "alternating, in one process (`python bench/bench_batched.py`)." % (machine(), STEPS, repeat),
         "",
         "| what | time per step (forward, gradient, clipping, AdamW) |",
         "|---|---|",
@@ -126,7 +144,8 @@ def report(repeat):
         import torch
         lines.append("| PyTorch %s eager, CPU, float64, one thread | %.0f µs |"
                      % (torch.__version__, t * 1e6))
-        lines += ["", "goat / PyTorch: **%.2f×** (below 1: goat is faster)." % (g / t)]
+        lines += ["", "goat / PyTorch (the median of the %d rounds' ratios, the two run in "
+                  "alternation): **%.2f×** (below 1: goat is faster)." % (repeat, ratio)]
     else:
         lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
                   "is measured."]

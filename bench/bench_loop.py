@@ -8,7 +8,8 @@ touches all of them alike), each the median of --repeat runs:
 
 * ``goat run examples/lm35/train.mg``: the loop, one page, as a user runs it (a fresh process:
   start-up, parse, check, evaluate, print), with its peak resident memory;
-* ``python bench/numpy_loop.py``: the same 200 steps written by hand in NumPy, a fresh process;
+* ``python bench/numpy_loop.py``: the same 200 steps written by hand in NumPy, saving the trained
+  weights as train.mg does (written, flushed to disk, renamed), a fresh process;
 * ``python bench/torch_loop.py``: the same in PyTorch eager on the CPU (float64, the same
   hand-derived backward pass), when PyTorch is installed (``pip install '.[bench]'``);
 * ``goat run examples/lm35/train_200.mg``: the 14,529-line unrolled program (goals: 1.5 s and
@@ -122,7 +123,8 @@ def in_process(repeat):
 
     def run_numpy():
         with np.errstate(all="ignore"):
-            numpy_loop.train(data, weights, mk)
+            w, _, _ = numpy_loop.train(data, weights, mk)
+            numpy_loop.save_weights(w)          # train.mg saves its weights too
 
     run_goat()
     run_numpy()

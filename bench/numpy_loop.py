@@ -210,6 +210,27 @@ def report(data, w, f, seen, mk):
     return "\n".join(out) + "\n" + format_matrix(sel @ f["a"] @ sel.T)
 
 
+def save_weights(w):
+    """The trained weights into examples/lm35/trained/, as train.mg saves them: each file
+    written under a temporary name, flushed to disk, then renamed (the same work as goat's
+    atomic save)."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "lm35",
+                          "trained")
+    for name, value in w.items():
+        path = os.path.join(folder, name + ".npy")
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            np.save(f, value)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv not in ([], ["--time"]):
@@ -220,6 +241,7 @@ def main(argv=None):
     t1 = time.perf_counter()
     with np.errstate(all="ignore"):
         w, f, seen = train(data, weights, mk)
+        save_weights(w)
         t2 = time.perf_counter()
         text = report(data, w, f, seen, mk)
     sys.stdout.write(text)
