@@ -404,3 +404,41 @@ def test_the_size_limit_names_the_grad_that_passes_it_and_stops_there(monkeypatc
 def test_dropout_of_everything_is_zeros():
     (got,) = run("import nn\nprint nn.dropout([[1, -2]], 1, 3)\n")
     assert got.tolist() == [[0.0, -0.0]]
+
+
+def test_a_training_loop_with_grad_frees_its_values_each_step():
+    """grad's nodes are freed after their last use like any others: the evaluation's peak
+    memory is the same for 10 steps as for 100 over a 400x400 weight (1.3 MB a value, some
+    ten of them a step: 100 steps kept would be over 1 GB)."""
+    import tracemalloc
+    from goat.gpu import get_backend
+    from goat.interp.evaluator import Evaluator
+
+    def peak(steps):
+        program = goat.check_source("""var w = zeros(tensor[400x400]) + 0.01
+let x = iota(tensor[8x400], 1) * 0.001
+for step in 0..%d {
+    let loss = col_mean(row_mean(tanh(x @ w) * tanh(x @ w)))
+    w -= grad(loss, w) * 0.1
+}
+""" % steps)
+        tracemalloc.start()
+        try:
+            Evaluator(program, get_backend("numpy"), out=None).run()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    few, many = peak(10), peak(100)
+    assert many < few * 1.2, (few, many)
+    assert many < 10_000_000, many
+
+
+def test_check_shapes_shows_the_gradients(tmp_path):
+    from conftest import cli
+    p = tmp_path / "g.mg"
+    p.write_text("var w = zeros(tensor[3x2])\nlet x = [[1, 2, 3]]\n"
+                 "for step in 0..2 {\n    let g = grad(col_sum(row_sum(x @ w)), w)\n"
+                 "    w -= g\n}\n")
+    status, out, err = cli("check", "--shapes", str(p))
+    assert status == 0, err
+    assert "  g : tensor[3x2]" in out.splitlines()
