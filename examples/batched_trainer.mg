@@ -21,8 +21,7 @@ def block(x: tensor[6x4], g1: tensor[1x4], wq: tensor[4x4], wk: tensor[4x4], wv:
     let k3: tensor[2x3x4] = reshape(a @ wk)
     let v3: tensor[2x3x4] = reshape(a @ wv)
     let sc = q3 @ transpose(k3) * 0.5 + mask        # 2x3x3; 0.5 = 1/sqrt(4), exactly
-    let at: tensor[6x3] = reshape(sc)               # six rows of three: softmax per row
-    let p: tensor[2x3x3] = reshape(nn.dropout(nn.softmax_rows(at), 0.1, seed))
+    let p = nn.dropout(nn.softmax_rows(sc), 0.1, seed)  # softmax per row: six rows of three
     let o: tensor[6x4] = reshape(p @ v3)
     let x1 = x + o @ wo
     return x1 + nn.gelu(nn.rms_norm(x1, g2) @ w1) @ w2

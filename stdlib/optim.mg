@@ -10,7 +10,7 @@
 # gradient g, t the number of this step counting from 1 (for the bias corrections 1 - b^t,
 # computed as 1 - exp(t log b)).  The weight decay is decoupled: w shrinks by lr * wd * w,
 # then takes the Adam step lr * m_hat / (sqrt(v_hat) + eps).  Returns the new (w, m, v).
-def adamw(w: tensor[R, C], g: tensor[R, C], m: tensor[R, C], v: tensor[R, C], t: scalar, lr: scalar, b1: scalar, b2: scalar, eps: scalar, wd: scalar) {
+def adamw(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, eps: scalar, wd: scalar) {
     let m2 = b1 * m + (1 - b1) * g
     let v2 = b2 * v + (1 - b2) * (g * g)
     let m_hat = m2 / (1 - exp(t * log(b1)))
@@ -33,10 +33,20 @@ def cosine_lr(step: scalar, warmup: scalar, total: scalar, peak: scalar) {
     return lr
 }
 
-# a gradient scaled down to norm max_norm when its norm is larger (as PyTorch's
-# clip_grad_norm_ for one tensor: the factor is max_norm / (norm + 1e-06), at most 1).
-# Returns (the clipped gradient, the norm before clipping, 1x1).
-def clip_grad_norm(g: tensor[R, C], max_norm: scalar) {
-    let n = sqrt(col_sum(row_sum(g * g)))
+# the squared norm of a gradient, sum(g^2), 1x1: add those of several gradients for their
+# global norm (the square root of the sum).
+def sq_norm(g: tensor[...]) = row_sum(reshape(g * g, tensor[1x?]))
+
+# the factor that clips gradients whose squared norms sum to total_sq to the norm max_norm:
+# min(1, max_norm / (sqrt(total_sq) + 1e-06)), as PyTorch's clip_grad_norm_.
+def clip_coef(total_sq: tensor[1, 1], max_norm: scalar) = minimum(max_norm / (sqrt(total_sq) + 1e-06), 1)
+
+# a gradient scaled down to norm max_norm when its norm is larger, on its own (as PyTorch's
+# clip_grad_norm_ given this one tensor: the factor is max_norm / (norm + 1e-06), at most 1).
+# Returns (the clipped gradient, the norm before clipping, 1x1).  To clip all gradients by
+# their global norm instead (PyTorch's clip_grad_norm_(model.parameters(), ...)), add their
+# sq_norm's, take clip_coef of the sum and multiply every gradient by it.
+def clip_grad_norm(g: tensor[...], max_norm: scalar) {
+    let n = sqrt(sq_norm(g))
     return (g * minimum(max_norm / (n + 1e-06), 1), n)
 }

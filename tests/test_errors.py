@@ -114,7 +114,8 @@ def test_literals():
     assert e.line == 2
     assert e.message == "the rows of a list literal must have equal length: this row has 2 numbers, the first row has 3 numbers"
     assert error("print [1, [2]]").message == "a list literal cannot mix numbers and lists"
-    assert error("print [[1, x]]").message == "syntax error: expected a number, found name 'x'"
+    assert error("print [[1, x]]").message.startswith(
+        "syntax error: expected a number, found name 'x'; a list literal holds numbers only")
 
 
 @pytest.mark.parametrize("src, line, message", [
@@ -292,3 +293,20 @@ def test_syntax_errors_and_check_errors_are_reported_together():
         goat.run_source(src, path="t.mg", stdout=io.StringIO())
     assert [(x.line, x.message.split(":")[0]) for x in info.value.errors] == [
         (1, "syntax error"), (3, "cannot matrix-multiply shapes 1x1 and 2x1"), (4, "syntax error")]
+
+
+def test_a_name_inside_a_list_literal_gets_a_hint():
+    from conftest import error as error_of
+    e = error_of("let t = 2\nlet a = [[1, t]]\n")
+    assert e.loc.line == 2
+    assert e.message.endswith("a list literal holds numbers only: compute a value from names "
+                              "instead, e.g. reshape(t, tensor[1x1]), or [[1, 0]] * t + "
+                              "[[0, 1]] * b")
+
+
+def test_a_shape_left_out_inside_a_larger_expression_says_where_it_may_be():
+    from conftest import error as error_of
+    e = error_of("var w: tensor[4x4] = randn(2) * 0.3\n")
+    assert "the shape may be left out only where the call is the whole value of an annotated " \
+           "let or var" in e.message
+    assert "randn(tensor[4x4], ...)" in e.message

@@ -169,15 +169,23 @@ print grad(col_sum(row_sum((z1 + 1) * (z2 + 2))), z1)
     assert got[1].tolist() == [[2.0, 2.0], [2.0, 2.0]]
 
 
-def test_a_value_the_loss_does_not_use_gets_zeros():
-    a, b = run("""let w = [[1, 2]]
-let v = [[5, 6, 7]]
-let ga, gb = grad(col_sum(row_sum(w * w)), w, v)
-print ga
-print gb
-""")
-    assert a.tolist() == [[2.0, 4.0]]
-    assert b.tolist() == [[0.0, 0.0, 0.0]]
+def test_a_value_the_loss_does_not_depend_on_is_an_error():
+    """Its gradient would be zero everywhere: a parameter left out of the model, or a loss
+    computed before the var got its current value (a newcomer stepping by hand hits this)."""
+    e = error("let w = [[1, 2]]\nlet v = [[5, 6, 7]]\n"
+              "let ga, gb = grad(col_sum(row_sum(w * w)), w, v)\n")
+    assert e.loc.line == 3
+    assert e.message.startswith("the loss does not depend on 'v', so its gradient would be "
+                                "zero everywhere")
+    e = error("var w = [[1, 2]]\nlet l = col_sum(row_sum(w * w))\nw -= grad(l, w) * 0.1\n"
+              "print grad(l, w)\n")
+    assert e.loc.line == 4 and "computed before w got its current value" in e.message
+
+
+def test_a_value_whose_only_path_has_zero_derivative_gets_zeros():
+    (got,) = run("let w = [[1, 2]]\nprint grad(col_sum(row_sum(stop_gradient(w) * 3)) "
+                 "+ col_sum(row_sum(w * 0)), w)\n")
+    assert got.tolist() == [[0.0, 0.0]]
 
 
 def test_the_total_derivative_through_a_named_intermediate():
@@ -266,7 +274,10 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
 
 @pytest.mark.parametrize("src, line, words", [
     ("let w = [[1, 2]]\nlet g = grad(w * w, w)\n", 2,
-     "grad needs a loss of one element, got shape 1x2"),
+     "grad needs a loss of one element, got shape 1x2; reduce it first: col_sum(row_sum(x)) "
+     "for its sum"),
+    ("let w = zeros(tensor[2x2x2])\nlet g = grad(w * w, w)\n", 2,
+     "got shape 2x2x2; reduce it first: row_sum(reshape(x, tensor[1x8])) for its sum"),
     ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(w)), w * 2)\n", 2,
      "grad differentiates with respect to named values"),
     ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(w)), w, w)\n", 2,

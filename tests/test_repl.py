@@ -398,7 +398,7 @@ def test_type_of_a_def_shows_its_signature():
                + ":type f")
     assert "import nn\ndef f(x: tensor[1x2]) -> tensor[1x2]\n" in d.text
     assert "\nexp(x: S) -> S\n" in d.text
-    assert "\ndef nn.softmax_rows(m: tensor[N, C]) -> tensor[N, C]\n" in d.text
+    assert "\ndef nn.softmax_rows(m: tensor[..., N, C]) -> tensor[..., N, C]\n" in d.text
     assert "\nmodule nn\n" in d.text
     assert d.toolbars[-1] == "def f(x: tensor[1x2]) -> tensor[1x2]"     # the bar, as typed
 

@@ -246,3 +246,29 @@ print grad(col_sum(row_sum(g * g * %s)), t)
         return out
     want = fd(lambda t: np.sum(g(t) ** 2 * s), TABLE)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("weights, row", [("[[0.2, -1, 3]]", "[0.2, -1, 3]"),
+                                          ("[[1, 1], [0, 0]]", "[0, 0]"),
+                                          ("[[1, 1], [1, 1]] * ([[1, 1], [0, 0]] / [[1, 1], [1, 0]])",
+                                           "[0, ")])
+def test_sample_rows_refuses_weights_that_are_not_probabilities(weights, row):
+    e = error("print 1\nprint sample_rows(%s, 1)\n" % weights)
+    assert e.loc.line == 2
+    assert e.message.startswith("sample_rows needs weights of 0 or more with a positive sum")
+    assert ("row %s is %s" % (e.message.split("row ")[-1][0], row)) in e.message, e.message
+
+
+def test_clipping_by_the_global_norm():
+    g1 = np.array([[3.0, 0.0]])
+    g2 = np.array([[0.0, 4.0], [0.0, 0.0]])
+    a, b = run("""import optim
+let g1 = %s
+let g2 = %s
+let c = optim.clip_coef(optim.sq_norm(g1) + optim.sq_norm(g2), 1)
+print g1 * c
+print g2 * c
+""" % (lit(g1), lit(g2)))
+    scale = 1 / (5 + 1e-6)
+    np.testing.assert_allclose(a, g1 * scale, rtol=1e-15)
+    np.testing.assert_allclose(b, g2 * scale, rtol=1e-15)

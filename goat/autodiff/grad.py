@@ -370,15 +370,25 @@ def _fit(b, g, like):
     return b.cast(g, like.shape, "the gradient", like.loc, runtime)
 
 
+def loss_shape_error(shape, loc) -> GoatError:
+    """The error for a loss of more than one element, with how to reduce one of its rank."""
+    if len(shape) <= 2:
+        how = "col_sum(row_sum(x)) for its sum, col_mean(row_mean(x)) for its mean"
+    else:
+        cells = _cells(shape)
+        how = ("row_sum(reshape(x, tensor[1x%s])) for its sum (a rank-%d value: reshape it to "
+               "one row first)" % (cells if cells is not None else "?", len(shape)))
+    return GoatError("grad needs a loss of one element, got shape %s; reduce it first: %s"
+                     % (format_shape(shape), how), loc)
+
+
 def grad(builder, loss, wrt, names, loc):
     """The gradient nodes of ``loss`` with respect to the nodes ``wrt`` (named ``names``),
     made with ``builder``; ``loc`` is the grad call.  Raises GoatError for a loss of more than
     one element or a path with no derivative."""
     cells = _cells(loss.shape)
     if cells is not None and cells != 1:
-        raise GoatError("grad needs a loss of one element, got shape %s; reduce it first "
-                        "(col_sum(row_sum(x)), or col_mean(row_mean(x)))"
-                        % format_shape(loss.shape), loc)
+        raise loss_shape_error(loss.shape, loc)
     if cells is None:           # a ? size: one element, checked when it runs
         loss = builder.cast(loss, (1,) * len(loss.shape), "grad's loss (one element)", loc,
                             True)
@@ -395,7 +405,14 @@ def _grad(builder, loss, wrt, names, loc):
     d = Emitter(builder, loc)
     seed = d.fill_like(loss, 1.0)
     targets = {w.id for w in wrt}
-    cts = _Pass(builder, loc, {}, names=names).run([(loss, seed)], targets)
+    grad_pass = _Pass(builder, loc, {}, names=names)
+    cts = grad_pass.run([(loss, seed)], targets)
+    for w, name in zip(wrt, names):
+        if not grad_pass.active.get(w.id) or not grad_pass.active.get(loss.id):
+            raise GoatError("the loss does not depend on '%s', so its gradient would be zero "
+                            "everywhere: was the loss computed before %s got its current value "
+                            "(compute it again after the assignment), or is %s not used in it?"
+                            % (name, name, name), loc)
     out = []
     for w in wrt:
         g = cts.get(w.id)

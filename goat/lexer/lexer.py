@@ -136,17 +136,22 @@ def _dims_of(inner: str):
     """The dimensions written inside ``tensor[...]``, or None if malformed.
 
     ``6x6`` and ``?x4`` (the book's form), ``N, K`` or ``2, 3, 4`` (commas, which size variables
-    need), a single ``N``, or nothing (a scalar).  A dimension too long for any machine is a
+    need), ``..., N, C`` (any leading sizes first: ``...`` is Ellipsis), a single ``N``, or
+    nothing (a scalar).  A dimension too long for any machine is a
     _HugeDim (see MAX_DIM_DIGITS), which _type_token reports.
     """
     inner = inner.strip()
     if not inner:
         return ()
+    if inner == "...":                          # any shape at all (a def's parameter)
+        return (...,)
     if "," in inner:
         dims = []
-        for part in inner.split(","):
+        for k, part in enumerate(inner.split(",")):
             part = part.strip()
-            if _DIM_NUMBER.fullmatch(part):
+            if part == "..." and k == 0:        # any leading sizes (a def's parameter)
+                dims.append(...)
+            elif _DIM_NUMBER.fullmatch(part):
                 dims.append(_dim_number(part))
             elif part == "?":
                 dims.append(None)

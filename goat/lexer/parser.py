@@ -587,6 +587,11 @@ def _hint(tokens, tok) -> str:
         return "; two commas in a row: a value is missing between them"
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
         return "; is a comma missing between two rows?"
+    if tok.type in ("NAME", "LPAR", "MINUS") and depth > 0 and prev in ("LSQB", "_COMMA") and (
+            tok.type != "MINUS" or tokens[i + 1].type != "NUMBER"):
+        name = tok.value if tok.type == "NAME" else "a"
+        return ("; a list literal holds numbers only: compute a value from names instead, e.g. "
+                "reshape(%s, tensor[1x1]), or [[1, 0]] * %s + [[0, 1]] * b" % (name, name))
     if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
         return "; there is no indexing: select with a matrix product, or by masking"
     if tok.type == "_COLON" and i == 0:

@@ -673,6 +673,7 @@ register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
 
 
 def _sample_rows(be):
+    from ..interp.printer import format_number
     from . import rng
     xp = be.xp
 
@@ -680,6 +681,13 @@ def _sample_rows(be):
         n = p.size // p.shape[-1]
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(seed)))
         rows = p.reshape(n, p.shape[-1])
+        bad = ~((rows >= 0).all(axis=-1) & (rows.sum(axis=-1) > 0))     # NaN fails both
+        if bool(bad.any()):
+            r = int(xp.argmax(bad))
+            raise OpError("sample_rows needs weights of 0 or more with a positive sum in every "
+                          "row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
+                          % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
+                             + (", ..." if rows.shape[1] > 6 else "")))
         c = xp.cumsum(rows, axis=-1)
         k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
         k = xp.minimum(k, p.shape[-1] - 1)

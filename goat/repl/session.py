@@ -219,12 +219,19 @@ class Session:
         return (len(p.nodes), len(p.main.nodes), len(p.main.effects), dict(c.globals),
                 dict(c.where), dict(c.top.what), dict(c.gone), dict(c.shared.modules),
                 dict(p.lets), dict(p.defs), list(p.order), len(p.outline), p.templates,
-                e._done_nodes, e._done_effects)
+                p.specializations, e._done_nodes, e._done_effects)
 
     def _restore(self, snap):
         c, p, e = self.checker, self.program, self.evaluator
         (n_nodes, n_main, n_effects, names, lines, what, gone, modules, p.lets, p.defs, p.order,
-         n_outline, p.templates, e._done_nodes, e._done_effects) = snap
+         n_outline, p.templates, specializations, e._done_nodes, e._done_effects) = snap
+        # a def checked again for a call of the statement taken back: its nodes go with it
+        for v in list(c.globals.values()) + [t for m in c.shared.modules.values()
+                                             for t in m.names.values()]:
+            specs = getattr(v, "specs", None)
+            if specs:
+                for key in [k for k, t in specs.items() if t.index < -specializations]:
+                    del specs[key]
         for table, key in reversed(p.journal):
             table.pop(key, None)
         p.journal = []

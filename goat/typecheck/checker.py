@@ -51,7 +51,8 @@ class Template:
     for a def that returns several values."""
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
-                 "qualname", "_flat", "has_grad")
+                 "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
+                 "display")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -65,6 +66,14 @@ class Template:
         self.index = index
         self.pure = True            # no effects, no file reads: a call may be shared
         self.has_grad = False       # its body calls grad: each parameter is a value of its own
+        # a def with a parameter typed tensor[..., N, C]: the parameters as declared (the
+        # ``params`` above are its form with no leading sizes), its statement and the checker
+        # of its file, to check it again for each leading shape a call gives (``specs``)
+        self.generic = None
+        self.stmt = None
+        self.checker = None
+        self.specs = {}
+        self.display = None         # a generic def's result with ... as written (signature)
 
     def flat(self):
         """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
@@ -103,8 +112,9 @@ class Template:
     def signature(self) -> str:
         """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
         return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, format_type(s))
-                                                     for p, s, _ in self.params),
-                                format_result(self.shape, isinstance(self.result, tuple)))
+                                                     for p, s, _ in self.generic or self.params),
+                                format_result(self.display or self.shape,
+                                              isinstance(self.result, tuple)))
 
 
 def format_result(shape, several: bool) -> str:
@@ -346,6 +356,8 @@ class Builder:
 
     def call(self, tmpl: Template, args, loc):
         checker = self.checker
+        if tmpl.generic is not None:
+            tmpl = checker.specialize(tmpl, [a.shape for a in args], [loc] * len(args))
         if self.symbolic:
             # checks the arguments now, so a mistake is reported at the def, not at its uses
             _, env = checker.check_arguments(tmpl, [a.shape for a in args], [loc] * len(args))
@@ -401,9 +413,8 @@ class Builder:
         if self.symbolic:
             cells = _cells(loss.shape)
             if cells is not None and cells != 1:
-                raise GoatError("grad needs a loss of one element, got shape %s; reduce it "
-                                "first (col_sum(row_sum(x)), or col_mean(row_mean(x)))"
-                                % format_shape(loss.shape), loc)
+                from ..autodiff.grad import loss_shape_error
+                raise loss_shape_error(loss.shape, loc)
             shape = tuple(w.shape for w in wrt) if several else wrt[0].shape
             self.checker.grad_used = True
             region = self.region
@@ -634,6 +645,8 @@ class Checker:
         self.grad_used = False        # the def being checked calls grad
         self.grad_site = None         # the grad call being carried out (its Loc)
         self.grad_targets = set()     # names the program differentiates with respect to
+        self._rest = ()               # the leading sizes ... stands for in the def being checked
+        self._quiet = False           # checking a def again for a call: no outline
 
     def call_notes(self, loc):
         """Notes naming the def calls being expanded, innermost first, as run-time errors
@@ -761,7 +774,7 @@ class Checker:
         return self.value(expr, self.top, self.main)
 
     def _outline(self, text):
-        if not self.module:
+        if not self.module and not self._quiet:
             self.program.outline.append((self.depth, text))
 
     def _stmt(self, stmt, scope: Scope, b: Builder):
@@ -824,6 +837,11 @@ class Checker:
                                 "block", stmt.loc)
             mark = len(self.program.outline)
             tmpl = self._define(stmt)
+            if tmpl.generic is not None:        # its result with ... standing for a size
+                try:
+                    tmpl.display = self._define(stmt, rest=(SizeVar("..."),)).shape
+                except GoatError:
+                    pass
             self.globals[stmt.name] = tmpl
             self.where[stmt.name] = stmt.loc.line
             if not self.module:
@@ -900,10 +918,19 @@ class Checker:
                 break
             s = s.parent
 
-    def _dims(self, ann: ast.TypeAnn, scope=None):
+    def _dims(self, ann: ast.TypeAnn, scope=None, rest_ok=False):
         dims = []
         for d in ann.dims:
-            if isinstance(d, str):
+            if d is ...:
+                if not self._in_def(scope):
+                    raise GoatError("... (any leading sizes) can only begin a type in a def: "
+                                    "its parameters', as in def f(x: tensor[..., N, C]), and "
+                                    "then in its body and result", ann.loc)
+                if rest_ok:
+                    dims.append(d)
+                else:                   # in the body: the sizes it stands for in this check
+                    dims.extend(self._rest)
+            elif isinstance(d, str):
                 if not self._in_def(scope):
                     raise GoatError("size variable %s can only appear in the parameters of a def"
                                     % d, ann.loc)
@@ -1156,12 +1183,19 @@ class Checker:
         return data
 
     # ------------------------------------------------------------------ defs
-    def _define(self, stmt: ast.Def) -> Template:
-        self._new_name(self.top, stmt.name, stmt.name_loc)
+    def _define(self, stmt: ast.Def, rest=None) -> Template:
+        """Check a def.  ``rest``: the leading sizes its ``...`` stand for in this check (a
+        call's specialization, :meth:`specialize`); None for the def statement itself, where
+        ``...`` stands for no sizes."""
+        if rest is None:
+            self._new_name(self.top, stmt.name, stmt.name_loc)
         params = []
+        generic = []
         seen = set()
         fscope = Scope(self.top, function=True)
-        self._defining = stmt.name
+        outer_defining, self._defining = self._defining, stmt.name
+        outer_rest, self._rest = self._rest, rest or ()
+        outer_quiet, self._quiet = self._quiet, self._quiet or rest is not None
         try:
             for p in stmt.params:
                 if p.name in seen:
@@ -1170,9 +1204,22 @@ class Checker:
                     raise GoatError("cannot name a parameter '%s': it is the name of a built-in "
                                     "function" % p.name, p.loc)
                 seen.add(p.name)
-                params.append((p.name, self._dims(p.type, fscope), p.loc))
-            self.program.templates += 1
-            tmpl = Template(stmt.name, params, stmt.loc, self.program.templates)
+                dims = self._dims(p.type, fscope, rest_ok=True)
+                generic.append((p.name, dims, p.loc))
+                if dims and dims[0] is ...:
+                    dims = (rest or ()) + dims[1:]
+                params.append((p.name, dims, p.loc))
+            if rest is None:
+                self.program.templates += 1
+                index = self.program.templates
+            else:           # a call's specialization: not a def of the program's own
+                self.program.specializations += 1
+                index = -self.program.specializations
+            tmpl = Template(stmt.name, params, stmt.loc, index)
+            if any(d and d[0] is ... for _, d, _ in generic):
+                tmpl.generic = generic
+                tmpl.stmt = stmt
+                tmpl.checker = self
             region = tmpl.region
             for name, shape, loc in params:
                 node = self.program.new_node(region, ARG, None, (), shape, loc,
@@ -1211,8 +1258,49 @@ class Checker:
             if stmt.ret is not None:
                 self._check_result(stmt, tmpl, fscope, body)
         finally:
-            self._defining = None
+            self._defining = outer_defining
+            self._rest = outer_rest
+            self._quiet = outer_quiet
         return tmpl
+
+    def specialize(self, tmpl: Template, shapes, locs) -> Template:
+        """The template of a call of ``tmpl`` with arguments of ``shapes``: ``tmpl`` itself,
+        or, for a def with ``...`` parameters given arguments with leading sizes, the def
+        checked again with ``...`` standing for them (once per leading shape)."""
+        if tmpl.generic is None:
+            return tmpl
+        rest = first = None
+        for (pname, declared, _), actual, loc in zip(tmpl.generic, shapes, locs):
+            if not declared or declared[0] is not ...:
+                continue
+            k = len(declared) - 1
+            if len(actual) < k:
+                raise GoatError("argument %s of %s must have shape %s: at least %d dimension%s, "
+                                "got %s" % (pname, tmpl.qualname, format_type(declared), k,
+                                            "" if k == 1 else "s", format_shape(actual)), loc)
+            lead = tuple(None if isinstance(d, SizeVar) else d
+                         for d in actual[:len(actual) - k])
+            if rest is None:
+                rest, first = lead, pname
+            elif lead != rest:
+                raise GoatError("... stands for the same leading sizes in every parameter of %s, "
+                                "but they are %s for %s and %s for %s"
+                                % (tmpl.qualname, format_shape(rest) if rest else "none", first,
+                                   format_shape(lead) if lead else "none", pname), loc)
+        if not rest:
+            return tmpl
+        spec = tmpl.specs.get(rest)
+        if spec is None:
+            try:
+                spec = tmpl.checker._define(tmpl.stmt, rest=rest)
+            except GoatError as e:
+                e.notes = tuple(e.notes) + ("in %s with ... = %s, called on line %d"
+                                            % (tmpl.qualname, format_shape(rest),
+                                               locs[0].line),)
+                raise
+            spec.qualname = tmpl.qualname
+            tmpl.specs[rest] = spec
+        return spec
 
     def _check_result(self, stmt, tmpl, fscope, body):
         """The declared result against the body's value; where a ``?`` leaves it open, the
@@ -1227,7 +1315,9 @@ class Checker:
         pairs = zip(declared, tmpl.result) if several else [(declared, tmpl.result)]
         results = []
         for ann, node in pairs:
-            dims = self._dims(ann, fscope)
+            dims = self._dims(ann, fscope, rest_ok=True)
+            if dims and dims[0] is ...:
+                dims = self._rest + dims[1:]
             ok, runtime = compatible(dims, node.shape)
             if not ok:
                 raise GoatError("%s is declared to return %s, but its value has shape %s"
@@ -1488,6 +1578,7 @@ class Checker:
                                 % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc)
             args = [self.value(a, scope, b) for a in e.args]
             shapes = [a.shape for a in args]
+            target = self.specialize(target, shapes, [a.loc for a in e.args])
             if target.has_vars or any(s != d for s, (_, d, _) in zip(shapes, target.params)):
                 # static mistakes are shown under the argument itself
                 self.check_arguments(target, shapes, [a.loc for a in e.args])
@@ -1555,7 +1646,9 @@ class Checker:
             n = len(params)
             hint = ""
             if any(kind == "type" for _, kind in params) and len(args) == n - 1:
-                hint = "; or give the shape by declaring it: let x: tensor[...] = %s(...)" % e.name
+                hint = ("; the shape may be left out only where the call is the whole value of "
+                        "an annotated let or var (let x: tensor[4x4] = %s(...)); inside a "
+                        "larger expression, write it: %s(tensor[4x4], ...)" % (e.name, e.name))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc)
         nodes = []
@@ -1593,13 +1686,18 @@ _METHOD_HABITS = {
     "T": "write transpose(x)", "transpose": "write transpose(x)",
     "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes)",
     "sum": "write row_sum(x), col_sum(x), or col_sum(row_sum(x)) for all of it",
-    "mean": "write row_mean(x) or col_mean(x)", "max": "write row_max(x) or col_max(x)",
+    "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
+    "floor": "write x - x % 1 (% is the floor modulo, so this rounds down)",
+    "round": "write (x + 0.5) - (x + 0.5) % 1 to round halves up", "max": "write row_max(x) or col_max(x)",
     "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
     "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
 }
 _FUNCTION_HABITS = {
-    "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums everything)",
-    "mean": "write row_mean(x) or col_mean(x)",
+    "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
+           "higher rank: row_sum(reshape(x, tensor[1xN]))",
+    "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
+    "floor": "write x - x % 1 (% is the floor modulo, so this rounds down)",
+    "round": "write (x + 0.5) - (x + 0.5) % 1 to round halves up",
     "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
     "min": "write row_min(x) or col_min(x), or minimum(a, b) elementwise",
     "softmax": "write nn.softmax_rows(x) after import nn",

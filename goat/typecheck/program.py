@@ -193,6 +193,7 @@ class Program:
         self.order: list = []         # every top-level let, var and def name, in order
         self.outline: list = []       # (depth, text) for every binding, block and def, in order
         self.templates = 0            # defs checked so far (their memo keys)
+        self.specializations = 0      # defs checked again for a call's leading sizes (keys < 0)
         # (dict, key) of every entry added to a hash-consing or memo table of the top region
         # since the last commit, so that a statement that fails can be taken back (the REPL);
         # None: off

@@ -68,6 +68,8 @@ class RunDim:
 def format_dim(d) -> str:
     if d is None or type(d) is RunDim:
         return "?"
+    if d is ...:
+        return "..."
     return str(d)
 
 
@@ -82,12 +84,18 @@ def format_type(shape) -> str:
     """The annotation syntax: ``tensor[112x8]``, ``tensor[N, K]``, ``scalar``."""
     if len(shape) == 0:
         return "scalar"
-    if any(isinstance(d, SizeVar) for d in shape):
+    if any(isinstance(d, SizeVar) or d is ... for d in shape):
         return "tensor[%s]" % ", ".join(format_dim(d) for d in shape)
     return "tensor[%s]" % format_shape(shape)
 
 
 MAX_BYTES = 2 ** 63 - 1       # what any machine's address space (and NumPy) can index
+
+
+def strip_rest(shape) -> tuple:
+    """A parameter's declared shape without its leading ``...`` (what ``...`` = no sizes
+    gives)."""
+    return tuple(shape[1:]) if shape and shape[0] is ... else tuple(shape)
 
 
 def check_size(shape) -> None:
