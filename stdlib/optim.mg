@@ -48,5 +48,5 @@ def clip_coef(total_sq: tensor[1, 1], max_norm: scalar) = minimum(max_norm / (sq
 # sq_norm's, take clip_coef of the sum and multiply every gradient by it.
 def clip_grad_norm(g: tensor[...], max_norm: scalar) {
     let n = sqrt(sq_norm(g))
-    return (g * minimum(max_norm / (n + 1e-06), 1), n)
+    return (g * reshape(minimum(max_norm / (n + 1e-06), 1), scalar), n)
 }

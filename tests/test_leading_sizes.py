@@ -103,7 +103,7 @@ def test_an_error_only_a_batch_shows_names_the_leading_sizes():
               "let a = f([[1, 2, 3]])\n"
               "let b = f(reshape([1, 2, 3, 4, 5, 6], tensor[3x1x2]))\n")
     assert e.loc.line == 1
-    assert "cannot add shapes 3xNxC and 2x1x1" in e.message, e.message
+    assert "cannot add shapes ...xNxC and 2x1x1" in e.message, e.message
     assert "in f with ... = 3, called on line 3" in e.notes
 
 
@@ -114,8 +114,118 @@ def test_the_signature_shows_the_leading_sizes():
     assert program.defs["g"].signature() == "g(x: tensor[...]) -> tensor[1x1]"
 
 
-def test_each_leading_shape_is_checked_once():
+def test_each_number_of_leading_sizes_is_checked_once():
     program = goat.check_source("def f(x: tensor[..., N]) = exp(x)\n"
                                 "let a = f([[1, 2]])\nlet b = f([[3, 4]])\nlet c = f([[[5]]])\n")
     specs = program.defs["f"].specs
-    assert sorted(specs) == [(1,), (1, 1)]
+    assert sorted(specs) == [1, 2]          # one more check per number of leading sizes
+
+
+# ---------------------------------------------------------------- found by attacking it
+
+def _npy(tmp_path, **arrays):
+    for name, a in arrays.items():
+        np.save(tmp_path / ("%s.npy" % name), a)
+
+
+def test_unknown_leading_sizes_are_checked_when_the_call_runs(tmp_path):
+    _npy(tmp_path, a=np.ones((2, 3, 4)), b=np.ones((5, 3, 4)), r=np.ones((1, 3)),
+         c=np.ones((3, 1)))
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("def first(p: tensor[..., N, C], q: tensor[..., N, C]) = p\nprint 1\n"
+                        "print first(load(\"a.npy\", tensor[?x3x4]), load(\"b.npy\", "
+                        "tensor[?x3x4]))\n", path=str(tmp_path / "p.mg"))
+    assert info.value.loc.line == 3
+    assert info.value.message == ("... stands for the same leading sizes in every parameter, "
+                                  "but a leading size is 2 for argument p of first and 5 for "
+                                  "argument q of first")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("import optim\nlet w = load(\"r.npy\", tensor[?x?])\n"
+                        "let g = load(\"c.npy\", tensor[?x?])\n"
+                        "let w2, m, v = optim.adamw(w, g, w * 0, w * 0, 1, 0.1, 0.9, 0.999, "
+                        "1e-08, 0)\nprint w2\n", path=str(tmp_path / "p.mg"))
+    assert "a leading size is 1 for argument w of optim.adamw and 3 for argument g" \
+        in info.value.message
+
+
+def test_unknown_and_symbolic_leading_sizes_work_where_sizes_are_needed(tmp_path):
+    x = np.arange(24.0).reshape(2, 3, 4) / 10
+    _npy(tmp_path, a=x)
+    d, ce, b = goat.run_source("""import nn
+let a = load("a.npy", tensor[?x3x4])
+print nn.dropout(a, 0.5, 1)
+print nn.cross_entropy(a, zeros(tensor[2x3x1]))
+def block(x: tensor[B, T, C]) = nn.dropout(x, 0.5, 1)
+print block(reshape(a, tensor[2x3x4]))
+""", path=str(tmp_path / "p.mg"))
+    (u,) = run("print rand(tensor[2x3x4], 1)\n")
+    np.testing.assert_allclose(d, np.where(u >= 0.5, x / 0.5, 0.0), rtol=1e-15)
+    np.testing.assert_array_equal(b, d)
+    logp = np.log(softmax(x))
+    np.testing.assert_allclose(ce, [[-np.mean(logp[..., 0])]], rtol=1e-13)
+
+
+def test_clip_grad_norm_keeps_the_shape_of_a_vector_or_a_scalar():
+    g, n, s = run("import optim\nlet g, n = optim.clip_grad_norm([3, 4], 1)\nprint g\nprint n\n"
+                  "let h, k = optim.clip_grad_norm(-6, 1)\nprint h\n")
+    assert g.shape == (2,) and s.shape == ()
+    np.testing.assert_allclose(g, [3 / (5 + 1e-6), 4 / (5 + 1e-6)], rtol=1e-15)
+    assert float(s) == pytest.approx(-6 / (6 + 1e-6), rel=1e-15)
+
+
+def test_signatures_of_generic_defs_calling_generic_defs():
+    program = goat.check_source("""import nn
+def inner(x: tensor[..., N, C]) = row_sum(x)
+def t4(x: tensor[..., N, C]) = inner(x)
+def h(x: tensor[..., N, C]) = nn.gelu(x) * 2
+def outer(x: tensor[B, N, C]) = inner(x)
+""")
+    sig = {k: program.defs[k].signature() for k in ("t4", "h", "outer")}
+    assert sig["t4"] == "t4(x: tensor[..., N, C]) -> tensor[..., N, 1]"
+    assert sig["h"] == "h(x: tensor[..., N, C]) -> tensor[..., N, C]"
+    assert sig["outer"] == "outer(x: tensor[B, N, C]) -> tensor[B, N, 1]"
+
+
+def test_a_generic_def_in_the_repl_keeps_the_names_it_saw():
+    import io
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("let k = 10")
+    s.run("def f(x: tensor[..., N, C]) = x * k")
+    s.run("let k = 1000")
+    (v,) = [r.value for r in s.run("f(zeros(tensor[3x1x2]) + 1)")]
+    assert np.asarray(v).tolist() == [[[10.0, 10.0]]] * 3
+
+
+@pytest.mark.parametrize("src, words", [
+    ("def f(x: tensor[N, ..., C]) = x\n", "... (any leading sizes) comes first and once"),
+    ("def f(x: tensor[N, C]) = x + zeros(tensor[..., N, C])\n",
+     "... stands for the leading sizes of f's parameters, but none of them begins with ..."),
+    ("def f(x: tensor[N, C]) -> tensor[..., N, C] = x\n",
+     "... stands for the leading sizes of f's parameters, but none of them begins with ..."),
+    ("def f(x: tensor[..., N, C]) = reshape(x, tensor[..., ?])\nprint f(zeros(tensor[0x3x4]))\n",
+     "cannot reshape 0x3x4 (0 cells) to tensor[0x?]: the ? size cannot be worked out"),
+    ("print reshape([1, 2], tensor[%s])\n" % "x".join(["1"] * 64 + ["2"]),
+     "a tensor may have at most 64 (NumPy's limit)"),
+])
+def test_more_errors(src, words):
+    e = error(src)
+    assert words in e.message, e.message
+
+
+def test_the_note_names_the_call_in_the_importing_file(tmp_path):
+    (tmp_path / "m.mg").write_text("def f(x: tensor[..., N, C]) = x + [[[1]], [[2]]]\n")
+    (tmp_path / "p.mg").write_text("import m\nprint 1\nlet y = m.f(\n    zeros(tensor[3x1x2]))\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert any("in m.f with ... = 3, called at %s:3" % (tmp_path / "p.mg") in n
+               for n in info.value.notes), info.value.notes
+
+
+def test_stop_gradient_makes_a_value_constant_to_grad():
+    (got,) = run("""let w = [[1]]
+print grad(col_sum(row_sum(onehot(stop_gradient(w), tensor[1x2]) * w * 3)), w)
+""")
+    assert got.tolist() == [[3.0]]          # the index is a constant; the product is not
+    e = error("import optim\nlet w = [[1, 2]]\nprint grad(optim.sq_norm(stop_gradient(w)), w)\n")
+    assert "the loss does not depend on 'w'" in e.message

@@ -151,6 +151,8 @@ def _inputs(node, nodes):
     outside (not the loop's bounds or the if's condition, which only choose what runs)."""
     kind = node.kind
     if kind == OP:
+        if "constant" in node.op.tags:      # stop_gradient: its value is a constant to grad
+            return ()
         return node.args[:_values(node.op)]
     if kind == CAST:
         return node.args[:1]

@@ -87,6 +87,10 @@ def _same_size_check(node):
     def run(x, ref):
         a, b = _shape_of(x)[dim], _shape_of(ref)[ref_dim]
         if a != b:
+            if name.startswith("..."):      # a def's leading sizes (tensor[..., N, C])
+                raise GoatError("... stands for the same leading sizes in every parameter, but "
+                                "a leading size is %d for %s and %d for %s"
+                                % (b, ref_what, a, what), node.loc, notes=_notes(node))
             raise GoatError("size variable %s is %d for %s but %d for %s"
                             % (name, b, ref_what, a, what), node.loc, notes=_notes(node))
         return x

@@ -347,6 +347,10 @@ def _type_token(source, word, start, end):
         shown = inner.strip()
         if len(shown) > 60:                 # the excerpt below the message shows the rest
             shown = shown[:40] + "..."
+        if "..." in inner:
+            raise GoatError("malformed type tensor[%s]: ... (any leading sizes) comes first and "
+                            "once, followed by the other sizes with commas: tensor[..., N, C]"
+                            % shown, Loc(source, start, close + 1))
         raise GoatError("malformed type tensor[%s]: write its dimensions as 6x6, ?x4 or N, K"
                         % shown, Loc(source, start, close + 1))
     if any(type(d) is _HugeDim for d in dims):

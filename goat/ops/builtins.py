@@ -337,7 +337,21 @@ def _reshape(be, target):
                           % format_type(target))
         return run
     shape = tuple(-1 if d is None else d for d in target)
-    return lambda x: reshape(x, shape)
+    if None not in target:
+        return lambda x: reshape(x, shape)
+    known = 1
+    for d in target:
+        if d is not None:
+            known *= d
+
+    def run(x):
+        if known == 0 or x.size % known:
+            raise OpError("cannot reshape %s (%d cells) to %s: the ? size cannot be worked out "
+                          "(%s)" % (format_shape(x.shape), x.size, format_type(target),
+                                    "the other sizes hold no cells" if known == 0 else
+                                    "%d cells do not divide into rows of %d" % (x.size, known)))
+        return reshape(x, shape)
+    return run
 
 
 register(Op(name="reshape", arity=2, params=(("x", "value"), ("shape", "type")),
@@ -467,7 +481,7 @@ register(Op(name="stop_gradient", arity=1, signature="stop_gradient(x: S) -> S",
                 "lax.stop_gradient: for a mask such as x > 0, or a target computed from the "
                 "weights",
             shape=_same, evaluate=lambda be: identity,
-            vjp=lambda d, g, out, x: (ZERO,)))
+            vjp=lambda d, g, out, x: (ZERO,), tags=("constant",)))
 
 
 def _bind_shape(x, name):
@@ -548,7 +562,7 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
             callable_by_name=False, signature="(dim_size(x, axis) -> scalar)",
             doc="the length of x along axis, as a number, for derivatives",
             shape=lambda x, axis: (), evaluate=_dim_size,
-            vjp=lambda d, g, out, x, axis: (ZERO,)))
+            vjp=lambda d, g, out, x, axis: (ZERO,), tags=("constant",)))
 
 
 # ---------------------------------------------------------------- the trainer's verbs

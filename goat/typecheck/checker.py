@@ -52,7 +52,7 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display")
+                 "display", "scope")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -74,6 +74,7 @@ class Template:
         self.checker = None
         self.specs = {}
         self.display = None         # a generic def's result with ... as written (signature)
+        self.scope = None           # the names it saw when written (its later checks see them)
 
     def flat(self):
         """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
@@ -357,7 +358,7 @@ class Builder:
     def call(self, tmpl: Template, args, loc):
         checker = self.checker
         if tmpl.generic is not None:
-            tmpl = checker.specialize(tmpl, [a.shape for a in args], [loc] * len(args))
+            tmpl = checker.specialize(tmpl, [a.shape for a in args], [loc] * len(args), loc)
         if self.symbolic:
             # checks the arguments now, so a mistake is reported at the def, not at its uses
             _, env = checker.check_arguments(tmpl, [a.shape for a in args], [loc] * len(args))
@@ -646,6 +647,7 @@ class Checker:
         self.grad_site = None         # the grad call being carried out (its Loc)
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
+        self._generic_def = False     # the def being checked has a parameter typed [..., ...]
         self._quiet = False           # checking a def again for a call: no outline
 
     def call_notes(self, loc):
@@ -839,7 +841,10 @@ class Checker:
             tmpl = self._define(stmt)
             if tmpl.generic is not None:        # its result with ... standing for a size
                 try:
-                    tmpl.display = self._define(stmt, rest=(SizeVar("..."),)).shape
+                    shape = self._define(stmt, rest=(SizeVar("..."),), scope=tmpl.scope).shape
+                    shapes = shape if isinstance(tmpl.result, tuple) else (shape,)
+                    if all(SizeVar("...") not in s[1:] for s in shapes):
+                        tmpl.display = shape
                 except GoatError:
                     pass
             self.globals[stmt.name] = tmpl
@@ -926,6 +931,10 @@ class Checker:
                     raise GoatError("... (any leading sizes) can only begin a type in a def: "
                                     "its parameters', as in def f(x: tensor[..., N, C]), and "
                                     "then in its body and result", ann.loc)
+                if not self._generic_def and not rest_ok:
+                    raise GoatError("... stands for the leading sizes of %s's parameters, but "
+                                    "none of them begins with ...: write the sizes"
+                                    % self._defining, ann.loc)
                 if rest_ok:
                     dims.append(d)
                 else:                   # in the body: the sizes it stands for in this check
@@ -1183,16 +1192,18 @@ class Checker:
         return data
 
     # ------------------------------------------------------------------ defs
-    def _define(self, stmt: ast.Def, rest=None) -> Template:
+    def _define(self, stmt: ast.Def, rest=None, scope=None) -> Template:
         """Check a def.  ``rest``: the leading sizes its ``...`` stand for in this check (a
-        call's specialization, :meth:`specialize`); None for the def statement itself, where
-        ``...`` stands for no sizes."""
+        call's specialization, :meth:`specialize`), in ``scope`` (the names the def saw when it
+        was written); None for the def statement itself, where ``...`` stands for no sizes."""
         if rest is None:
             self._new_name(self.top, stmt.name, stmt.name_loc)
         params = []
         generic = []
         seen = set()
-        fscope = Scope(self.top, function=True)
+        fscope = Scope(scope or self.top, function=True)
+        outer_generic = self._generic_def
+        self._generic_def = any(p.type.dims[:1] == (...,) for p in stmt.params)
         outer_defining, self._defining = self._defining, stmt.name
         outer_rest, self._rest = self._rest, rest or ()
         outer_quiet, self._quiet = self._quiet, self._quiet or rest is not None
@@ -1220,6 +1231,13 @@ class Checker:
                 tmpl.generic = generic
                 tmpl.stmt = stmt
                 tmpl.checker = self
+                if scope is None:           # the names as they are now, for later checks
+                    snap = Scope(function=True, names=dict(self.top.names),
+                                 lines=dict(self.top.lines))
+                    snap.what = dict(self.top.what)
+                    tmpl.scope = snap
+                else:
+                    tmpl.scope = scope
             region = tmpl.region
             for name, shape, loc in params:
                 node = self.program.new_node(region, ARG, None, (), shape, loc,
@@ -1261,15 +1279,20 @@ class Checker:
             self._defining = outer_defining
             self._rest = outer_rest
             self._quiet = outer_quiet
+            self._generic_def = outer_generic
         return tmpl
 
-    def specialize(self, tmpl: Template, shapes, locs) -> Template:
+    def specialize(self, tmpl: Template, shapes, locs, call=None) -> Template:
         """The template of a call of ``tmpl`` with arguments of ``shapes``: ``tmpl`` itself,
         or, for a def with ``...`` parameters given arguments with leading sizes, the def
-        checked again with ``...`` standing for them (once per leading shape)."""
+        checked again with ``...`` standing for that many leading sizes (once per number of
+        them).  In that check the leading sizes are size variables (``...``, ``...2``, ...):
+        each call binds them like any size variable, so a ``?`` among them is checked when the
+        call runs, and a def that creates a tensor of the leading shape works for every call.
+        ``call`` is the call's Loc (for the note of an error in that check)."""
         if tmpl.generic is None:
             return tmpl
-        rest = first = None
+        lead0 = first = None
         for (pname, declared, _), actual, loc in zip(tmpl.generic, shapes, locs):
             if not declared or declared[0] is not ...:
                 continue
@@ -1278,28 +1301,33 @@ class Checker:
                 raise GoatError("argument %s of %s must have shape %s: at least %d dimension%s, "
                                 "got %s" % (pname, tmpl.qualname, format_type(declared), k,
                                             "" if k == 1 else "s", format_shape(actual)), loc)
-            lead = tuple(None if isinstance(d, SizeVar) else d
-                         for d in actual[:len(actual) - k])
-            if rest is None:
-                rest, first = lead, pname
-            elif lead != rest:
+            lead = tuple(actual[:len(actual) - k])
+            if lead0 is None:
+                lead0, first = lead, pname
+            elif len(lead) != len(lead0) or not all(
+                    a is None or b is None or a == b for a, b in zip(lead0, lead)):
                 raise GoatError("... stands for the same leading sizes in every parameter of %s, "
                                 "but they are %s for %s and %s for %s"
-                                % (tmpl.qualname, format_shape(rest) if rest else "none", first,
+                                % (tmpl.qualname, format_shape(lead0) if lead0 else "none", first,
                                    format_shape(lead) if lead else "none", pname), loc)
-        if not rest:
+        if not lead0:
             return tmpl
-        spec = tmpl.specs.get(rest)
+        rank = len(lead0)
+        spec = tmpl.specs.get(rank)
         if spec is None:
+            rest = tuple(SizeVar("..." if i == 0 else "...%d" % (i + 1)) for i in range(rank))
             try:
-                spec = tmpl.checker._define(tmpl.stmt, rest=rest)
+                spec = tmpl.checker._define(tmpl.stmt, rest=rest, scope=tmpl.scope)
             except GoatError as e:
-                e.notes = tuple(e.notes) + ("in %s with ... = %s, called on line %d"
-                                            % (tmpl.qualname, format_shape(rest),
-                                               locs[0].line),)
+                where = call or locs[0]
+                src = e.loc.source if e.loc is not None else None
+                at = ("on line %d" % where.line if where.source is src
+                      else "at %s:%d" % (where.source.path, where.line))
+                e.notes = tuple(e.notes) + ("in %s with ... = %s, called %s"
+                                            % (tmpl.qualname, format_shape(lead0), at),)
                 raise
             spec.qualname = tmpl.qualname
-            tmpl.specs[rest] = spec
+            tmpl.specs[rank] = spec
         return spec
 
     def _check_result(self, stmt, tmpl, fscope, body):
@@ -1317,6 +1345,10 @@ class Checker:
         for ann, node in pairs:
             dims = self._dims(ann, fscope, rest_ok=True)
             if dims and dims[0] is ...:
+                if not self._generic_def:
+                    raise GoatError("... stands for the leading sizes of %s's parameters, but "
+                                    "none of them begins with ...: write the sizes" % stmt.name,
+                                    ann.loc)
                 dims = self._rest + dims[1:]
             ok, runtime = compatible(dims, node.shape)
             if not ok:
@@ -1578,7 +1610,7 @@ class Checker:
                                 % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc)
             args = [self.value(a, scope, b) for a in e.args]
             shapes = [a.shape for a in args]
-            target = self.specialize(target, shapes, [a.loc for a in e.args])
+            target = self.specialize(target, shapes, [a.loc for a in e.args], e.loc)
             if target.has_vars or any(s != d for s, (_, d, _) in zip(shapes, target.params)):
                 # static mistakes are shown under the argument itself
                 self.check_arguments(target, shapes, [a.loc for a in e.args])

@@ -90,6 +90,7 @@ def format_type(shape) -> str:
 
 
 MAX_BYTES = 2 ** 63 - 1       # what any machine's address space (and NumPy) can index
+MAX_RANK = 64                 # NumPy's most dimensions
 
 
 def strip_rest(shape) -> tuple:
@@ -101,6 +102,10 @@ def strip_rest(shape) -> tuple:
 def check_size(shape) -> None:
     """Raise ShapeError for a shape no machine can hold: more than 2**63 - 1 bytes of float64
     cells, counting each empty dimension as 1 (as NumPy does).  Exact integers: no overflow."""
+    if len(shape) > MAX_RANK:
+        raise ShapeError("%s has %d dimensions; a tensor may have at most %d (NumPy's limit)"
+                         % (format_type(shape) if len(shape) < 100 else "this tensor",
+                            len(shape), MAX_RANK))
     cells = 1
     for d in shape:
         if type(d) is int and d > 1:
