@@ -229,3 +229,16 @@ print grad(col_sum(row_sum(onehot(stop_gradient(w), tensor[1x2]) * w * 3)), w)
     assert got.tolist() == [[3.0]]          # the index is a constant; the product is not
     e = error("import optim\nlet w = [[1, 2]]\nprint grad(optim.sq_norm(stop_gradient(w)), w)\n")
     assert "the loss does not depend on 'w'" in e.message
+
+
+def test_a_hint_that_checks_a_generic_def_again_leaves_the_session_sound():
+    """The REPL's hint checks and takes back; a later check made for the hint must not stay
+    behind (its nodes are gone with the hint)."""
+    import io
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("def f(x: tensor[..., N, C]) = exp(x) * 2")
+    assert s.hint("f(zeros(tensor[2x1x2]))").endswith("tensor[2x1x2]")
+    s.run("let a = zeros(tensor[3x1x2]) + 1")
+    (v,) = [r.value for r in s.run("f(a)")]
+    np.testing.assert_allclose(np.asarray(v), np.full((3, 1, 2), 2 * np.e), rtol=1e-15)
