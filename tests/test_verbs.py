@@ -272,3 +272,16 @@ print g2 * c
     scale = 1 / (5 + 1e-6)
     np.testing.assert_allclose(a, g1 * scale, rtol=1e-15)
     np.testing.assert_allclose(b, g2 * scale, rtol=1e-15)
+
+
+@pytest.mark.parametrize("src, words", [
+    ("print gelu([[1]])\n", "unknown function 'gelu'; it is in the standard library's nn "
+                            "module: write nn.gelu(...) after import nn"),
+    ("import optim\nprint adamw(1)\n", "unknown function 'adamw'; it is in the standard "
+                                       "library's optim module: write optim.adamw(...)"),
+    ("print cross_entropy([[1]], [[0]])\n", "write nn.cross_entropy(...) after import nn"),
+])
+def test_a_stdlib_verb_called_without_its_module_says_where_it_is(src, words):
+    e = error(src)
+    assert e.message.startswith(words) or words in e.message, e.message
+    assert not e.message.endswith("after import optim after import optim")

@@ -1643,6 +1643,14 @@ class Checker:
             if name in _FUNCTION_HABITS:
                 raise GoatError("unknown function '%s'; %s" % (name, _FUNCTION_HABITS[name]),
                                 e.name_loc)
+            from .modules import stdlib_defs
+            module = stdlib_defs().get(name)
+            if module is not None and "." not in name:
+                imported = isinstance(scope.find(module)[0], Module)
+                raise GoatError("unknown function '%s'; it is in the standard library's %s "
+                                "module: write %s.%s(...)%s"
+                                % (name, module, module, name,
+                                   "" if imported else " after import %s" % module), e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             raise GoatError("unknown function '%s'%s"
                             % (name, _suggest(name, candidates + builtin_names())), e.name_loc)

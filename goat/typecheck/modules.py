@@ -69,3 +69,30 @@ def find(name: str, loc: Loc) -> str:
     hint = "; did you mean '%s'?" % close[0] if close else " (GOAT_PATH adds folders)"
     raise GoatError("cannot find module '%s': there is no %s.mg in %s%s"
                     % (name, name, shown, hint), loc)
+
+
+_STDLIB_DEFS = None
+
+
+def stdlib_defs() -> dict:
+    """{def name: module name} of the standard library's modules (read once, by their ``def``
+    lines), for the hint at a call of ``gelu`` that means ``nn.gelu``."""
+    global _STDLIB_DEFS
+    if _STDLIB_DEFS is None:
+        import re
+        found = {}
+        folder = stdlib_dir()
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        for f in names:
+            if f.endswith(".mg"):
+                try:
+                    with open(os.path.join(folder, f), encoding="utf-8") as fh:
+                        for m in re.finditer(r"(?m)^def (\w+)\(", fh.read()):
+                            found.setdefault(m.group(1), f[:-3])
+                except OSError:
+                    pass
+        _STDLIB_DEFS = found
+    return _STDLIB_DEFS
