@@ -285,3 +285,12 @@ def test_a_stdlib_verb_called_without_its_module_says_where_it_is(src, words):
     e = error(src)
     assert e.message.startswith(words) or words in e.message, e.message
     assert not e.message.endswith("after import optim after import optim")
+
+
+def test_onehot_takes_the_number_of_classes_as_a_number():
+    a, b = run("print onehot([[2], [0]], 3)\n"
+               "let t: tensor[?x1] = reshape([[1], [0]], tensor[?x1])\nprint onehot(t, 2)\n")
+    assert a.tolist() == [[0, 0, 1], [1, 0, 0]]
+    assert b.tolist() == [[0, 1], [1, 0]]
+    e = error("print onehot([[3]], 3)\n")
+    assert "onehot's indices must be whole numbers from 0 to 2, got 3.0" in e.message

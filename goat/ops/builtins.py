@@ -667,10 +667,12 @@ def _onehot(be, target):
 
 
 register(Op(name="onehot", arity=2, params=(("indices", "value"), ("shape", "type")),
-            signature="onehot(indices: Nx1, tensor[NxV]) -> NxV",
+            signature="onehot(indices: Nx1, V) -> NxV  (or onehot(indices, tensor[NxV]))",
             doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "
-                "to V-1, checked when it runs)",
-            shape=_onehot_shape, evaluate=_onehot, vjp=lambda d, g, out, idx, target: (None,)))
+                "to V-1, checked when it runs); V, the number of classes, is written as a whole "
+                "number or as the result's type (which a def's size variables may write)",
+            shape=_onehot_shape, evaluate=_onehot, vjp=lambda d, g, out, idx, target: (None,),
+            count_type=lambda shapes, v: tuple(shapes[0][:-1]) + (v,) if shapes[0] else (v,)))
 
 
 def _argmax_rows(be):

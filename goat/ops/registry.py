@@ -47,6 +47,9 @@ class Op:
     # a string attribute as the op keeps it (load resolves a file name against the folder of
     # the program); (value, Loc) -> attribute; None keeps the string as written
     string_attr: Callable | None = None
+    # a type parameter that may also be written as a whole number (onehot(t, 5) for
+    # onehot(t, tensor[Nx5])): (the value arguments' shapes, the number) -> the type
+    count_type: Callable | None = None
 
     def __post_init__(self):
         if not self.params:

@@ -1697,9 +1697,14 @@ class Checker:
             if kind == "value":
                 nodes.append(self.value(a, scope, b))
             elif kind == "type":
+                if (op.count_type is not None and type(a) is ast.Number
+                        and a.value == int(a.value) and a.value >= 0):
+                    attrs.append(op.count_type([n.shape for n in nodes], int(a.value)))
+                    continue
                 if type(a) is not ast.TypeArg:
-                    raise GoatError("argument %s of %s must be a type such as tensor[2x3]"
-                                    % (pname, e.name), a.loc)
+                    raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s"
+                                    % (pname, e.name, " or a whole number" if op.count_type
+                                       else ""), a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
