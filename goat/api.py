@@ -557,7 +557,7 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
-            progress=None):
+            progress=None, threads: int = 1):
     """Run a checked program; returns what it printed: a NumPy float64 array per
     ``print EXPR``, a string (the line, without its newline) per ``print "..."``.
 
@@ -565,6 +565,9 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     writable text stream that also receives the printed text, or None; ``backend`` the name
     of an array back end ("numpy"); ``timings`` a dict that receives the seconds of "run";
     ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
+    ``threads``: the BLAS's threads for matrix products (default 1: the same bits on every
+    run whatever the machine's settings; more can be faster on large matrices, and the last
+    bits of a product may then depend on the number).
     TypeError/ValueError for arguments of the wrong type/value (see the module's docstring)."""
     if not isinstance(program, Program):
         raise TypeError("goat.execute: program must be a checked Program (from goat.load or "
@@ -573,12 +576,21 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     _check_stdout(stdout, "execute")
     _check_backend(backend, "execute")
     _check_timings(timings, "execute")
-    return _execute(program, stdout, backend, timings, progress)
+    _check_threads(threads, "execute")
+    return _execute(program, stdout, backend, timings, progress, threads)
 
 
-def _execute(program, stdout, backend, timings, progress=None):
+def _check_threads(threads, fn: str):
+    if type(threads) is not int:
+        raise TypeError("goat.%s: threads must be a whole number (an int), not %s"
+                        % (fn, _type_name(threads)))
+    if threads < 1:
+        raise ValueError("goat.%s: threads must be 1 or more, not %d" % (fn, threads))
+
+
+def _execute(program, stdout, backend, timings, progress=None, threads=1):
     with _phase(timings, "run"):
-        ev = Evaluator(program, get_backend(backend), out=stdout, keep_printed=True,
+        ev = Evaluator(program, get_backend(backend, threads), out=stdout, keep_printed=True,
                        progress=progress)
         with gc_paused():
             if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
@@ -614,7 +626,7 @@ def _run(ev):
 
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
-               timings: dict | None = None) -> list:
+               timings: dict | None = None, threads: int = 1) -> list:
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
@@ -622,7 +634,9 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     ``stdout`` (a writable text stream) also receives the printed memref text; None prints
     nothing.  ``backend`` names the array back end ("numpy").  ``timings`` (a dict) receives
     the seconds each phase took, under "parse", "check" and "run"; when a phase fails, its
-    time until then is there too and ``timings["failed"]`` names it.
+    time until then is there too and ``timings["failed"]`` names it.  ``threads``: the BLAS's
+    threads for matrix products (default 1, the same bits whatever the machine's settings;
+    see :func:`execute`).
 
     Raises GoatError for a problem in the program; TypeError for an argument of the wrong
     type and ValueError for a wrong value (an unknown back end, a closed ``stdout``), before
@@ -633,20 +647,23 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     _check_stdout(stdout, "run_source")
     _check_backend(backend, "run_source")
     _check_timings(timings, "run_source")
+    _check_threads(threads, "run_source")
     program = _load_text(text, path, timings)
-    return _execute(program, stdout, backend, timings)
+    return _execute(program, stdout, backend, timings, None, threads)
 
 
-def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None) -> list:
+def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None,
+             threads: int = 1) -> list:
     """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
     _check_stdout(stdout, "run_file")
     _check_backend(backend, "run_file")
     _check_timings(timings, "run_file")
+    _check_threads(threads, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings)
-    return _execute(program, stdout, backend, timings)
+    return _execute(program, stdout, backend, timings, None, threads)
 
 
 def check_source(text: str, path: str = "<string>") -> Program:

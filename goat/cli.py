@@ -177,6 +177,10 @@ def _parser() -> argparse.ArgumentParser:
                           "phases that ran, when one fails)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar for long loops (it is shown only on a terminal)")
+    run.add_argument("--threads", type=_threads, default=1, metavar="N",
+                     help="run matrix products on N BLAS threads (default 1: the same bits on "
+                          "every run whatever the machine's settings; more can be faster on "
+                          "large matrices, and the last bits may then depend on N)")
 
     sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
                    description="Start the REPL: type statements, see their shapes as you type.")
@@ -190,7 +194,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_RUN_OPTIONS_WITH_VALUE = ("--backend",)
+_RUN_OPTIONS_WITH_VALUE = ("--backend", "--threads")
+
+
+def _threads(text: str) -> int:
+    """--threads N: a whole number, 1 or more."""
+    import argparse
+    if not text.isdigit() or int(text) < 1 or len(text) > 6:
+        raise argparse.ArgumentTypeError("N must be a whole number from 1, got %r" % text)
+    return int(text)
 
 
 def _with_command(argv: list) -> list:
@@ -264,7 +276,7 @@ def _cmd_run(args) -> int:
     args.program = program
     progress = Progress(enabled=not args.quiet)
     out = progress.wrap_output(_Output())
-    _execute(program, out, args.backend, args.timings, progress)
+    _execute(program, out, args.backend, args.timings, progress, args.threads)
     out.flush()
     return 0
 

@@ -215,3 +215,23 @@ def test_the_back_end_holds_every_blas_library_to_one_thread():
     NumpyBackend().matmul               # a fresh back end sets the limit again
     assert all(lib.get_num_threads() == 1 for lib in libs)
     assert pin_blas_threads() == []
+
+
+def test_more_blas_threads_on_request():
+    """--threads N (threads=N): products on N threads; the values agree with one thread's to
+    rounding, and N is validated."""
+    import goat
+    from conftest import cli
+    src = "let a = randn(tensor[300x300], 1)\nprint col_sum(row_sum(a @ a)) / 1000\n"
+    one = goat.run_source(src)
+    two = goat.run_source(src, threads=2)
+    np.testing.assert_allclose(two[0], one[0], rtol=1e-12)
+    for bad, kind in ((0, ValueError), (1.5, TypeError), ("2", TypeError)):
+        with pytest.raises(kind, match="threads"):
+            goat.run_source(src, threads=bad)
+    status, out, err = cli("run", "--threads", "2", "-", stdin=src.encode())
+    assert status == 0 and out.endswith("]]\n")
+    status, out, err = cli("run", "--threads", "0", "-", stdin=src.encode())
+    assert status == 1 and "N must be a whole number from 1, got '0'" in err
+    # and the next run without it is back on one thread, with one thread's bits
+    assert goat.run_source(src)[0].tobytes() == one[0].tobytes()

@@ -24,10 +24,12 @@ from .numpy_backend import NumpyBackend
 BACKENDS = {"numpy": NumpyBackend}
 
 
-def get_backend(name: str = "numpy"):
-    """The back end called ``name``; ValueError naming the known ones otherwise."""
+def get_backend(name: str = "numpy", threads: int = 1):
+    """The back end called ``name``, its BLAS on ``threads`` threads (1: matrix products give
+    the same bits whatever the machine's settings); ValueError naming the known ones
+    otherwise."""
     try:
         cls = BACKENDS[name]
     except KeyError:
         raise ValueError("unknown back end %r (known: %s)" % (name, ", ".join(sorted(BACKENDS)))) from None
-    return cls()
+    return cls(threads=threads) if threads != 1 else cls()

@@ -126,8 +126,9 @@ def blas_libraries() -> list:
     return _BLAS_LIBS
 
 
-def pin_blas_threads() -> list:
-    """Limit every BLAS library loaded to one thread; the paths of those that could not be.
+def pin_blas_threads(threads: int = 1) -> list:
+    """Limit every BLAS library loaded to ``threads`` threads (one: the same bits whatever the
+    machine's settings); the paths of those that could not be.
 
     threadpoolctl lets one Python thread at a time control OpenBLAS's process-wide pool and
     silently ignores the others; goat takes control when another thread holds it (the
@@ -136,15 +137,15 @@ def pin_blas_threads() -> list:
     """
     failed = []
     for lib in blas_libraries():
-        if lib.get_num_threads() != 1:
-            lib.set_num_threads(1)
+        if lib.get_num_threads() != threads:
+            lib.set_num_threads(threads)
             release = getattr(type(lib), "clear_controlling_thread", None)
-            if lib.get_num_threads() != 1 and release is not None:
+            if lib.get_num_threads() != threads and release is not None:
                 release(force=True)
-                lib.set_num_threads(1)
+                lib.set_num_threads(threads)
             if release is not None:
                 release()
-        if lib.get_num_threads() != 1:
+        if threads == 1 and lib.get_num_threads() != 1:
             failed.append(lib.filepath)
     return failed
 
@@ -266,7 +267,8 @@ class NumpyBackend:
     name = "numpy"
     xp = np
 
-    def __init__(self, x86_nan: bool | None = None):
+    def __init__(self, x86_nan: bool | None = None, threads: int = 1):
+        self.threads = threads      # the BLAS's threads: 1 unless the user asks for more
         if x86_nan is None:
             x86_nan = not fresh_nan_is_negative()
         if x86_nan:
@@ -281,7 +283,7 @@ class NumpyBackend:
         Read when a matrix product is first evaluated, so a program without one never loads
         threadpoolctl."""
         if not self._blas_pinned:
-            failed = pin_blas_threads()
+            failed = pin_blas_threads(self.threads)
             if failed:
                 warnings.warn("goat could not limit the BLAS library %s to one thread: matrix "
                               "products may give other bits with other thread settings"
