@@ -70,7 +70,7 @@ for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),
 NOT_DIFFERENTIATED = {"ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or",
                       "logical_not", "zeros", "ones", "iota", "rand", "randn", "load",
                       "stop_gradient", "bind", "sum_to", "broadcast_to", "dim_size",
-                      "onehot", "argmax_rows", "sample_rows"}
+                      "onehot", "argmax_rows", "sample_rows", "floor"}
 # differentiated against finite differences in tests/test_verbs.py
 TESTED_IN_TEST_VERBS = {"gather", "scatter_add"}
 

@@ -294,3 +294,12 @@ def test_onehot_takes_the_number_of_classes_as_a_number():
     assert b.tolist() == [[0, 1], [1, 0]]
     e = error("print onehot([[3]], 3)\n")
     assert "onehot's indices must be whole numbers from 0 to 2, got 3.0" in e.message
+
+
+def test_floor():
+    a, g = run("let x = [[-1.5, -0.5, 0, 2.7]]\nprint floor(x)\n"
+               "print grad(col_sum(row_sum(floor(x) + x * 2)), x)\n")
+    assert a.tolist() == [[-2.0, -1.0, 0.0, 2.0]]
+    assert g.tolist() == [[2.0, 2.0, 2.0, 2.0]]          # floor's derivative is 0
+    e = error("print round([[1.5]])\n")
+    assert "write floor(x + 0.5)" in e.message

@@ -112,6 +112,9 @@ _unary("cos", "cosine (radians)", lambda be: be.xp.cos,
 # relu'(0) = 0, as PyTorch and JAX take it
 _unary("relu", "max(x, 0), the rectified linear unit", lambda be: (lambda x, _m=be.xp.maximum: _m(x, 0.0)),
        lambda d, g, out, x: (d.mul(g, d.mask("gt", x, d.const(0.0))),))
+# floor's derivative is 0 wherever it exists (JAX takes it so): nothing flows through it
+_unary("floor", "the largest whole number not above x (floor(-0.5) = -1, floor(-0) = -0)",
+       lambda be: be.xp.floor, lambda d, g, out, x: (ZERO,))
 _unary("sigmoid", "1 / (1 + exp(-x)), the logistic function",
        lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))),
        lambda d, g, out, x: (d.mul(g, d.mul(out, d.sub(d.const(1.0), out))),))

@@ -1732,8 +1732,7 @@ _METHOD_HABITS = {
     "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes)",
     "sum": "write row_sum(x), col_sum(x), or col_sum(row_sum(x)) for all of it",
     "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
-    "floor": "write x - x % 1 (% is the floor modulo, so this rounds down)",
-    "round": "write (x + 0.5) - (x + 0.5) % 1 to round halves up", "max": "write row_max(x) or col_max(x)",
+    "round": "write floor(x + 0.5) to round halves up", "max": "write row_max(x) or col_max(x)",
     "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
     "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
 }
@@ -1741,8 +1740,7 @@ _FUNCTION_HABITS = {
     "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
            "higher rank: row_sum(reshape(x, tensor[1xN]))",
     "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
-    "floor": "write x - x % 1 (% is the floor modulo, so this rounds down)",
-    "round": "write (x + 0.5) - (x + 0.5) % 1 to round halves up",
+    "round": "write floor(x + 0.5) to round halves up",
     "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
     "min": "write row_min(x) or col_min(x), or minimum(a, b) elementwise",
     "softmax": "write nn.softmax_rows(x) after import nn",
