@@ -18,7 +18,6 @@ Both do the whole step: forward, gradient, clipping, the optimizer.  (Installed 
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import math
 import os
@@ -28,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, write_section  # noqa: E402
+from results import machine, main as results_main  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -153,14 +152,7 @@ def report(repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--write", action="store_true", help="write the section into RESULTS.md")
-    args = ap.parse_args()
-    text = report(args.repeat)
-    print(text)
-    if args.write:
-        write_section(text)
+    results_main(__doc__, report, 7)
 
 
 if __name__ == "__main__":

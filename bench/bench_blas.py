@@ -24,7 +24,6 @@ NumPy's, on the training loop's shapes (softmax over 112x112 and 112x4) and a la
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import re
@@ -36,7 +35,7 @@ import timeit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, write_section  # noqa: E402
+from results import machine, main as results_main  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -257,14 +256,7 @@ def report(repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--write", action="store_true", help="write the report to bench/RESULTS.md")
-    args = ap.parse_args()
-    text = report(args.repeat)
-    print(text)
-    if args.write:
-        write_section(text)
+    results_main(__doc__, report, 5)
 
 
 if __name__ == "__main__":

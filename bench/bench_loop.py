@@ -24,7 +24,6 @@ run of a program on; the first run of a program never seen is reported separatel
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import statistics
@@ -35,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, write_section  # noqa: E402
+from results import machine, main as results_main  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -209,14 +208,7 @@ def report(repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--write", action="store_true", help="write the report to bench/RESULTS.md")
-    args = ap.parse_args()
-    text = report(args.repeat)
-    print(text)
-    if args.write:
-        write_section(text)
+    results_main(__doc__, report, 7)
 
 
 if __name__ == "__main__":

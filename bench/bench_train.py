@@ -16,7 +16,6 @@ Measured side by side in one run, each the median of --repeat runs:
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import re
@@ -27,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, write_section  # noqa: E402
+from results import machine, main as results_main  # noqa: E402
 ROOT = os.path.dirname(HERE)
 EXAMPLES = os.path.join(ROOT, "examples", "lm35")
 BOOK_SECONDS = 8 * 60
@@ -125,14 +124,7 @@ def report(repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--write", action="store_true", help="write the report to bench/RESULTS.md")
-    args = ap.parse_args()
-    text = report(args.repeat)
-    print(text)
-    if args.write:
-        write_section(text)
+    results_main(__doc__, report, 5)
 
 
 if __name__ == "__main__":

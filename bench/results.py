@@ -42,3 +42,17 @@ def write_section(text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(HEADER + "\n".join(sections.values()))
     os.replace(tmp, PATH)
+
+
+def main(doc: str, report, repeat: int) -> None:
+    """The command line every benchmark shares: ``--repeat N`` (default ``repeat``) and
+    ``--write`` (the section into RESULTS.md); ``report(repeat)`` gives the Markdown."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--write", action="store_true", help="write the section into RESULTS.md")
+    args = ap.parse_args()
+    text = report(args.repeat)
+    print(text)
+    if args.write:
+        write_section(text)

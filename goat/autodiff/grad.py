@@ -36,7 +36,7 @@ import numpy as np
 from ..diagnostics import GoatError
 from ..ops.registry import REGISTRY, ZERO
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Region, subregions
-from ..typecheck.shapes import RunDim, compatible, format_shape
+from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
 _ADD = REGISTRY["add"]
 _SUB = REGISTRY["subtract"]
@@ -135,13 +135,7 @@ def target_of(x):
     return tuple(d if type(d) is int else RunDim(x, j) for j, d in enumerate(x.shape))
 
 
-def _cells(shape):
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return n
+_cells = cells
 
 
 def _inputs(node, nodes):

@@ -28,8 +28,8 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, subregions)
-from .shapes import (RunDim, ShapeError, SizeVar, bind, check_size, compatible, format_shape,
-                     format_type)
+from .shapes import (RunDim, ShapeError, SizeVar, bind, cells, check_size, compatible,
+                     format_shape, format_type)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -203,14 +203,7 @@ def _unknown(shapes) -> bool:
     return False
 
 
-def _cells(shape):
-    """The number of cells of a static shape, else None."""
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return n
+_cells = cells
 
 
 class Builder:

@@ -115,6 +115,16 @@ def check_size(shape) -> None:
                          % format_type(shape))
 
 
+def cells(shape):
+    """The number of cells of a shape whose sizes are all known, else None."""
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return None
+        n *= d
+    return n
+
+
 def is_static(shape) -> bool:
     """True when every dimension is a known int."""
     for d in shape:
