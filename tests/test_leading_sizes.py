@@ -9,7 +9,6 @@ import pytest
 import goat
 from conftest import error, run
 from test_grad import lit
-from test_grad_program import fd
 
 RNG = np.random.default_rng(11)
 

@@ -24,8 +24,12 @@ What it differentiates through:
   (differentiate inside the loop instead, as a trainer does).
 
 The cotangent of a value reached along several paths is the sum along them; a named value the
-loss does not depend on gets zeros.  With respect to a value, the derivative is the total one:
-``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through ``h`` as well.
+loss does not depend on at all is an error (its gradient would be zero everywhere: a parameter
+left out, or a loss computed before the var's last assignment), while one it depends on only
+through ``stop_gradient`` or ``floor`` gets zeros.  With respect to a value, the derivative is
+the total one: ``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through ``h`` as well.  A
+name passed to grad is a value of its own (see the checker's ``_own``), so equal values under
+other names are not differentiated with it.
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ import numpy as np
 
 from ..diagnostics import GoatError
 from ..ops.registry import REGISTRY, ZERO
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Region, subregions
+from ..typecheck.program import BRANCH, CAST, GET, LOOP, OP, Region, subregions
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
 _ADD = REGISTRY["add"]
@@ -175,14 +179,13 @@ class _Pass:
     """One backward pass over a region (the region ``grad`` is written in, with everything
     around it; or a branch being differentiated, whose outside values are its leaves)."""
 
-    def __init__(self, builder, loc, active, boundary=None, names=()):
+    def __init__(self, builder, loc, active, boundary=None):
         self.b = builder
         self.loc = loc                  # the grad call
         self.active = active            # id -> does it depend on a value differentiated?
         self.boundary = boundary        # only this region's nodes are differentiated
         self.nodes = builder.program.nodes
         self.ct = {}                    # id -> cotangent node
-        self.names = names
         self.mark = len(self.nodes)     # nodes from here on are this pass's own
 
     def inside(self, node) -> bool:
@@ -401,7 +404,7 @@ def _grad(builder, loss, wrt, names, loc):
     d = Emitter(builder, loc)
     seed = d.fill_like(loss, 1.0)
     targets = {w.id for w in wrt}
-    grad_pass = _Pass(builder, loc, {}, names=names)
+    grad_pass = _Pass(builder, loc, {})
     cts = grad_pass.run([(loss, seed)], targets)
     for w, name in zip(wrt, names):
         if not grad_pass.active.get(w.id) or not grad_pass.active.get(loss.id):
