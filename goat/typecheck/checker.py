@@ -1901,7 +1901,8 @@ def resolve_path(path: str, loc: Loc) -> str:
 
 def _suggest(name, candidates) -> str:
     import difflib
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+    # a short name needs a closer match: 'foo' is not a slip for 'floor'
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75 if len(name) > 3 else 0.8)
     return "; did you mean '%s'?" % close[0] if close else ""
 
 
