@@ -221,6 +221,7 @@ class _Pass:
         nodes = self.nodes
         lo = min(targets) if targets else 0
         visited = {}
+        inputs = {}                         # id -> the values it reads (found once)
         stack = [n for n, _ in seeds]
         while stack:
             n = stack.pop()
@@ -229,7 +230,8 @@ class _Pass:
             visited[n.id] = n
             if not self.inside(n) or (self.boundary is None and n.id < lo):
                 continue
-            for i in _inputs(n, nodes):
+            ins = inputs[n.id] = _inputs(n, nodes)
+            for i in ins:
                 if i.id not in visited:
                     stack.append(i)
         order = sorted(visited)
@@ -243,7 +245,7 @@ class _Pass:
             elif self.boundary is None and i < lo:
                 active[i] = False
             else:
-                active[i] = any(active.get(a.id, False) for a in _inputs(n, nodes))
+                active[i] = any(active.get(a.id, False) for a in inputs[i])
         for n, g in seeds:
             if active.get(n.id):
                 self.accumulate(n, g)
