@@ -34,11 +34,12 @@ import sys
 from . import __version__
 from .diagnostics import GoatError, internal_error_line
 
-COMMANDS = ("run", "check", "repl")
+COMMANDS = ("run", "check", "compile", "repl")
 
 USAGE = """\
-goat [run] [--time] [--quiet] [--backend NAME] FILE
+goat [run] [--time] [--quiet] [--backend NAME] [--aot] FILE
        goat check [--shapes] FILE
+       goat compile --aot FILE [-o OUTPUT] [--emit-llvm]
        goat [repl]
        goat --help | --version"""
 
@@ -55,6 +56,8 @@ examples:
   goat first.mg                           check, then run first.mg
   goat run examples/lm35/train_200.mg     train the book's transformer for 200 steps
   goat check --shapes model.mg            check without running; show every let's shape
+  goat compile --aot model.mg -o model    compile to a native executable (LLVM)
+  goat run --aot model.mg                 compile (cached), then run natively
   goat                                    the REPL, with live shape hints
 
 exit status: 0 ok, 1 an error in the program, its input, its output or the command line
@@ -182,6 +185,31 @@ def _parser() -> argparse.ArgumentParser:
                           "every run whatever the machine's settings; more can be faster on "
                           "large matrices, and the last bits may then depend on N)")
 
+    run.add_argument("--aot", action="store_true",
+                     help="compile the program to native code first (through LLVM; cached "
+                          "under ~/.cache/goat/aot, keyed by the program's text), then run it: "
+                          "the same output, faster loops")
+
+    comp = sub.add_parser("compile", help="compile a program ahead of time to a native "
+                                          "executable (--aot)",
+                          description="Check FILE, then compile it ahead of time: lower it to "
+                                      "LLVM IR, optimise it for this machine's processor and "
+                                      "link it with goat's runtime by the system C compiler "
+                                      "into an executable that prints what goat run prints.")
+    comp.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
+    comp.add_argument("--aot", action="store_true",
+                      help="ahead-of-time compilation to native code (the only kind there is; "
+                           "required, so that the command says what it does)")
+    comp.add_argument("-o", "--output", metavar="OUTPUT",
+                      help="the executable to write (default: FILE without .mg; with "
+                           "--emit-llvm, FILE with .ll)")
+    comp.add_argument("--emit-llvm", action="store_true",
+                      help="write the program's LLVM IR (a .ll file) instead of an executable")
+    comp.add_argument("-O", dest="opt", type=int, choices=[0, 1, 2, 3], default=2,
+                      help="LLVM's optimisation level (default 2)")
+    comp.add_argument("--time", action="store_true",
+                      help="report the time of each phase on standard error")
+
     sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
                    description="Start the REPL: type statements, see their shapes as you type.")
 
@@ -194,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_RUN_OPTIONS_WITH_VALUE = ("--backend", "--threads")
+_RUN_OPTIONS_WITH_VALUE = ("--backend", "--threads", "-o", "--output")
 
 
 def _threads(text: str) -> int:
@@ -274,6 +302,11 @@ def _cmd_run(args) -> int:
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program
+    if args.aot:
+        from .aot.build import cached_executable, run_executable
+        exe = with_deep_stack(cached_executable, program, source, args.timings)
+        with _timed(args.timings, "run"):
+            return run_executable(exe)
     progress = Progress(enabled=not args.quiet)
     out = progress.wrap_output(_Output())
     _execute(program, out, args.backend, args.timings, progress, args.threads)
@@ -288,19 +321,67 @@ def _time_report(args, status: int) -> str | None:
         return None
     failed = timings.get("failed")
     parts = []
-    for phase in ("parse", "check", "run"):
-        if phase not in timings:
-            break
+    for phase in ("parse", "check", "lower", "optimise", "codegen", "link", "compile", "run"):
+        if phase not in timings or (phase == "compile" and "link" in timings
+                                    and failed != "compile"):
+            continue
         if phase == failed:
             word = "interrupted" if status == 130 else "failed"
             parts.append("%s %s after %.3f s" % (phase, word, timings[phase]))
             break
         parts.append("%s %.3f s" % (phase, timings[phase]))
+    if timings.get("cached"):
+        parts.insert(2, "compiled program from the cache")
     line = "goat: " + ", ".join(parts)
     program = getattr(args, "program", None)
     if failed is None and program is not None:
         line += " (%d nodes)" % sum(1 for _ in program.walk())
     return line + "\n"
+
+
+class _timed:
+    """Record a phase's seconds in ``timings`` (None: nothing)."""
+
+    def __init__(self, timings, name):
+        self.timings, self.name = timings, name
+
+    def __enter__(self):
+        import time
+        self.start = time.perf_counter()
+
+    def __exit__(self, kind, *rest):
+        import time
+        if self.timings is not None:
+            self.timings[self.name] = time.perf_counter() - self.start
+            if kind is not None:
+                self.timings["failed"] = self.name
+        return False
+
+
+def _cmd_compile(args) -> int:
+    from .api import _load, with_deep_stack
+    if not args.aot:
+        _say("goat compile: error: say --aot (goat compile --aot FILE): ahead-of-time "
+             "compilation to native code is the only kind goat does\n")
+        return 1
+    source = _read(args.file)
+    program = with_deep_stack(_load, source, args.timings)
+    args.program = program
+    output = args.output
+    if output is None:
+        base = "a" if args.file == "-" else (args.file[:-3] if args.file.endswith(".mg")
+                                              else args.file)
+        output = base + (".ll" if args.emit_llvm else "")
+        if output == args.file:
+            output = args.file + ".out"
+    from .aot.build import build_executable, emit_llvm
+    if args.emit_llvm:
+        with _timed(args.timings, "compile"):
+            with_deep_stack(emit_llvm, program, output)
+    else:
+        with _timed(args.timings, "compile"):
+            with_deep_stack(build_executable, program, output, args.opt, args.timings)
+    return 0
 
 
 def _cmd_check(args) -> int:
@@ -406,6 +487,8 @@ def _dispatch(args) -> int:
         return repl_main()
     if args.command == "run":
         return _cmd_run(args)
+    if args.command == "compile":
+        return _cmd_compile(args)
     return _cmd_check(args)
 
 

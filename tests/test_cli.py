@@ -147,7 +147,7 @@ def test_command_line_mistakes_are_status_1():
     status, out, err = cli("run")
     assert status == 1 and "goat: error: the following arguments are required: FILE" in err
     status, _, err = cli("frob")
-    assert status == 1 and "'frob' is neither a command nor a file; the commands are run, check, repl" in err
+    assert status == 1 and "'frob' is neither a command nor a file; the commands are run, check, compile, repl" in err
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -153,6 +153,58 @@ def _bound(x, node):
     return int(v)
 
 
+def schedule(region, start=0, estart=0, free=True, keep=()):
+    """The steps of region.nodes[start:] and region.effects[estart:] in program order, and
+    what to drop after each: ``(steps, frees)``, ``steps[k]`` = (node, None) or (None,
+    effect) (a block argument is no step), ``frees[k]`` the ids whose last use in the region
+    is step k (a value nothing reads is dropped at the step that makes it).  The region's
+    yields and the ids in ``keep`` (a pre-region's values its loop body reads) are never
+    dropped; with ``free`` false nothing is.  The evaluator and the AOT lowering
+    (goat/aot/lower.py) both run a region by this schedule."""
+    nodes = region.nodes
+    effects = region.effects
+    steps = []
+    ei = estart
+    ne = len(effects)
+    for k in range(start, len(nodes)):
+        node = nodes[k]
+        while ei < ne and effects[ei].after <= k:
+            steps.append((None, effects[ei]))
+            ei += 1
+        if node.kind != ARG:
+            steps.append((node, None))
+    steps.extend((None, e) for e in effects[ei:])
+    frees = [()] * len(steps)
+    if free:
+        mine = {n.id for n in nodes[start:]}
+        last_use = {}
+        for k, (node, effect) in enumerate(steps):
+            if node is not None:
+                for a in node.args:
+                    last_use[a.id] = k
+                for sub in subregions(node):
+                    for i in sub.free_values():
+                        last_use[i] = k
+            else:
+                for u in effect.uses():
+                    last_use[u.id] = k
+        for y in region.yields:
+            last_use[y.id] = len(steps)         # read after the plan has run
+        for i in keep:
+            last_use[i] = len(steps)
+        drop = {}
+        for nid, k in last_use.items():
+            if nid in mine and k < len(steps):
+                drop.setdefault(k, []).append(nid)
+        for k, (node, _) in enumerate(steps):
+            # a value nothing uses (a let never read) is dropped at once
+            if node is not None and node.id not in last_use:
+                drop.setdefault(k, []).append(node.id)
+        for k, ids in drop.items():
+            frees[k] = tuple(ids)
+    return steps, frees
+
+
 class Evaluator:
     """Runs the regions and effects of a :class:`Program`.
 
@@ -220,51 +272,10 @@ class Evaluator:
         return run
 
     def _plan(self, region, start=0, estart=0, free=True, keep=()):
-        """Instructions for region.nodes[start:] and region.effects[estart:], interleaved in
-        program order: (out id, function, argument ids, ids to drop after).  An effect is
-        (None, effect, (), drops); a constant (id, value, None, drops).  Values in ``keep``
-        (a pre-region's values its loop body reads) are not dropped."""
-        nodes = region.nodes
-        effects = region.effects
-        steps = []
-        ei = estart
-        ne = len(effects)
-        for k in range(start, len(nodes)):
-            node = nodes[k]
-            while ei < ne and effects[ei].after <= k:
-                steps.append((None, effects[ei]))
-                ei += 1
-            if node.kind != ARG:
-                steps.append((node, None))
-        steps.extend((None, e) for e in effects[ei:])
-        frees = [()] * len(steps)
-        if free:
-            mine = {n.id for n in nodes[start:]}
-            last_use = {}
-            for k, (node, effect) in enumerate(steps):
-                if node is not None:
-                    for a in node.args:
-                        last_use[a.id] = k
-                    for sub in subregions(node):
-                        for i in sub.free_values():
-                            last_use[i] = k
-                else:
-                    for u in effect.uses():
-                        last_use[u.id] = k
-            for y in region.yields:
-                last_use[y.id] = len(steps)         # read after the plan has run
-            for i in keep:
-                last_use[i] = len(steps)
-            drop = {}
-            for nid, k in last_use.items():
-                if nid in mine and k < len(steps):
-                    drop.setdefault(k, []).append(nid)
-            for k, (node, _) in enumerate(steps):
-                # a value nothing uses (a let never read) is dropped at once
-                if node is not None and node.id not in last_use:
-                    drop.setdefault(k, []).append(node.id)
-            for k, ids in drop.items():
-                frees[k] = tuple(ids)
+        """Instructions for region.nodes[start:] and region.effects[estart:] (see
+        :func:`schedule`): (out id, function, argument ids, ids to drop after).  An effect is
+        (None, effect, (), drops); a constant (id, value, None, drops)."""
+        steps, frees = schedule(region, start, estart, free, keep)
         plan = []
         be = self.be
         for (node, effect), fr in zip(steps, frees):

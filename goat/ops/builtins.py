@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_shape,
                                 format_type, matmul)
+from ..aot import kernels as lower
 from .registry import ZERO, Op, OpError, identity, register
 
 
@@ -32,27 +33,31 @@ def _rank_at_least(name: str, k: int, what: str):
 
 # ---------------------------------------------------------------- operators
 
-def _binary(name, symbol, verb, ufunc, doc, vjp=None):
+def _binary(name, symbol, verb, ufunc, doc, vjp=None, lowering=None):
     register(Op(
         name=name, arity=2, symbol=symbol, callable_by_name=False,
         signature="a %s b  (broadcasting)" % symbol,
         doc=doc,
         shape=lambda a, b, _verb=verb: broadcast(_verb, a, b),
         evaluate=lambda be, _u=ufunc: getattr(be.xp, _u),
-        tags=("elementwise", "operator"), vjp=vjp,
+        tags=("elementwise", "operator"), vjp=vjp, lowering=lowering,
     ))
 
 
 _binary("add", "+", "add", "add", "elementwise sum",
+        lowering=lower.elementwise(lambda k, a, b: k.b.fadd(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(g, b)))
 _binary("subtract", "-", "subtract", "subtract", "elementwise difference",
+        lowering=lower.elementwise(lambda k, a, b: k.b.fsub(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(d.neg(g), b)))
 _binary("multiply", "*", "multiply", "multiply", "elementwise (Hadamard) product",
+        lowering=lower.elementwise(lambda k, a, b: k.b.fmul(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(d.mul(g, b), a),
                                      d.unbroadcast(d.mul(g, a), b)))
 # d(a/b)/db = -a/b**2 = -(a/b)/b: the quotient already computed is reused
 _binary("divide", "/", "divide", "divide",
         "elementwise IEEE 754 quotient: 1/0 = inf, -1/0 = -inf, 0/0 = nan",
+        lowering=lower.elementwise(lambda k, a, b: k.b.fdiv(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(d.div(g, b), a),
                                      d.unbroadcast(d.neg(d.mul(d.div(g, b), out)), b)))
 
@@ -64,7 +69,7 @@ register(Op(
         "thread)",
     shape=matmul,
     evaluate=lambda be: be.matmul,
-    tags=("operator",),
+    tags=("operator",), lowering=lower.matmul,
     # d(a@b) = da@b + a@db: a gets g @ bᵀ, b gets aᵀ @ g (summed over broadcast batch axes)
     vjp=lambda d, g, out, a, b: (d.unbroadcast(d.matmul(g, d.T(b)), a),
                                  d.unbroadcast(d.matmul(d.T(a), g), b)),
@@ -76,16 +81,16 @@ register(Op(
     doc="elementwise negation",
     shape=_same,
     evaluate=lambda be: be.xp.negative,
-    tags=("elementwise", "operator"),
+    tags=("elementwise", "operator"), lowering=lower.elementwise(lambda k, x: k.b.fneg(x)),
     vjp=lambda d, g, out, x: (d.neg(g),),
 ))
 
 
 # ---------------------------------------------------------------- elementwise functions
 
-def _unary(name, doc, make, vjp):
+def _unary(name, doc, make, vjp, lowering):
     register(Op(name=name, arity=1, signature="%s(x: S) -> S" % name, doc=doc, shape=_same,
-                evaluate=make, tags=("elementwise",), vjp=vjp))
+                evaluate=make, tags=("elementwise",), vjp=vjp, lowering=lowering))
 
 
 def _sign(d, x):
@@ -94,30 +99,40 @@ def _sign(d, x):
 
 
 _unary("exp", "e to the power x", lambda be: be.xp.exp,
-       lambda d, g, out, x: (d.mul(g, out),))
+       lambda d, g, out, x: (d.mul(g, out),),
+       lowering=lower.unary_libm("exp", fresh_nan=False))
 _unary("log", "natural logarithm (log 0 = -inf, log of a negative = nan)", lambda be: be.xp.log,
-       lambda d, g, out, x: (d.div(g, x),))
+       lambda d, g, out, x: (d.div(g, x),),
+       lowering=lower.unary_libm("log"))
 _unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt,
-       lambda d, g, out, x: (d.div(d.mul(g, d.const(0.5)), out),))
+       lambda d, g, out, x: (d.div(d.mul(g, d.const(0.5)), out),),
+       lowering=lower.unary_intrinsic("llvm.sqrt", fresh_nan=True))
 # |x|' = sign(x), taken as 0 at 0 (as PyTorch and JAX do)
 _unary("abs", "absolute value", lambda be: be.xp.abs,
-       lambda d, g, out, x: (d.mul(g, _sign(d, x)),))
+       lambda d, g, out, x: (d.mul(g, _sign(d, x)),),
+       lowering=lower.unary_intrinsic("llvm.fabs"))
 _unary("tanh", "hyperbolic tangent (a NaN keeps its sign, as in C's tanh)",
        lambda be: (lambda x, _t=be.xp.tanh, _w=be.xp.where, _n=be.xp.isnan: _w(_n(x), x, _t(x))),
-       lambda d, g, out, x: (d.mul(g, d.sub(d.const(1.0), d.mul(out, out))),))
+       lambda d, g, out, x: (d.mul(g, d.sub(d.const(1.0), d.mul(out, out))),),
+       lowering=lower.tanh)
 _unary("sin", "sine (radians)", lambda be: be.xp.sin,
-       lambda d, g, out, x: (d.mul(g, d.op("cos", x)),))
+       lambda d, g, out, x: (d.mul(g, d.op("cos", x)),),
+       lowering=lower.unary_libm("sin"))
 _unary("cos", "cosine (radians)", lambda be: be.xp.cos,
-       lambda d, g, out, x: (d.neg(d.mul(g, d.op("sin", x))),))
+       lambda d, g, out, x: (d.neg(d.mul(g, d.op("sin", x))),),
+       lowering=lower.unary_libm("cos"))
 # relu'(0) = 0, as PyTorch and JAX take it
 _unary("relu", "max(x, 0), the rectified linear unit", lambda be: (lambda x, _m=be.xp.maximum: _m(x, 0.0)),
-       lambda d, g, out, x: (d.mul(g, d.mask("gt", x, d.const(0.0))),))
+       lambda d, g, out, x: (d.mul(g, d.mask("gt", x, d.const(0.0))),),
+       lowering=lower.relu)
 # floor's derivative is 0 wherever it exists (JAX takes it so): nothing flows through it
 _unary("floor", "the largest whole number not above x (floor(-0.5) = -1, floor(-0) = -0)",
-       lambda be: be.xp.floor, lambda d, g, out, x: (ZERO,))
+       lambda be: be.xp.floor, lambda d, g, out, x: (ZERO,),
+       lowering=lower.unary_intrinsic("llvm.floor"))
 _unary("sigmoid", "1 / (1 + exp(-x)), the logistic function",
        lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))),
-       lambda d, g, out, x: (d.mul(g, d.mul(out, d.sub(d.const(1.0), out))),))
+       lambda d, g, out, x: (d.mul(g, d.mul(out, d.sub(d.const(1.0), out))),),
+       lowering=lower.sigmoid)
 
 
 _PY_RELATION = {"greater_equal": float.__ge__, "greater": float.__gt__, "less_equal": float.__le__,
@@ -146,12 +161,13 @@ def _truth_op(ufunc):
 
 def _compare(name, relation, ufunc):
     make = _truth_op(ufunc)
+    low = lower.compare(relation)
     register(Op(name=name, arity=2, symbol=relation,
                 signature="%s(a, b) or a %s b -> broadcast shape" % (name, relation),
                 doc="1 where a %s b, else 0 (broadcasts like +; a NaN compares unequal to "
                     "everything)" % relation,
                 shape=lambda a, b: broadcast("compare", a, b), evaluate=make,
-                tags=("elementwise", "comparison")))
+                tags=("elementwise", "comparison"), lowering=low))
 
 
 _compare("ge", ">=", "greater_equal")
@@ -167,7 +183,7 @@ def _logical(name, word, ufunc, verb, doc):
     register(Op(name=name, arity=2, symbol=word, callable_by_name=False,
                 signature="a %s b -> broadcast shape" % word, doc=doc,
                 shape=lambda a, b, _v=verb: broadcast(_v, a, b), evaluate=make,
-                tags=("elementwise", "logical", "operator")))
+                tags=("elementwise", "logical", "operator"), lowering=lower.logical(word)))
 
 
 _logical("logical_and", "and", "logical_and", "apply 'and' to",
@@ -178,12 +194,13 @@ register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
             signature="not a -> same shape",
             doc="1 where a is 0, else 0 (a NaN counts as non-zero, as in C)", shape=_same,
             evaluate=lambda be: (lambda x, _f=be.xp.equal, _d=be.xp.float64: _f(x, 0.0).astype(_d)),
-            tags=("elementwise", "logical", "operator")))
+            tags=("elementwise", "logical", "operator"), lowering=lower.logical("not")))
 
 # a % b = a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) = -(a - a%b)/b (almost everywhere)
 _binary("remainder", "%", "take the remainder of", "remainder",
         "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
         "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan",
+        lowering=lower.remainder,
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(
             d.neg(d.mul(g, d.div(d.sub(a, out), b))), b)))
 
@@ -197,7 +214,8 @@ for _name, _verb, _doc in (
     register(Op(name=_name, arity=2, signature="%s(a, b) -> broadcast shape" % _name, doc=_doc,
                 shape=lambda a, b, _v=_verb: broadcast(_v, a, b),
                 evaluate=lambda be, _n=_name: getattr(be, _n),
-                tags=("elementwise",), vjp=lambda d, g, out, a, b, _n=_name: _extremum_vjp(
+                tags=("elementwise",), lowering=lower.extremum(_name == "maximum"),
+                vjp=lambda d, g, out, a, b, _n=_name: _extremum_vjp(
                     d, g, a, b, "gt" if _n == "maximum" else "lt")))
 
 
@@ -236,7 +254,8 @@ def _row(name, kind, doc):
     register(Op(name=name, arity=1, signature="%s(x: RxC) -> Rx1" % name,
                 doc=doc + " along each row (the last axis); the result keeps that axis as size 1",
                 shape=shape, evaluate=lambda be, _k=kind: be.reducer(_k, -1),
-                tags=("reduction",), vjp=_reduce_vjp(kind, -1, "row_sum")))
+                tags=("reduction",), vjp=_reduce_vjp(kind, -1, "row_sum"),
+                lowering=lower.reduction(kind, -1)))
 
 
 def _col(name, kind, doc):
@@ -249,7 +268,8 @@ def _col(name, kind, doc):
                 doc=doc + " down each column (the second-to-last axis); the result keeps that "
                 "axis as size 1",
                 shape=shape, evaluate=lambda be, _k=kind: be.reducer(_k, -2),
-                tags=("reduction",), vjp=_reduce_vjp(kind, -2, "col_sum")))
+                tags=("reduction",), vjp=_reduce_vjp(kind, -2, "col_sum"),
+                lowering=lower.reduction(kind, -2)))
 
 
 for _kind, _doc in (("sum", "sum"),
@@ -272,7 +292,7 @@ def _transpose_shape(s):
 register(Op(name="transpose", arity=1, signature="transpose(x: RxC) -> CxR",
             doc="swaps the last two dimensions", shape=_transpose_shape,
             evaluate=lambda be: (lambda x: x.swapaxes(-1, -2)),
-            vjp=lambda d, g, out, x: (d.T(g),)))
+            vjp=lambda d, g, out, x: (d.T(g),), lowering=lower.transpose))
 
 
 # ---------------------------------------------------------------- shapes and new tensors
@@ -363,7 +383,8 @@ register(Op(name="reshape", arity=2, params=(("x", "value"), ("shape", "type")),
                 "be equal; one size of T may be ?, worked out from the others); NumPy's "
                 "reshape in C order",
             shape=_reshape_shape, evaluate=_reshape, checks_at_run_time=False,
-            tags=("shape",), vjp=lambda d, g, out, x, target: (d.reshape_like(g, x),)))
+            tags=("shape",), vjp=lambda d, g, out, x, target: (d.reshape_like(g, x),),
+            lowering=lower.ALIAS))
 
 
 def _fill(name, value, doc):
@@ -372,7 +393,7 @@ def _fill(name, value, doc):
                 shape=lambda target, _n=name: _static_shape(_n, target),
                 evaluate=lambda be, target, _v=value: (
                     lambda _f=be.xp.full: _f(target, _v, dtype=be.xp.float64)),
-                tags=("creation",)))
+                tags=("creation",), lowering=lower.fill(value)))
 
 
 _fill("zeros", 0.0, "a tensor of zeros")
@@ -403,6 +424,7 @@ def _draw(name, method, doc):
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
                 evaluate=evaluate, tags=("creation", "random"),
+                lowering=lower.draw("goat_" + {"uniform": "rand", "normal": "randn"}[method]),
                 vjp=lambda d, g, out, seed, target: (None,)))
 
 
@@ -449,7 +471,7 @@ register(Op(name="iota", arity=2, params=(("shape", "type"), ("axis", "int")),
             signature="iota(tensor[S], axis) -> S",
             doc="each cell holds its index along `axis` (0, 1, 2, ...), as XLA's "
                 "broadcasted iota; iota(tensor[3x3], 0) has rows of 0s, 1s and 2s",
-            shape=_iota_shape, evaluate=_iota, tags=("creation",)))
+            shape=_iota_shape, evaluate=_iota, tags=("creation",), lowering=lower.iota))
 
 
 # ---------------------------------------------------------------- files
@@ -474,7 +496,7 @@ register(Op(name="load", arity=2, params=(("path", "string"), ("shape", "type"))
                 "pickles), checked when it loads to have shape S (a ? size takes the file's); "
                 "the file name is relative to the program's folder",
             shape=lambda path, target: tuple(target), evaluate=_load, pure=False,
-            string_attr=_load_path, tags=("file",)))
+            string_attr=_load_path, tags=("file",), lowering=lower.load))
 
 
 # ---------------------------------------------------------------- for derivatives
@@ -484,7 +506,7 @@ register(Op(name="stop_gradient", arity=1, signature="stop_gradient(x: S) -> S",
                 "lax.stop_gradient: for a mask such as x > 0, or a target computed from the "
                 "weights",
             shape=_same, evaluate=lambda be: identity,
-            vjp=lambda d, g, out, x: (ZERO,), tags=("constant",)))
+            vjp=lambda d, g, out, x: (ZERO,), tags=("constant",), lowering=lower.ALIAS))
 
 
 def _bind_shape(x, name):
@@ -497,7 +519,7 @@ register(Op(name="bind", arity=2, params=(("x", "value"), ("name", "string")),
             callable_by_name=False, signature="(a let's own copy of a constant)",
             doc="x under a name of its own", shape=_bind_shape,
             evaluate=lambda be, name: identity,
-            vjp=lambda d, g, out, x, name: (g,)))
+            vjp=lambda d, g, out, x, name: (g,), lowering=lower.ALIAS))
 
 
 def _sum_to_shape(x, target):
@@ -532,7 +554,7 @@ register(Op(name="sum_to", arity=2, params=(("x", "value"), ("shape", "type")),
             callable_by_name=False, signature="(sum_to(x, tensor[T]) -> T)",
             doc="x summed over the axes that broadcasting added or widened to reach its shape "
                 "from T: the reverse of broadcasting, for derivatives",
-            shape=_sum_to_shape, evaluate=_sum_to,
+            shape=_sum_to_shape, evaluate=_sum_to, lowering=lower.sum_to,
             vjp=lambda d, g, out, x, target: (d.expand(g, x),)))
 
 
@@ -553,7 +575,7 @@ register(Op(name="broadcast_to", arity=2, params=(("x", "value"), ("shape", "typ
             callable_by_name=False, signature="(broadcast_to(x, tensor[T]) -> T)",
             doc="x broadcast to shape T (as NumPy's broadcast_to, computed as x * 1), for "
                 "derivatives",
-            shape=_sum_to_shape, evaluate=_broadcast_to,
+            shape=_sum_to_shape, evaluate=_broadcast_to, lowering=lower.broadcast_to,
             vjp=lambda d, g, out, x, target: (d.unbroadcast(g, x),)))
 
 
@@ -565,7 +587,8 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
             callable_by_name=False, signature="(dim_size(x, axis) -> scalar)",
             doc="the length of x along axis, as a number, for derivatives",
             shape=lambda x, axis: (), evaluate=_dim_size,
-            vjp=lambda d, g, out, x, axis: (ZERO,), tags=("constant",)))
+            vjp=lambda d, g, out, x, axis: (ZERO,), tags=("constant",),
+            lowering=lower.dim_size))
 
 
 # ---------------------------------------------------------------- the trainer's verbs
@@ -609,7 +632,7 @@ register(Op(name="gather", arity=2, params=(("table", "value"), ("indices", "val
             signature="gather(table: VxC, indices: Nx1) -> NxC",
             doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
                 "axis 0); the indices must be whole numbers from 0 to V-1, checked when it runs",
-            shape=_gather_shape, evaluate=_gather,
+            shape=_gather_shape, evaluate=_gather, lowering=lower.gather,
             # the table's cotangent: each row's gradient added where it was read
             vjp=lambda d, g, out, table, idx: (
                 d.b.op(REGISTRY["scatter_add"], (g, idx), d.loc,
@@ -638,6 +661,7 @@ register(Op(name="scatter_add", arity=3,
             callable_by_name=False, signature="(scatter_add(x: NxC, indices: Nx1, tensor[VxC]))",
             doc="a VxC matrix of zeros with x's rows added at rows indices: gather's derivative",
             shape=lambda x, idx, target: tuple(target), evaluate=_scatter_add,
+            lowering=lower.scatter_add,
             vjp=lambda d, g, out, x, idx, target: (d.op("gather", g, idx), None)))
 
 from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add up)
@@ -674,7 +698,7 @@ register(Op(name="onehot", arity=2, params=(("indices", "value"), ("shape", "typ
             doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "
                 "to V-1, checked when it runs); V, the number of classes, is written as a whole "
                 "number or as the result's type (which a def's size variables may write)",
-            shape=_onehot_shape, evaluate=_onehot, vjp=lambda d, g, out, idx, target: (None,),
+            shape=_onehot_shape, evaluate=_onehot, lowering=lower.onehot, vjp=lambda d, g, out, idx, target: (None,),
             count_type=lambda shapes, v: tuple(shapes[0][:-1]) + (v,) if shapes[0] else (v,)))
 
 
@@ -688,7 +712,7 @@ register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
                 "ones; a NaN counts as largest), as NumPy's argmax",
             shape=lambda s: (_rank_at_least("argmax_rows", 1, "a tensor (rank 1 or more)")(s)
                              or tuple(s[:-1]) + (1,)),
-            evaluate=_argmax_rows, tags=("reduction",)))
+            evaluate=_argmax_rows, tags=("reduction",), lowering=lower.argmax_rows))
 
 
 def _sample_rows(be):
@@ -721,4 +745,4 @@ register(Op(name="sample_rows", arity=2, params=(("p", "value"), ("seed", "value
                 "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed)",
             shape=lambda p, seed: (_rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
                                    or tuple(p[:-1]) + (1,)),
-            evaluate=_sample_rows, tags=("random",)))
+            evaluate=_sample_rows, tags=("random",), lowering=lower.sample_rows))

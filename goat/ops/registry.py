@@ -34,7 +34,7 @@ class Op:
     symbol: str | None = None       # "+", "@", ... for operators; None for functions
     callable_by_name: bool = True   # False for operators (written as symbols only)
     vjp: Callable | None = None     # reverse-mode derivative (see the module's doc)
-    lowering: Callable | None = None  # reserved: LLVM lowering (AOT issue)
+    lowering: Callable | None = None  # the LLVM lowering (goat/aot/kernels.py), ahead-of-time compilation
     tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
     # The parameters as written in a call, (name, kind): kind "value" (a tensor, an argument
     # node) or a static attribute known when the program is checked -- "type" (a shape written

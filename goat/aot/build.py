@@ -1,0 +1,259 @@
+"""From a checked program to a native executable: lower (goat/aot/lower.py), optimise with
+LLVM's new pass manager for the host processor (llvmlite), emit an object file, and link it
+with goat's C runtime (goat/aot/runtime/, compiled once per runtime version and cached) by the
+system C compiler.
+
+Files written are written whole or not at all: each goes to a temporary name in its folder
+and is renamed into place, so an interrupted or failed build never leaves a half-written
+executable or ``.ll`` file.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .. import __version__
+from ..diagnostics import GoatError
+
+RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
+RUNTIME_SOURCES = ("goat_rt.c", "goat_fail.c", "npy.c", "fmt.c", "rng.c")
+# no fused multiply-adds and no fast-math: every operation rounded as IEEE 754 says, as the
+# interpreter computes it
+C_FLAGS = ("-O2", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-fast-math",
+           "-fPIC")
+
+
+def cache_dir() -> str:
+    """Where compiled programs and the compiled runtime are kept: $GOAT_CACHE, else
+    $XDG_CACHE_HOME/goat, else ~/.cache/goat."""
+    root = os.environ.get("GOAT_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "goat")
+    return os.path.join(root, "aot")
+
+
+def find_cc() -> str:
+    """The system C compiler: $CC, else cc, gcc or clang on the PATH; GoatError if none."""
+    env = os.environ.get("CC")
+    candidates = [env] if env else ["cc", "gcc", "clang"]
+    for name in candidates:
+        path = shutil.which(name)
+        if path:
+            return path
+    raise GoatError("goat compile --aot links with the system C compiler, but none was found "
+                    "(looked for %s on the PATH%s); install one (e.g. gcc) or set CC"
+                    % (", ".join(candidates), "" if env else ""), path="goat")
+
+
+def _host():
+    import llvmlite.binding as llvm
+    try:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+    except RuntimeError:
+        pass
+    return llvm
+
+
+def host_key() -> str:
+    """What a compiled program depends on besides its text: goat, llvmlite, the processor."""
+    llvm = _host()
+    import llvmlite
+    return "goat %s; llvmlite %s; %s; %s; %s" % (
+        __version__, llvmlite.__version__, llvm.get_process_triple(), llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten())
+
+
+def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _run_cc(args, what):
+    try:
+        r = subprocess.run(args, capture_output=True, text=True)
+    except OSError as e:
+        raise GoatError("cannot run the C compiler %s: %s" % (args[0], e.strerror or e),
+                        path="goat") from None
+    if r.returncode != 0:
+        detail = (r.stderr or r.stdout).strip().splitlines()
+        raise GoatError("the C compiler failed %s: %s" % (what, detail[-1] if detail else
+                                                          "status %d" % r.returncode),
+                        path="goat")
+
+
+def runtime_library(cc: str) -> str:
+    """The compiled runtime (an archive of the C runtime's objects), built once per runtime
+    source text and compiler, kept in the cache."""
+    h = hashlib.sha256()
+    h.update(cc.encode())
+    h.update(" ".join(C_FLAGS).encode())
+    for name in RUNTIME_SOURCES + ("goat_rt.h", "npy.h", "fmt.h", "rng.h"):
+        path = os.path.join(RUNTIME_DIR, name)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    folder = cache_dir()
+    os.makedirs(folder, exist_ok=True)
+    lib = os.path.join(folder, "runtime-%s.a" % h.hexdigest()[:20])
+    if os.path.exists(lib):
+        return lib
+    work = tempfile.mkdtemp(prefix="goat-rt-", dir=folder)
+    try:
+        objs = []
+        for name in RUNTIME_SOURCES:
+            obj = os.path.join(work, name[:-2] + ".o")
+            _run_cc([cc, *C_FLAGS, "-c", os.path.join(RUNTIME_DIR, name), "-o", obj],
+                    "on goat's runtime (%s)" % name)
+            objs.append(obj)
+        ar = shutil.which("ar")
+        tmp = os.path.join(work, "runtime.a")
+        if ar:
+            _run_cc([ar, "rcs", tmp] + objs, "making the runtime archive")
+        else:               # no ar: one relocatable object instead
+            _run_cc([cc, "-r", "-o", tmp] + objs, "making the runtime object")
+        os.replace(tmp, lib)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return lib
+
+
+def optimise(llvm_ir: str, opt: int = 2, timings: dict | None = None):
+    """Parse, verify and optimise LLVM IR for the host; returns (module, target machine)."""
+    llvm = _host()
+    t = time.perf_counter()
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.verify()
+    triple = llvm.get_process_triple()
+    mod.triple = triple
+    target = llvm.Target.from_triple(triple)
+    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                      features=llvm.get_host_cpu_features().flatten(),
+                                      opt=opt, reloc="pic", codemodel="default")
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pto.loop_vectorization = opt >= 2
+    pto.slp_vectorization = opt >= 2
+    pto.loop_unrolling = False      # constant trip counts would be unrolled whole: slow to compile
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    if timings is not None:
+        timings["optimise"] = time.perf_counter() - t
+    return mod, tm
+
+
+def build_executable(program, output: str, opt: int = 2, timings: dict | None = None) -> None:
+    """Compile a checked program to the native executable ``output``."""
+    from .lower import lower
+    cc = find_cc()
+    t = time.perf_counter()
+    module = lower(program)
+    llvm_ir = str(module)
+    if timings is not None:
+        timings["lower"] = time.perf_counter() - t
+    mod, tm = optimise(llvm_ir, opt, timings)
+    t = time.perf_counter()
+    obj = tm.emit_object(mod)
+    if timings is not None:
+        timings["codegen"] = time.perf_counter() - t
+    t = time.perf_counter()
+    lib = runtime_library(cc)
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise GoatError("cannot write %s: its folder %s does not exist" % (output, folder),
+                        path="goat")
+    work = tempfile.mkdtemp(prefix="goat-link-")
+    try:
+        objpath = os.path.join(work, "program.o")
+        with open(objpath, "wb") as f:
+            f.write(obj)
+        fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=folder)
+        os.close(fd)
+        try:
+            _run_cc([cc, "-o", tmp, objpath, lib, "-lm"], "linking the program")
+            os.chmod(tmp, 0o755 & ~_umask())
+            os.replace(tmp, output)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if timings is not None:
+        timings["link"] = time.perf_counter() - t
+
+
+def emit_llvm(program, output: str) -> None:
+    """Write the program's LLVM IR (before optimisation) to ``output``."""
+    from .lower import lower
+    module = lower(program)
+    llvm = _host()
+    module.triple = llvm.get_process_triple()
+    _write_atomic(output, str(module).encode())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def program_key(program, source) -> str:
+    """The cache key of a compiled program: the text and path of every file it was checked
+    from, and :func:`host_key`."""
+    from ..typecheck.program import subregions  # noqa: F401  (walk covers every region)
+    h = hashlib.sha256(host_key().encode())
+    seen = {}
+    seen[id(source)] = source
+    for node in program.walk():
+        src = node.loc.source if node.loc is not None else None
+        if src is not None:
+            seen.setdefault(id(src), src)
+    for src in sorted(seen.values(), key=lambda s: str(s.path)):
+        h.update(b"\0file\0" + os.path.abspath(str(src.path)).encode("utf-8", "surrogateescape"))
+        h.update(b"\0" + src.text.encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:32]
+
+
+def cached_executable(program, source, timings: dict | None = None) -> str:
+    """The path of ``program`` compiled, from the cache or compiled into it now."""
+    key = program_key(program, source)
+    folder = cache_dir()
+    os.makedirs(folder, exist_ok=True)
+    exe = os.path.join(folder, "prog-%s" % key)
+    if not os.path.exists(exe):
+        build_executable(program, exe, timings=timings)
+    elif timings is not None:
+        timings["cached"] = True
+    return exe
+
+
+def run_executable(exe: str) -> int:
+    """Run a compiled program with this process's standard streams; its exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        return subprocess.call([exe])
+    except OSError as e:
+        raise GoatError("cannot run the compiled program %s: %s" % (exe, e.strerror or e),
+                        path="goat") from None

@@ -1,0 +1,593 @@
+"""Kernels: the LLVM lowering of each op, as the registry's ``lowering`` entries use it.
+
+A kernel is one LLVM function ``void k(double *out, double *in0, ..., i8 *site)`` for one op
+on inputs of known shapes (every size is known when a program is compiled ahead of time), so
+its loops have constant bounds that LLVM unrolls and vectorises.  ``out`` is a fresh buffer of
+the result's cells (row-major float64); ``site`` is where a run-time error is reported (see
+goat/aot/runtime/goat_rt.h).  Kernels are made once per (op, attributes, input shapes) and
+shared by every node that needs the same one.
+
+An op's ``lowering`` entry is one of the factories below, called ``lower(k)`` with a
+:class:`Kernel` (the builder, the arguments, the shapes); :data:`ALIAS` marks an op whose
+result is its first argument's cells unchanged (reshape, stop_gradient): no kernel, no copy.
+
+Numerics are those of the interpreter (goat/ops/builtins.py): IEEE 754 double precision with
+no reassociation and no contraction into fused multiply-adds, sums accumulated in order from
++0, IEEE 754-2019 maximum/minimum, and a NaN made from numbers given its sign bit, as x86
+makes it, so that ``-nan`` prints the same everywhere.  Sums and products may differ from
+NumPy's (pairwise sums, the BLAS's blocking) in their last bits; printed numbers (6 digits)
+agree.
+
+llvmlite is imported when a kernel is built, not when the registry is (``goat run`` never
+needs it).
+"""
+from __future__ import annotations
+
+ALIAS = "alias"          # a lowering entry: the result shares its first argument's cells
+
+
+def _ir():
+    from llvmlite import ir
+    return ir
+
+
+def cells(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def strides(shape) -> list:
+    """Row-major strides, in cells."""
+    out = []
+    acc = 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def broadcast_strides(shape, full) -> list:
+    """The strides that read an array of ``shape`` at each index of the broadcast shape
+    ``full`` (0 along an axis the array has as 1 or lacks)."""
+    pad = (1,) * (len(full) - len(shape)) + tuple(shape)
+    st = strides(pad)
+    return [0 if p == 1 and f != 1 else s for p, f, s in zip(pad, full, st)]
+
+
+def merge_axes(dims, stride_sets):
+    """Axes of a loop nest merged where every stride set allows (an axis of size 1 dropped;
+    two axes merged when each set's outer stride is its inner stride times the inner size):
+    fewer, longer loops, the innermost contiguous where the arrays are."""
+    keep = [i for i, d in enumerate(dims) if d != 1]
+    dims = [dims[i] for i in keep]
+    sets = [[s[i] for i in keep] for s in stride_sets]
+    i = len(dims) - 1
+    while i > 0:
+        if all(s[i - 1] == s[i] * dims[i] for s in sets):
+            dims[i - 1] *= dims[i]
+            for s in sets:
+                s[i - 1] = s[i]
+            del dims[i]
+            for s in sets:
+                del s[i]
+        i -= 1
+    return dims, sets
+
+
+class Kernel:
+    """A kernel being built: ``b`` the IR builder (inside the function), ``out`` and ``ins``
+    the pointer arguments, ``site`` the error site, and the static shapes and attributes."""
+
+    def __init__(self, lw, fn, out_shape, in_shapes, attrs, op):
+        ir = _ir()
+        self.ir = ir
+        self.lw = lw
+        self.fn = fn
+        self.op = op
+        self.out_shape = tuple(out_shape)
+        self.in_shapes = [tuple(s) for s in in_shapes]
+        self.attrs = attrs
+        self.out = fn.args[0]
+        self.ins = list(fn.args[1:1 + len(in_shapes)])
+        self.site = fn.args[-1]
+        self._entry = ir.IRBuilder(fn.append_basic_block("entry"))    # allocas only
+        self.b = ir.IRBuilder(fn.append_basic_block("start"))
+        self.f64 = ir.DoubleType()
+        self.i64 = ir.IntType(64)
+
+    def alloca(self, ty=None):
+        """A stack slot, made in the entry block (so that mem2reg promotes it, and a loop
+        does not grow the stack)."""
+        return self._entry.alloca(ty or self.f64)
+
+    def finish(self):
+        self._entry.branch(self.b.function.blocks[1])
+        self.b.ret_void()
+
+    # ---------------------------------------------------------------- values
+    def const(self, x: float):
+        return self.ir.Constant(self.f64, x)
+
+    def int(self, n: int):
+        return self.ir.Constant(self.i64, n)
+
+    def at(self, ptr, index):
+        """The address of cell ``index`` (an i64 value or a Python int)."""
+        if isinstance(index, int):
+            index = self.int(index)
+        return self.b.gep(ptr, [index], inbounds=True)
+
+    def load(self, ptr, index):
+        return self.b.load(self.at(ptr, index))
+
+    def store(self, value, ptr, index):
+        self.b.store(value, self.at(ptr, index))
+
+    def call(self, name, ret, args):
+        """Call the runtime function ``name`` (declared on first use)."""
+        return self.b.call(self.lw.runtime(name, ret, [a.type for a in args]), args)
+
+    # ---------------------------------------------------------------- loops
+    def loop(self, n, body):
+        """``for i in range(n): body(i)`` (i an i64 value); n a Python int or an i64 value."""
+        b = self.b
+        if isinstance(n, int):
+            if n <= 0:
+                return
+            n = self.int(n)
+            guarded = False
+        else:
+            guarded = True
+        fn = b.function
+        head = fn.append_basic_block("loop")
+        done = fn.append_basic_block("done")
+        entry = b.block
+        if guarded:
+            b.cbranch(b.icmp_signed(">", n, self.int(0)), head, done)
+        else:
+            b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(self.i64)
+        i.add_incoming(self.int(0), entry)
+        body(i)
+        nxt = b.add(i, self.int(1), flags=("nsw", "nuw"))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, n), head, done)
+        b.position_at_end(done)
+
+    def nest(self, dims, stride_sets, body, merge=True):
+        """Loops over every index of ``dims`` (row-major order), calling ``body(offsets)`` with
+        the linear offset of the index in each stride set (i64 values)."""
+        if merge:
+            dims, stride_sets = merge_axes(list(dims), [list(s) for s in stride_sets])
+        if any(d == 0 for d in dims):
+            return
+        zero = self.int(0)
+
+        def level(k, bases):
+            if k == len(dims):
+                body(bases)
+                return
+
+            def inner(i):
+                offs = [base if s[k] == 0 else
+                        self.b.add(base, self.b.mul(i, self.int(s[k]), flags=("nsw",)),
+                                   flags=("nsw",))
+                        for base, s in zip(bases, stride_sets)]
+                level(k + 1, offs)
+            self.loop(dims[k], inner)
+        level(0, [zero] * len(stride_sets))
+
+    # ---------------------------------------------------------------- numerics
+    def isnan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def fresh_nan(self, r, xs):
+        """``r``, but a NaN made from numbers (no operand a NaN) gets its sign bit set, as
+        x86 makes it (the interpreter's back end does the same on every processor)."""
+        b = self.b
+        made = self.isnan(r)
+        for x in xs:
+            made = b.and_(made, b.not_(self.isnan(x)))
+        neg_nan = b.bitcast(self.ir.Constant(self.i64, 0xFFF8000000000000), self.f64)
+        return b.select(made, neg_nan, r)
+
+    def extremum(self, x, y, larger: bool):
+        """IEEE 754-2019 maximum (larger) or minimum of two doubles: -0 < +0; a NaN operand
+        gives a NaN (both NaNs: their bits OR'ed), as numpy_backend's maximum does."""
+        b = self.b
+        i64 = self.i64
+        xi, yi = b.bitcast(x, i64), b.bitcast(y, i64)
+        pick_x = b.fcmp_ordered(">" if larger else "<", x, y)
+        pick_y = b.fcmp_ordered("<" if larger else ">", x, y)
+        # equal (a signed zero pair, or the same number): AND the bits for the maximum
+        # (+0 wins), OR them for the minimum (-0 wins)
+        eq = b.bitcast(b.and_(xi, yi) if larger else b.or_(xi, yi), self.f64)
+        xnan, ynan = self.isnan(x), self.isnan(y)
+        both = b.bitcast(b.or_(xi, yi), self.f64)
+        nan = b.select(b.and_(xnan, ynan), both, b.select(xnan, x, y))
+        r = b.select(b.fcmp_ordered("==", x, y), eq, nan)
+        r = b.select(pick_y, y, r)
+        return b.select(pick_x, x, r)
+
+    def truth(self, bit):
+        """An i1 as 0.0 or 1.0."""
+        return self.b.uitofp(bit, self.f64)
+
+    def intrinsic(self, name, *xs):
+        fnty = self.ir.FunctionType(self.f64, [self.f64] * len(xs))
+        fn = self.lw.module.declare_intrinsic(name, [self.f64], fnty)
+        return self.b.call(fn, list(xs))
+
+    def libm(self, name, *xs):
+        return self.b.call(self.lw.runtime(name, self.f64, [self.f64] * len(xs)), list(xs))
+
+
+# -------------------------------------------------------------------- lowering factories
+
+def elementwise(scalar, fresh_nan=False):
+    """An elementwise op with broadcasting: ``scalar(k, *cells) -> cell`` for each index of
+    the result (inputs read through broadcast strides)."""
+    def lower(k: Kernel):
+        full = k.out_shape
+        sets = [strides(full)] + [broadcast_strides(s, full) for s in k.in_shapes]
+
+        def body(offs):
+            xs = [k.load(p, o) for p, o in zip(k.ins, offs[1:])]
+            r = scalar(k, *xs)
+            if fresh_nan:
+                r = k.fresh_nan(r, xs)
+            k.store(r, k.out, offs[0])
+        k.nest(full, sets, body)
+    return lower
+
+
+def unary_libm(name, fresh_nan=True):
+    return elementwise(lambda k, x: k.libm(name, x), fresh_nan)
+
+
+def unary_intrinsic(name, fresh_nan=False):
+    return elementwise(lambda k, x: k.intrinsic(name, x), fresh_nan)
+
+
+def compare(op: str):
+    """A comparison: 1.0 where it holds, else 0.0 (ordered: a NaN compares unequal to
+    everything, so != holds)."""
+    if op == "!=":
+        return elementwise(lambda k, x, y: k.truth(k.b.fcmp_unordered("!=", x, y)))
+    return elementwise(lambda k, x, y: k.truth(k.b.fcmp_ordered(op, x, y)))
+
+
+def _nonzero(k, x):
+    return k.b.fcmp_unordered("!=", x, k.const(0.0))      # a NaN counts as non-zero
+
+
+def logical(kind: str):
+    if kind == "and":
+        return elementwise(lambda k, x, y: k.truth(k.b.and_(_nonzero(k, x), _nonzero(k, y))))
+    if kind == "or":
+        return elementwise(lambda k, x, y: k.truth(k.b.or_(_nonzero(k, x), _nonzero(k, y))))
+    return elementwise(lambda k, x: k.truth(k.b.fcmp_ordered("==", x, k.const(0.0))))
+
+
+def _remainder(k, a, b):
+    """NumPy's floor modulo (npy_divmod): fmod, then moved into b's sign; 0 takes b's sign."""
+    bld = k.b
+    mod = bld.frem(a, b)
+    zero = k.const(0.0)
+    nonzero = bld.fcmp_unordered("!=", mod, zero)
+    differ = bld.xor(bld.fcmp_ordered("<", b, zero), bld.fcmp_ordered("<", mod, zero))
+    moved = bld.select(differ, bld.fadd(mod, b), mod)
+    signed_zero = k.intrinsic("llvm.copysign", zero, b)
+    r = bld.select(nonzero, moved, signed_zero)
+    # b = 0: fmod's NaN
+    return bld.select(bld.fcmp_ordered("==", b, zero), mod, r)
+
+
+remainder = elementwise(_remainder, fresh_nan=True)
+
+
+def _relu(k, x):
+    # maximum(x, 0) as NumPy computes it: 0 unless x > 0 (so -0 gives 0); a NaN stays
+    return k.b.select(k.b.fcmp_ordered("<=", x, k.const(0.0)), k.const(0.0), x)
+
+
+relu = elementwise(_relu)
+
+
+def _tanh(k, x):
+    return k.b.select(k.isnan(x), x, k.libm("tanh", x))
+
+
+tanh = elementwise(_tanh)
+
+
+def _sigmoid(k, x):
+    b = k.b
+    e = k.libm("exp", b.fsub(k.const(-0.0), x))
+    return b.fdiv(k.const(1.0), b.fadd(k.const(1.0), e))
+
+
+sigmoid = elementwise(_sigmoid)
+
+
+def extremum(larger: bool):
+    return elementwise(lambda k, x, y: k.extremum(x, y, larger))
+
+
+def reduction(kind: str, axis: int):
+    """A row (axis -1) or column (axis -2) reduction keeping the axis as size 1: sums from
+    +0 in order, max/min by IEEE 754-2019 from -inf/+inf, mean the sum over the count."""
+    def combine(k, acc, x):
+        if kind in ("sum", "mean"):
+            return k.b.fadd(acc, x)
+        return k.extremum(acc, x, kind == "max")
+
+    init = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
+
+    def finish(k, acc, n):
+        if kind != "mean":
+            return acc
+        r = k.b.fdiv(acc, k.const(float(n)))
+        return k.fresh_nan(r, [acc]) if n == 0 else r
+
+    def lower(k: Kernel):
+        shape = k.in_shapes[0]
+        if axis == -1:
+            n = shape[-1]
+            rows = cells(shape[:-1])
+
+            def row(r):
+                base = k.b.mul(r, k.int(n))
+                acc = k.const(init)
+                if n > 0:
+                    slot = k.alloca()
+                    k.b.store(acc, slot)
+
+                    def step(j):
+                        x = k.load(k.ins[0], k.b.add(base, j))
+                        k.b.store(combine(k, k.b.load(slot), x), slot)
+                    k.loop(n, step)
+                    acc = k.b.load(slot)
+                k.store(finish(k, acc, n), k.out, r)
+            k.loop(rows, row)
+        else:
+            r, c = shape[-2], shape[-1]
+            batch = cells(shape[:-2])
+
+            def one(bi):
+                obase = k.b.mul(bi, k.int(c))
+                ibase = k.b.mul(bi, k.int(r * c))
+
+                def init_col(j):
+                    k.store(k.const(init), k.out, k.b.add(obase, j))
+                k.loop(c, init_col)
+
+                def add_row(i):
+                    rbase = k.b.add(ibase, k.b.mul(i, k.int(c)))
+
+                    def col(j):
+                        o = k.b.add(obase, j)
+                        x = k.load(k.ins[0], k.b.add(rbase, j))
+                        k.store(combine(k, k.load(k.out, o), x), k.out, o)
+                    k.loop(c, col)
+                k.loop(r, add_row)
+                if kind == "mean":
+                    def fin(j):
+                        o = k.b.add(obase, j)
+                        k.store(finish(k, k.load(k.out, o), r), k.out, o)
+                    k.loop(c, fin)
+            k.loop(batch, one)
+    return lower
+
+
+def matmul(k: Kernel):
+    """``a @ b`` as a loop nest: for each batch index (broadcast), each row i of a and each
+    k, row k of b times a[i, k] is added into row i of the result -- every cell is a sum over
+    k in order from +0, and the innermost loop runs along contiguous rows (vectorised)."""
+    a, bsh = k.in_shapes
+    out = k.out_shape
+    m, kk, n = a[-2], a[-1], bsh[-1]
+    batch = out[:-2]
+    sets = [strides(batch) if batch else [],
+            broadcast_strides(a[:-2], batch), broadcast_strides(bsh[:-2], batch)]
+    sets = [[s * (m * n) for s in sets[0]], [s * (m * kk) for s in sets[1]],
+            [s * (kk * n) for s in sets[2]]]
+    A, B, O = k.ins[0], k.ins[1], k.out
+    bld = k.b
+
+    def one(offs):
+        ob, ab, bb = offs
+
+        def row(i):
+            orow = bld.add(ob, bld.mul(i, k.int(n)))
+            arow = bld.add(ab, bld.mul(i, k.int(kk)))
+
+            def zero(j):
+                k.store(k.const(0.0), O, bld.add(orow, j))
+            k.loop(n, zero)
+
+            def inner(p):
+                aip = k.load(A, bld.add(arow, p))
+                brow = bld.add(bb, bld.mul(p, k.int(n)))
+
+                def col(j):
+                    o = bld.add(orow, j)
+                    k.store(bld.fadd(k.load(O, o), bld.fmul(aip, k.load(B, bld.add(brow, j)))),
+                            O, o)
+                k.loop(n, col)
+            k.loop(kk, inner)
+        k.loop(m, row)
+    k.nest(batch, sets, one, merge=False)
+
+
+def transpose(k: Kernel):
+    """The last two axes swapped: an index map."""
+    src = k.in_shapes[0]
+    out = k.out_shape
+    st = strides(src)
+    st = st[:-2] + [st[-1], st[-2]]
+    k.nest(out, [strides(out), st],
+           lambda offs: k.store(k.load(k.ins[0], offs[1]), k.out, offs[0]))
+
+
+def fill(value: float):
+    def lower(k: Kernel):
+        k.loop(cells(k.out_shape), lambda i: k.store(k.const(value), k.out, i))
+    return lower
+
+
+def iota(k: Kernel):
+    shape = k.out_shape
+    axis = k.attrs[-1] % len(shape)
+    # the index along `axis` is (linear index // stride) % size
+    st = strides(shape)
+    sets = [st, [1 if d == axis else 0 for d in range(len(shape))]]
+    k.nest(shape, [sets[0], sets[1]],
+           lambda offs: k.store(k.b.sitofp(offs[1], k.f64), k.out, offs[0]), merge=False)
+
+
+def dim_size(k: Kernel):
+    k.store(k.const(float(k.in_shapes[0][k.attrs[0]])), k.out, 0)
+
+
+def sum_to(k: Kernel):
+    """The input summed over the axes broadcasting added or widened (in row-major order of
+    the input, from +0) into the target shape."""
+    src = k.in_shapes[0]
+    out = k.out_shape
+    k.loop(cells(out), lambda i: k.store(k.const(0.0), k.out, i))
+    sets = [strides(src), broadcast_strides(out, src)]
+
+    def body(offs):
+        o = offs[1]
+        k.store(k.b.fadd(k.load(k.out, o), k.load(k.ins[0], offs[0])), k.out, o)
+    k.nest(src, sets, body)
+
+
+broadcast_to = elementwise(lambda k, x: x)
+
+
+def _index(k: Kernel, value, position, count, name):
+    """``value`` as an index from 0 to count-1 (i64), or the run-time error naming it."""
+    b = k.b
+    ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
+                b.fcmp_ordered("<", value, k.const(float(count))))
+    ok = b.and_(ok, b.fcmp_ordered("==", value, k.intrinsic("llvm.floor", value)))
+    fn = b.function
+    bad = fn.append_basic_block("bad_index")
+    good = fn.append_basic_block("index")
+    b.cbranch(ok, good, bad)
+    b.position_at_end(bad)
+    k.call("goat_index_fail", k.i64, [value, position, k.int(count),
+                                      k.lw.string(name).bitcast(i8p) if False else k.lw.cstring(b, name),
+                                      k.site])
+    b.unreachable()
+    b.position_at_end(good)
+    return b.fptosi(value, k.i64)
+
+
+def gather(k: Kernel):
+    table, idx = k.in_shapes
+    v, c = table
+    rows = cells(idx)
+
+    def row(r):
+        i = _index(k, k.load(k.ins[1], r), r, v, "gather")
+        src = k.b.mul(i, k.int(c))
+        dst = k.b.mul(r, k.int(c))
+        k.loop(c, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
+                                    k.b.add(dst, j)))
+    k.loop(rows, row)
+
+
+def scatter_add(k: Kernel):
+    g, idx = k.in_shapes
+    v, c = k.out_shape
+    rows = cells(idx)
+    k.loop(v * c, lambda i: k.store(k.const(0.0), k.out, i))
+    # every index is checked before any is used, as NumPy's add.at does
+    k.loop(rows, lambda r: _index(k, k.load(k.ins[1], r), r, v, "gather"))
+
+    def row(r):
+        i = k.b.fptosi(k.load(k.ins[1], r), k.i64)
+        dst = k.b.mul(i, k.int(c))
+        src = k.b.mul(r, k.int(c))
+
+        def col(j):
+            o = k.b.add(dst, j)
+            k.store(k.b.fadd(k.load(k.out, o), k.load(k.ins[0], k.b.add(src, j))), k.out, o)
+        k.loop(c, col)
+    k.loop(rows, row)
+
+
+def onehot(k: Kernel):
+    idx = k.in_shapes[0]
+    count = k.out_shape[-1]
+    rows = cells(idx)
+    k.loop(cells(k.out_shape), lambda i: k.store(k.const(0.0), k.out, i))
+    # all checked first: the first bad index is the one reported
+    k.loop(rows, lambda r: _index(k, k.load(k.ins[0], r), r, count, "onehot"))
+
+    def row(r):
+        i = k.b.fptosi(k.load(k.ins[0], r), k.i64)
+        k.store(k.const(1.0), k.out, k.b.add(k.b.mul(r, k.int(count)), i))
+    k.loop(rows, row)
+
+
+def argmax_rows(k: Kernel):
+    """NumPy's argmax along rows: the first largest; the first NaN wins."""
+    shape = k.in_shapes[0]
+    n = shape[-1]
+    rows = cells(shape[:-1])
+    b = k.b
+
+    def row(r):
+        base = b.mul(r, k.int(n))
+        best = k.alloca()
+        where = k.alloca(k.i64)
+        b.store(k.load(k.ins[0], base), best)
+        b.store(k.int(0), where)
+
+        def step(j):
+            x = k.load(k.ins[0], b.add(base, j))
+            cur = b.load(best)
+            # take x when it is larger, or a NaN while the best so far is not
+            take = b.or_(b.fcmp_ordered(">", x, cur), b.and_(k.isnan(x), b.not_(k.isnan(cur))))
+            b.store(b.select(take, x, cur), best)
+            b.store(b.select(take, j, b.load(where)), where)
+        k.loop(n, step)
+        k.store(b.sitofp(b.load(where), k.f64), k.out, r)
+    if n > 0:
+        k.loop(rows, row)
+
+
+def draw(name: str):
+    """rand / randn: the runtime's SplitMix64 draws (goat/aot/runtime/rng.c), the same bits as
+    goat/ops/rng.py."""
+    def lower(k: Kernel):
+        seed = k.call("goat_check_seed", k.i64, [k.load(k.ins[0], 0), k.site])
+        k.call(name, k.ir.VoidType(), [k.out, k.int(cells(k.out_shape)), seed])
+    return lower
+
+
+def sample_rows(k: Kernel):
+    p = k.in_shapes[0]
+    n = p[-1]
+    rows = cells(p[:-1])
+    seed = k.call("goat_check_seed", k.i64, [k.load(k.ins[1], 0), k.site])
+    k.call("goat_sample_rows", k.ir.VoidType(),
+           [k.out, k.ins[0], k.int(rows), k.int(n), seed, k.site])
+
+
+def load(k: Kernel):
+    """load: the runtime's .npy reader (goat/aot/runtime/npy.c), the file checked against
+    the declared shape when it runs."""
+    (path, shown), _target = k.attrs
+    shape = k.out_shape
+    b = k.b
+    k.call("goat_load_npy", k.ir.VoidType(),
+           [k.out, k.lw.cstring(b, path), k.lw.cstring(b, shown), k.int(len(shape)),
+            k.lw.dims(b, shape), k.site])

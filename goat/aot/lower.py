@@ -1,0 +1,650 @@
+"""Lowering: the checked program (goat/typecheck/program.py) to an LLVM module.
+
+The compiled program does what the evaluator does, step for step, in the same order
+(:func:`goat.interp.evaluator.schedule` gives both the steps of each region and the values to
+drop after each):
+
+* every node has a **slot**, a global ``double *`` (``@slots``), holding one reference to its
+  value, a buffer of float64 cells with a reference count (goat/aot/runtime/goat_rt.c); a
+  slot's reference is released after its last use, so temporaries are freed as the evaluator
+  drops them, and a loop's do not outlive their iteration;
+* an op is a call of its **kernel** (goat/aot/kernels.py, the registry's ``lowering``
+  entries), made once per (op, attributes, input shapes) with constant loop bounds; an op that
+  passes its argument on (reshape, stop_gradient, a cast) shares its argument's buffer;
+* a region is a function (split into functions of :data:`CHUNK` steps, so a 14,529-line
+  unrolled program is many small functions, each optimised quickly); a ``for`` loop is a
+  counted loop around the call of its body's function, its pre-region run once before the
+  first iteration; an ``if`` a branch between its two regions' functions;
+* ``print``, format strings and ``save`` call the runtime, which writes what ``goat run``
+  writes.
+
+Every size must be known when the program is compiled: the checker knows most; the others
+(a ``?`` parameter given a known argument) are found here by running the shape rules on the
+actual shapes (:func:`resolve_shapes`).  A shape check that fails there is the run-time
+error of ``goat run`` at the same step: it is compiled as that error (the program prints what
+precedes it, then fails with the same message and status 1).  A size known only when the
+program runs (``load`` of a ``tensor[?x3]``) is a compile error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..diagnostics import GoatError
+from ..interp.evaluator import (_cast_check, _mismatch, _notes, _same_shape_check,
+                                _same_size_check, schedule)
+from ..ops.registry import REGISTRY
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, subregions
+from ..typecheck.shapes import RunDim, ShapeError, format_shape
+from . import kernels as K
+
+# goat_exec's step codes (goat/aot/runtime/goat_rt.c)
+CALL, ALIAS, CONSTANT, RELEASE, FAIL = 1, 2, 3, 4, 5
+
+
+class Fail:
+    """A step that fails when it runs: the run-time error ``goat run`` reports there."""
+
+    def __init__(self, message, loc, notes=()):
+        self.message = message
+        self.loc = loc
+        self.notes = notes
+
+
+DEAD = "dead"           # a value computed only after a step that fails: never reached
+
+
+def _fake(shape):
+    """A value of ``shape`` for the evaluator's own checks (no cells are allocated)."""
+    return np.broadcast_to(np.zeros(()), shape)
+
+
+def _is_static(shape) -> bool:
+    return all(type(d) is int for d in shape)
+
+
+def resolve_shapes(program) -> dict:
+    """Every node's actual shape (a tuple of ints; a tuple of them for a loop or an if), a
+    :class:`Fail` where a run-time check fails, or :data:`DEAD` after one.  Raises GoatError
+    for a size known only when the program runs."""
+    shapes = {}
+
+    def region(r):
+        for node in r.nodes:
+            if node.kind != ARG:
+                shapes[node.id] = one(node)
+
+    def one(node):
+        kind = node.kind
+        if kind == CONST:
+            return tuple(np.shape(node.value))
+        ins = [shapes[a.id] for a in node.args]
+        if kind == LOOP:
+            body = node.value
+            inits = ins[2:]
+            if any(s is DEAD or isinstance(s, Fail) for s in ins):
+                return DEAD
+            shapes[body.params[0].id] = ()
+            for p, s in zip(body.params[1:], inits):
+                shapes[p.id] = s
+            region(body.parent)
+            region(body)
+            return tuple(inits)
+        if any(s is DEAD or isinstance(s, Fail) for s in ins):
+            return DEAD
+        if kind == BRANCH:
+            outs = []
+            for r in node.value:
+                region(r)
+                outs.append([shapes[y.id] for y in r.yields])
+            result = []
+            for k in range(len(node.value[0].yields)):
+                good = [o[k] for o in outs if type(o[k]) is tuple]
+                result.append(good[0] if good else DEAD)
+            return tuple(result)
+        if kind == GET:
+            s = ins[0][node.attrs[0]]
+            return s
+        if kind == CAST:
+            try:
+                if len(node.args) == 2:
+                    check = (_same_shape_check(node) if len(node.value) == 1
+                             else _same_size_check(node))
+                    check(_fake(ins[0]), _fake(ins[1]))
+                else:
+                    _cast_check(node)(_fake(ins[0]))
+            except GoatError as e:
+                return Fail(e.message, e.loc, e.notes)
+            return ins[0]
+        if kind == OP:
+            op = node.op
+            real = sum(1 for _, k in op.params if k == "value")
+            attrs = tuple(tuple(shapes[d.node.id][d.axis] if type(d) is RunDim else d
+                                for d in a) if type(a) is tuple else a for a in node.attrs)
+            try:
+                s = tuple(op.shape(*ins[:real], *attrs))
+            except ShapeError as e:
+                return Fail(e.message, node.loc, _notes(node))
+            if not _is_static(s):
+                what = op.name
+                raise GoatError("goat compile --aot needs every size when it compiles, but the "
+                                "shape %s of this %s is known only when the program runs "
+                                "(write its sizes in the type, or run it with goat run)"
+                                % (format_shape(s), what), node.loc, notes=_notes(node))
+            if op.name == "reshape" and not all(type(d) is int for d in attrs[0]):
+                node_attrs = (s,)
+            else:
+                node_attrs = attrs
+            static_attrs[node.id] = node_attrs
+            return s
+        raise GoatError("goat compile --aot cannot compile a node of kind %d" % kind, node.loc)
+
+    static_attrs = {}
+    region(program.main)
+    shapes["attrs"] = static_attrs
+    return shapes
+
+
+class Lowering:
+    """Builds the LLVM module of one program."""
+
+    def __init__(self, program, name="goat"):
+        from llvmlite import ir
+        self.ir = ir
+        self.program = program
+        self.module = ir.Module(name=name)
+        self.f64 = ir.DoubleType()
+        self.i64 = ir.IntType(64)
+        self.i32 = ir.IntType(32)
+        self.i8p = ir.IntType(8).as_pointer()
+        self.dp = self.f64.as_pointer()
+        self.void = ir.VoidType()
+        self.shapes = resolve_shapes(program)
+        self.attrs = self.shapes.pop("attrs")
+        self._runtime = {}
+        self._strings = {}
+        self._dims = {}
+        self._kernels = {}
+        self._kernel_fns = []
+        self._text = {}
+        self._text_blob = []
+        self._text_size = 0
+        self._const_values = []
+        self._segments = 0
+        self._sites = {}
+        self._consts = 0
+        self._fns = 0
+        nslots = len(program.nodes)
+        self.tuple_slots = {}
+        for node in program.walk():
+            if node.kind in (LOOP, BRANCH):
+                self.tuple_slots[node.id] = nslots
+                nslots += len(node.shape)
+        self.slots = ir.GlobalVariable(self.module, ir.ArrayType(self.dp, max(nslots, 1)),
+                                       "slots")
+        self.slots.initializer = ir.Constant(self.slots.value_type, None)
+        self.slots.linkage = "internal"
+        strty = ir.LiteralStructType([self.i8p, self.i64, self.i64])
+        self.fmtbuf = ir.GlobalVariable(self.module, strty, "fmtbuf")
+        self.fmtbuf.initializer = ir.Constant(strty, None)
+        self.fmtbuf.linkage = "internal"
+
+    # ---------------------------------------------------------------- module-level pieces
+    def runtime(self, name, ret, args, var_arg=False):
+        fn = self._runtime.get(name)
+        if fn is None:
+            fnty = self.ir.FunctionType(ret, args, var_arg=var_arg)
+            fn = self._runtime[name] = self.ir.Function(self.module, fnty, name)
+        return fn
+
+    def _global_bytes(self, data: bytes, prefix="str"):
+        ir = self.ir
+        ty = ir.ArrayType(ir.IntType(8), len(data))
+        g = ir.GlobalVariable(self.module, ty, "%s.%d" % (prefix, len(self._strings)))
+        g.initializer = ir.Constant(ty, bytearray(data))
+        g.global_constant = True
+        g.linkage = "internal"
+        g.unnamed_addr = True
+        return g
+
+    def cstring(self, builder, text: str):
+        """An ``i8*`` to a NUL-terminated copy of ``text`` (one global per distinct text)."""
+        g = self._strings.get(text)
+        if g is None:
+            g = self._strings[text] = self._global_bytes(text.encode("utf-8", "surrogateescape")
+                                                         + b"\0")
+        return builder.bitcast(g, self.i8p)
+
+    def dims(self, builder, shape):
+        """An ``i64*`` to a global array holding ``shape``."""
+        shape = tuple(shape)
+        g = self._dims.get(shape)
+        if g is None:
+            ir = self.ir
+            ty = ir.ArrayType(self.i64, max(len(shape), 1))
+            g = ir.GlobalVariable(self.module, ty, "dims.%d" % len(self._dims))
+            g.initializer = ir.Constant(ty, list(shape) or [0])
+            g.global_constant = True
+            g.linkage = "internal"
+            self._dims[shape] = g
+        return builder.bitcast(g, self.i64.as_pointer())
+
+    def site(self, builder, loc, notes=()):
+        """The error site of ``loc``: goat run's rendering of an error there, the message
+        left out (see goat_rt.h)."""
+        return self.cstring(builder, self.site_text(loc, notes))
+
+    def const_value(self, value):
+        """A constant value: a global block {refs, cells, data} (refs never reaching zero);
+        the pointer to its cells."""
+        ir = self.ir
+        arr = np.ascontiguousarray(np.asarray(value, dtype=np.float64)).ravel()
+        ty = ir.LiteralStructType([self.i64, self.i64, ir.ArrayType(self.f64, len(arr))])
+        g = ir.GlobalVariable(self.module, ty, "const.%d" % self._consts)
+        self._consts += 1
+        g.initializer = ir.Constant(ty, [ir.Constant(self.i64, 1 << 62),
+                                         ir.Constant(self.i64, len(arr)),
+                                         ir.Constant(ty.elements[2], [float(x) for x in arr])])
+        g.linkage = "internal"
+        zero = ir.Constant(self.i32, 0)
+        return g.gep([zero, ir.Constant(self.i32, 2), zero])
+
+    def kernel(self, node, out_shape, in_shapes, attrs) -> int:
+        """The index in the kernel table of ``node``'s op's kernel on these shapes (made
+        once)."""
+        op = node.op
+        key = (op.name, repr(attrs), tuple(in_shapes))
+        index = self._kernels.get(key)
+        if index is None:
+            ir = self.ir
+            fnty = ir.FunctionType(self.void, [self.dp] * (1 + len(in_shapes)) + [self.i8p])
+            fn = ir.Function(self.module, fnty, "k.%s.%d" % (op.name, len(self._kernels)))
+            fn.linkage = "internal"
+            fn.attributes.add("noinline")       # each kernel optimised once, on its own
+            for a in fn.args[:-1]:
+                a.add_attribute("noalias")
+            k = K.Kernel(self, fn, out_shape, in_shapes, attrs, op)
+            op.lowering(k)
+            k.finish()
+            index = self._kernels[key] = len(self._kernel_fns)
+            self._kernel_fns.append(fn)
+        return index
+
+    # ---------------------------------------------------------------- slots
+    def slot_ptr(self, b, index):
+        zero = self.ir.Constant(self.i32, 0)
+        return b.gep(self.slots, [zero, self.ir.Constant(self.i32, index)], inbounds=True)
+
+    def get(self, b, nid):
+        return b.load(self.slot_ptr(b, nid))
+
+    def put(self, b, nid, value):
+        b.store(value, self.slot_ptr(b, nid))
+
+    def retain(self, b, value):
+        b.call(self.runtime("goat_retain", self.void, [self.dp]), [value])
+
+    def release_slot(self, b, index):
+        ptr = self.slot_ptr(b, index)
+        b.call(self.runtime("goat_release", self.void, [self.dp]), [b.load(ptr)])
+        b.store(self.ir.Constant(self.dp, None), ptr)
+
+    def release_node(self, b, nid):
+        node = self.program.nodes[nid]
+        if node.kind in (LOOP, BRANCH):
+            base = self.tuple_slots.get(nid)
+            if base is not None:
+                for k in range(len(node.shape)):
+                    self.release_slot(b, base + k)
+        else:
+            self.release_slot(b, nid)
+
+    def fail(self, b, message, loc, notes=()):
+        """A call of goat_fail (it does not return); the builder goes on in a dead block."""
+        fn = self.runtime("goat_fail", self.void, [self.i8p, self.i8p], var_arg=True)
+        b.call(fn, [self.site(b, loc, notes), self.cstring(b, "%s"), self.cstring(b, message)])
+        b.unreachable()
+        b.position_at_end(b.function.append_basic_block("after_error"))
+
+    # ---------------------------------------------------------------- regions
+    def region_function(self, region, start=0, keep=()):
+        """The function that runs ``region`` by its schedule: each run of straight-line
+        steps (ops, casts, constants, releases) is a segment of step code run by the
+        runtime's ``goat_exec`` (:meth:`step_code`); loops, branches and effects are code of
+        this function.  Returns [function]."""
+        steps, frees = schedule(region, start, 0, True, keep)
+        fn = self._new_function("region")
+        b = self.ir.IRBuilder(fn.append_basic_block("entry"))
+        seg = []
+        for (node, effect), fr in zip(steps, frees):
+            if node is not None and node.kind in (LOOP, BRANCH):
+                self.flush(b, seg)
+                self.step(b, node)
+            elif node is not None:
+                self.step_code(seg, node)
+            else:
+                self.flush(b, seg)
+                self.effect(b, effect)
+            for nid in fr:
+                self.release_code(seg, nid)
+        self.flush(b, seg)
+        b.ret_void()
+        return [fn]
+
+    def flush(self, b, seg):
+        """Emit the step code gathered in ``seg`` as a constant array and a call of
+        goat_exec on it."""
+        if not seg:
+            return
+        ir = self.ir
+        ty = ir.ArrayType(self.i64, len(seg))
+        g = ir.GlobalVariable(self.module, ty, "code.%d" % self._segments)
+        self._segments += 1
+        g.initializer = ir.Constant(ty, seg)
+        g.global_constant = True
+        g.linkage = "internal"
+        fn = self.runtime("goat_exec", self.void, [self.i64.as_pointer(), self.i64])
+        b.call(fn, [b.bitcast(g, self.i64.as_pointer()), ir.Constant(self.i64, len(seg))])
+        seg.clear()
+
+    def text(self, text: str) -> int:
+        """The offset of ``text`` (NUL-terminated) in the program's string table."""
+        off = self._text.get(text)
+        if off is None:
+            data = text.encode("utf-8", "surrogateescape") + b"\0"
+            off = self._text[text] = self._text_size
+            self._text_blob.append(data)
+            self._text_size += len(data)
+        return off
+
+    def site_text(self, loc, notes=()) -> str:
+        key = (id(loc.source), loc.start, loc.end, notes)
+        text = self._sites.get(key)
+        if text is None:
+            text = self._sites[key] = GoatError("\x01", loc, notes=notes).render()
+        return text
+
+    def release_code(self, seg, nid):
+        node = self.program.nodes[nid]
+        if node.kind in (LOOP, BRANCH):
+            base = self.tuple_slots.get(nid)
+            if base is not None:
+                for k in range(len(node.shape)):
+                    seg += (RELEASE, base + k)
+        else:
+            seg += (RELEASE, nid)
+
+    def step_code(self, seg, node):
+        """The step code of a node that is no loop or branch (see goat_exec in
+        goat/aot/runtime/goat_rt.c)."""
+        shape = self.shapes[node.id]
+        if shape is DEAD:
+            return
+        if isinstance(shape, Fail):
+            seg += (FAIL, self.text(self.site_text(shape.loc, shape.notes)),
+                    self.text(shape.message))
+            return
+        kind = node.kind
+        if kind == CONST:
+            self._const_values.append(node.value)
+            seg += (CONSTANT, node.id, len(self._const_values) - 1)
+        elif kind == CAST:
+            seg += (ALIAS, node.id, node.args[0].id)
+        elif kind == GET:
+            seg += (ALIAS, node.id, self.tuple_slots[node.args[0].id] + node.attrs[0])
+        elif kind == OP:
+            op = node.op
+            lowering = op.lowering
+            if lowering is None:
+                raise GoatError("goat compile --aot cannot compile %s yet: it has no lowering "
+                                "(run this program with goat run)" % op.name, node.loc,
+                                notes=_notes(node))
+            real = sum(1 for _, k in op.params if k == "value")
+            args = node.args[:real]
+            if lowering is K.ALIAS:
+                seg += (ALIAS, node.id, args[0].id)
+                return
+            in_shapes = [self.shapes[a.id] for a in args]
+            attrs = self.attrs.get(node.id, node.attrs)
+            index = self.kernel(node, shape, in_shapes, attrs)
+            count = K.cells(shape)
+            oom = ("out of memory computing a value of shape %s (%.3g GB)"
+                   % (format_shape(shape), count * 8 / 1e9))
+            seg += (CALL, index, node.id, len(args))
+            seg += tuple(a.id for a in args)
+            seg += (count, self.text(self.site_text(node.loc, _notes(node))), self.text(oom))
+        else:
+            raise GoatError("goat compile --aot cannot compile a node of kind %d" % kind,
+                            node.loc)
+
+    def _new_function(self, what):
+        fn = self.ir.Function(self.module, self.ir.FunctionType(self.void, []),
+                              "%s.%d" % (what, self._fns))
+        fn.linkage = "internal"
+        self._fns += 1
+        return fn
+
+    def call_all(self, b, fns):
+        for fn in fns:
+            b.call(fn, [])
+
+    def step(self, b, node):
+        """A loop or a branch, as code."""
+        shape = self.shapes[node.id]
+        if shape is DEAD:
+            return
+        if node.kind == LOOP:
+            self.loop_step(b, node)
+        else:
+            self.branch_step(b, node)
+
+    def scalar(self, b, nid, what, loc, notes):
+        """The one number of node ``nid``'s value (a double), or the run-time error that it
+        is not one number (``what`` names it)."""
+        shape = self.shapes[nid]
+        if K.cells(shape) != 1:
+            self.fail(b, "%s must be a single number (a scalar), got shape %s"
+                      % (what, format_shape(shape)), loc, notes)
+            return self.ir.Constant(self.f64, 0.0)
+        return b.load(self.get(b, nid))
+
+    def loop_step(self, b, node):
+        ir = self.ir
+        body = node.value
+        pre = body.parent
+        notes = _notes(node)
+        site = self.site(b, node.loc, notes)
+        bound = self.runtime("goat_bound", self.i64, [self.f64, self.i8p])
+        lo = b.call(bound, [self.scalar(b, node.args[0].id, "a loop bound", node.loc, notes), site])
+        hi = b.call(bound, [self.scalar(b, node.args[1].id, "a loop bound", node.loc, notes), site])
+        base = self.tuple_slots[node.id]
+        carried = body.params[1:]
+        for k, init in enumerate(node.args[2:]):
+            v = self.get(b, init.id)
+            self.retain(b, v)
+            self.put(b, base + k, v)
+        pre_fns = self.region_function(pre, keep=body.free_values()) if pre.nodes else []
+        body_fns = self.region_function(body)
+        fn = b.function
+        head = fn.append_basic_block("for")
+        done = fn.append_basic_block("for_end")
+        start = b.block
+        b.cbranch(b.icmp_signed("<", lo, hi), fn.append_basic_block("for_pre"), done)
+        b.position_at_end(fn.blocks[-1])
+        self.call_all(b, pre_fns)
+        b.branch(head)
+        pre_end = b.block
+        b.position_at_end(head)
+        i = b.phi(self.i64)
+        i.add_incoming(lo, pre_end)
+        # the index, a scalar value of its own
+        alloc = self.runtime("goat_alloc", self.dp, [self.i64, self.i8p, self.i8p])
+        index = b.call(alloc, [ir.Constant(self.i64, 1), site,
+                               self.cstring(b, "out of memory")])
+        b.store(b.sitofp(i, self.f64), index)
+        self.put(b, body.params[0].id, index)
+        for k, p in enumerate(carried):
+            ptr = self.slot_ptr(b, base + k)
+            self.put(b, p.id, b.load(ptr))              # the state's reference moves in
+            b.store(ir.Constant(self.dp, None), ptr)
+        self.call_all(b, body_fns)
+        for k, y in enumerate(body.yields):
+            v = self.get(b, y.id)
+            self.retain(b, v)
+            self.put(b, base + k, v)
+        for p in body.params:
+            self.release_slot(b, p.id)
+        for y in body.yields:
+            if y.region is body and y.kind != ARG:
+                self.release_slot(b, y.id)
+        nxt = b.add(i, ir.Constant(self.i64, 1))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, hi), head, fn.append_basic_block("for_exit"))
+        b.position_at_end(fn.blocks[-1])
+        for n in pre.nodes:
+            self.release_node(b, n.id)
+        b.branch(done)
+        b.position_at_end(done)
+        del start
+
+    def branch_step(self, b, node):
+        then, orelse = node.value
+        notes = _notes(node)
+        cond = self.scalar(b, node.args[0].id, "an if condition", node.loc, notes)
+        taken = b.fcmp_unordered("!=", cond, self.ir.Constant(self.f64, 0.0))   # NaN is true
+        base = self.tuple_slots[node.id]
+        fn = b.function
+        blocks = [fn.append_basic_block("then"), fn.append_basic_block("else")]
+        done = fn.append_basic_block("if_end")
+        b.cbranch(taken, blocks[0], blocks[1])
+        for block, region in zip(blocks, (then, orelse)):
+            b.position_at_end(block)
+            self.call_all(b, self.region_function(region))
+            for k, y in enumerate(region.yields):
+                if self.shapes.get(y.id) is DEAD:
+                    continue
+                v = self.get(b, y.id)
+                self.retain(b, v)
+                self.put(b, base + k, v)
+            for p in region.params:
+                self.release_slot(b, p.id)
+            for y in region.yields:
+                if y.region is region and y.kind != ARG:
+                    self.release_slot(b, y.id)
+            b.branch(done)
+        b.position_at_end(done)
+
+    # ---------------------------------------------------------------- effects
+    def _uses_ok(self, effect) -> bool:
+        return all(type(self.shapes.get(u.id)) is tuple for u in effect.uses())
+
+    def effect(self, b, effect):
+        if not self._uses_ok(effect):
+            return          # after a step that fails: never reached
+        kind = effect.kind
+        notes = _notes(effect)
+        if kind == "print":
+            shape = self.shapes[effect.node.id]
+            fn = self.runtime("goat_print", self.void, [self.dp, self.i64, self.i64.as_pointer()])
+            b.call(fn, [self.get(b, effect.node.id), self.ir.Constant(self.i64, len(shape)),
+                        self.dims(b, shape)])
+        elif kind == "format":
+            buf = self.format_parts(b, effect, effect.data, notes)
+            b.call(self.runtime("goat_print_line", self.void, [buf.type]), [buf])
+        elif kind == "save":
+            path, shown = effect.data
+            shape = self.shapes[effect.node.id]
+            site = self.site(b, effect.loc, notes)
+            value = self.get(b, effect.node.id)
+            dims = self.dims(b, shape)
+            rank = self.ir.Constant(self.i64, len(shape))
+            if isinstance(shown, str):
+                fn = self.runtime("goat_save_npy", self.void,
+                                  [self.i8p, self.i8p, self.dp, self.i64,
+                                   self.i64.as_pointer(), self.i8p])
+                b.call(fn, [self.cstring(b, path), self.cstring(b, shown), value, rank, dims,
+                            site])
+            else:
+                buf = self.format_parts(b, effect, shown, notes)
+                fn = self.runtime("goat_save_named", self.void,
+                                  [self.i8p, buf.type, self.dp, self.i64,
+                                   self.i64.as_pointer(), self.i8p])
+                b.call(fn, [self.cstring(b, path), buf, value, rank, dims, site])
+        else:
+            raise GoatError("goat compile --aot cannot compile a %s statement" % kind,
+                            effect.loc)
+
+    def format_parts(self, b, effect, parts, notes):
+        """The text of a format string's parts, built in the runtime's buffer; returns the
+        buffer (a goat_str *)."""
+        buf = self.fmtbuf
+        add = self.runtime("goat_str_add", self.void, [buf.type, self.i8p])
+        fmt = self.runtime("goat_format_value", self.void, [buf.type, self.f64, self.i8p,
+                                                             self.i8p])
+        for part in parts:
+            if isinstance(part, str):
+                b.call(add, [buf, self.cstring(b, part)])
+                continue
+            node, spec, loc = part
+            shape = self.shapes[node.id]
+            if K.cells(shape) != 1:
+                self.fail(b, "a {} field of a format string must hold a single number, but "
+                          "this value has shape %s" % format_shape(shape), loc, notes)
+                continue
+            x = b.load(self.get(b, node.id))
+            b.call(fmt, [buf, x, self.cstring(b, spec or ""), self.site(b, loc, notes)])
+        return buf
+
+    # ---------------------------------------------------------------- the program
+    def tables(self, b):
+        """The tables goat_exec reads (slots, kernels, strings, constants), handed to the
+        runtime at the start."""
+        ir = self.ir
+        kty = ir.ArrayType(self.i8p, max(len(self._kernel_fns), 1))
+        kernels = ir.GlobalVariable(self.module, kty, "kernels")
+        kernels.initializer = ir.Constant(kty, [f.bitcast(self.i8p) for f in self._kernel_fns]
+                                          or [ir.Constant(self.i8p, None)])
+        kernels.global_constant = True
+        kernels.linkage = "internal"
+        blob = b"".join(self._text_blob) or b"\0"
+        tty = ir.ArrayType(ir.IntType(8), len(blob))
+        strtab = ir.GlobalVariable(self.module, tty, "strtab")
+        strtab.initializer = ir.Constant(tty, bytearray(blob))
+        strtab.global_constant = True
+        strtab.linkage = "internal"
+        cty = ir.ArrayType(self.dp, max(len(self._const_values), 1))
+        consts = ir.GlobalVariable(self.module, cty, "consts")
+        consts.initializer = ir.Constant(cty, [self.const_value(v) for v in self._const_values]
+                                         or [ir.Constant(self.dp, None)])
+        consts.global_constant = True
+        consts.linkage = "internal"
+        fn = self.runtime("goat_tables", self.void, [self.dp.as_pointer(), self.i8p.as_pointer(),
+                                                      self.i8p, self.dp.as_pointer()])
+        b.call(fn, [b.bitcast(self.slots, self.dp.as_pointer()),
+                    b.bitcast(kernels, self.i8p.as_pointer()), b.bitcast(strtab, self.i8p),
+                    b.bitcast(consts, self.dp.as_pointer())])
+
+    def lower(self):
+        ir = self.ir
+        main_fns = self.region_function(self.program.main)
+        main = ir.Function(self.module, ir.FunctionType(self.i32, [self.i32,
+                                                                   self.i8p.as_pointer()]),
+                           "main")
+        b = ir.IRBuilder(main.append_basic_block("entry"))
+        b.call(self.runtime("goat_start", self.void, []), [])
+        self.tables(b)
+        self.call_all(b, main_fns)
+        b.ret(b.call(self.runtime("goat_finish", self.i32, []), []))
+        return self.module
+
+
+def lower(program, name="goat"):
+    """The LLVM module (llvmlite.ir.Module) of a checked program."""
+    return Lowering(program, name).lower()
+
+
+def missing_lowerings() -> list:
+    """Names of the registry's ops that have no lowering."""
+    return sorted(name for name, op in REGISTRY.items() if op.lowering is None)
+
+
+__all__ = ["lower", "resolve_shapes", "missing_lowerings", "Fail", "DEAD", "_mismatch"]

@@ -1,0 +1,46 @@
+/* goat_fail and goat_str_append: the two runtime functions every other part uses. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "goat_rt.h"
+
+void goat_fail(const char *site, const char *fmt, ...)
+{
+    const char *sep = strchr(site, '\x01');
+    fflush(stdout);
+    if (sep == NULL) {
+        fputs(site, stderr);
+    } else {
+        fwrite(site, 1, (size_t)(sep - site), stderr);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (sep != NULL)
+        fputs(sep + 1, stderr);
+    fputc('\n', stderr);
+    fflush(stderr);
+    exit(1);
+}
+
+void goat_str_append(goat_str *s, const char *text, size_t n)
+{
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 64;
+        while (cap < s->len + n + 1)
+            cap *= 2;
+        char *p = realloc(s->data, cap);
+        if (p == NULL) {
+            fputs("goat: out of memory formatting text\n", stderr);
+            exit(1);
+        }
+        s->data = p;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, text, n);
+    s->len += n;
+    s->data[s->len] = '\0';
+}

@@ -1,0 +1,359 @@
+/* The core of goat's AOT runtime: values (reference-counted cell buffers), print in the
+ * memref format, loop bounds, index checks, and standard output's errors.
+ *
+ * Every value is a block {refs, cells} followed by its cells (float64, row-major); a program
+ * holds a pointer to the cells.  Constants are such blocks in the executable's data, with a
+ * count so large it never reaches zero.  The compiled program keeps one reference per value
+ * slot and releases it after the slot's last use, as `goat run` drops a value. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "goat_rt.h"
+
+typedef struct {
+    int64_t refs;
+    int64_t cells;
+} goat_head;
+
+#define HEAD(p) ((goat_head *)((char *)(p) - sizeof(goat_head)))
+
+static void out_error(void);
+static const char *number_format = "%g";       /* print's numbers */
+
+double *goat_alloc(int64_t cells, const char *site, const char *oom)
+{
+    size_t bytes;
+    if (cells < 0 || (uint64_t)cells > (SIZE_MAX - sizeof(goat_head)) / sizeof(double))
+        goat_fail(site, "%s", oom);
+    bytes = sizeof(goat_head) + (size_t)cells * sizeof(double);
+    goat_head *h = malloc(bytes);
+    if (h == NULL)
+        goat_fail(site, "%s", oom);
+    h->refs = 1;
+    h->cells = cells;
+    return (double *)(h + 1);
+}
+
+void goat_retain(double *p)
+{
+    if (p != NULL)
+        HEAD(p)->refs++;
+}
+
+void goat_release(double *p)
+{
+    if (p != NULL && --HEAD(p)->refs == 0)
+        free(HEAD(p));
+}
+
+/* ------------------------------------------------------------ standard output */
+
+static char out_buffer[1 << 16];
+
+void goat_start(void)
+{
+    /* GOAT_PRINT_DIGITS=17: print every number with 17 significant digits (for comparing a
+     * compiled program's values with the interpreter's beyond %g's 6; tests use it) */
+    const char *digits = getenv("GOAT_PRINT_DIGITS");
+    if (digits != NULL && strcmp(digits, "17") == 0)
+        number_format = "%.17g";
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
+}
+
+static void out_error(void)
+{
+    int e = errno;
+    if (e == EPIPE)             /* the reader went away (prog | head): not an error */
+        _exit(0);
+    fprintf(stderr, "goat: error: cannot write output: %s\n",
+            e == EBADF ? "standard output is closed" : strerror(e));
+    _exit(1);
+}
+
+static void put(const char *s, size_t n);
+#define puts_(lit) put((lit), sizeof(lit) - 1)
+static void put(const char *s, size_t n)
+{
+    if (n && fwrite(s, 1, n, stdout) != n)
+        out_error();
+}
+
+int goat_finish(void)
+{
+    if (fflush(stdout) != 0)
+        out_error();
+    return 0;
+}
+
+/* C's %g for a double, glibc's nan/-nan/inf (print's numbers, as printer.format_number). */
+static int number(char *buf, size_t cap, double x)
+{
+    return snprintf(buf, cap, number_format, x);
+}
+
+/* One bracketed level of print's layout (printer.format_memref): between two elements ", ",
+ * then a newline unless this is the innermost level, then level + 1 spaces. */
+static void layout(const double *data, int64_t rank, const int64_t *dims, int64_t level,
+                   int64_t *off)
+{
+    char buf[64];
+    int64_t i, k;
+    puts_("[");
+    for (i = 0; i < dims[level]; i++) {
+        if (i) {
+            put(level == rank - 1 ? ", " : ", \n", level == rank - 1 ? 2 : 3);
+            for (k = 0; k <= level; k++)
+                puts_(" ");
+        }
+        if (level == rank - 1)
+            put(buf, (size_t)number(buf, sizeof buf, data[(*off)++]));
+        else
+            layout(data, rank, dims, level + 1, off);
+    }
+    puts_("]");
+}
+
+/* print: the memref format of MLIR's runner utilities (goat/interp/printer.py). */
+void goat_print(const double *data, int64_t rank, const int64_t *dims)
+{
+    char buf[64];
+    int64_t i, d, off = 0;
+    puts_("Unranked Memref base@ = 0x\xe2\x80\xa6 rank = ");
+    put(buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)rank));
+    puts_(" offset = 0 sizes = [");
+    for (i = 0; i < rank; i++) {
+        if (i)
+            puts_(", ");
+        put(buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)dims[i]));
+    }
+    puts_("] strides = [");
+    for (i = 0; i < rank; i++) {
+        int64_t s = 1;
+        for (d = i + 1; d < rank; d++)
+            s *= dims[d];
+        if (i)
+            puts_(", ");
+        put(buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)s));
+    }
+    puts_("] data = \n");
+    if (rank == 0) {
+        puts_("[");
+        put(buf, (size_t)number(buf, sizeof buf, data[0]));
+        puts_("]\n");
+        return;
+    }
+    layout(data, rank, dims, 0, &off);
+    puts_("\n");
+}
+
+/* A line of text (a format print). */
+void goat_print_line(goat_str *s)
+{
+    put(s->data ? s->data : "", s->len);
+    puts_("\n");
+    free(s->data);
+    s->data = NULL;
+    s->len = s->cap = 0;
+}
+
+void goat_str_add(goat_str *s, const char *text)
+{
+    goat_str_append(s, text, strlen(text));
+}
+
+/* ------------------------------------------------------------ checks when the program runs */
+
+/* Python's repr of a float (the shortest text that reads back as x), for messages. */
+static void py_repr(char *buf, size_t cap, double x)
+{
+    if (x != x) {
+        snprintf(buf, cap, "nan");
+        return;
+    }
+    if (isinf(x)) {
+        snprintf(buf, cap, x < 0 ? "-inf" : "inf");
+        return;
+    }
+    char digits[40];
+    int prec;
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(digits, sizeof digits, "%.*e", prec - 1, x);
+        if (strtod(digits, NULL) == x)
+            break;
+    }
+    /* digits is d.ddde[+-]XX: the mantissa's digits and the decimal exponent */
+    char mant[24];
+    int n = 0, neg = digits[0] == '-';
+    const char *p = digits + neg;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            mant[n++] = *p;
+    mant[n] = '\0';
+    int exp10 = atoi(p + 1);
+    while (n > 1 && mant[n - 1] == '0')
+        mant[--n] = '\0';
+    char *o = buf;
+    size_t left = cap;
+#define OUT(...) do { int w = snprintf(o, left, __VA_ARGS__); o += w; left -= (size_t)w; } while (0)
+    if (neg)
+        OUT("-");
+    if (exp10 < -4 || exp10 >= 16) {
+        OUT("%c", mant[0]);
+        if (n > 1)
+            OUT(".%s", mant + 1);
+        OUT("e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    } else if (exp10 < 0) {
+        OUT("0.");
+        for (int k = -1; k > exp10; k--)
+            OUT("0");
+        OUT("%s", mant);
+    } else {
+        for (int k = 0; k <= exp10; k++)
+            OUT("%c", k < n ? mant[k] : '0');
+        OUT(".");
+        if (n > exp10 + 1)
+            OUT("%s", mant + exp10 + 1);
+        else
+            OUT("0");
+    }
+#undef OUT
+}
+
+/* A loop bound: a whole number from -2**53 to 2**53 (evaluator._bound). */
+int64_t goat_bound(double v, const char *site)
+{
+    char buf[64];
+    if (!isfinite(v) || v != floor(v)) {
+        number(buf, sizeof buf, v);
+        goat_fail(site, "a loop bound must be a whole number, got %s", buf);
+    }
+    if (fabs(v) > 9007199254740992.0)
+        goat_fail(site, "a loop bound must be a whole number from -%lld to %lld (the loop "
+                  "index is a float, exact up to 2**53), got %.17g",
+                  9007199254740992LL, 9007199254740992LL, v);
+    return (int64_t)v;
+}
+
+/* An index of gather/onehot/scatter_add (builtins._indices): a whole number from 0 to
+ * count - 1; `position` is its place among the indices. */
+int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
+                        const char *site)
+{
+    char buf[64];
+    py_repr(buf, sizeof buf, v);
+    goat_fail(site, "%s's indices must be whole numbers from 0 to %lld, got %s at position %lld",
+              op, (long long)(count - 1), buf, (long long)position);
+}
+
+/* save with a name made when it runs ("w_{step}.npy"): relative to the program's folder. */
+void goat_save_npy(const char *path, const char *shown, const double *data, int64_t rank,
+                   const int64_t *dims, const char *site);
+
+void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
+                     const int64_t *dims, const char *site)
+{
+    const char *shown = name->data ? name->data : "";
+    goat_str path = {0};
+    if (shown[0] != '/') {
+        goat_str_add(&path, folder);
+        if (path.len && path.data[path.len - 1] != '/')
+            goat_str_add(&path, "/");
+    }
+    goat_str_add(&path, shown);
+    goat_save_npy(path.data, shown, data, rank, dims, site);
+    free(path.data);
+    free(name->data);
+    name->data = NULL;
+    name->len = name->cap = 0;
+}
+
+/* ------------------------------------------------------------ step code */
+
+/* The tables step code refers to, set once at the start (goat/aot/lower.py emits them). */
+static double **slots;
+static void **kernels;
+static const char *strtab;
+static double **consts;
+
+void goat_tables(double **slot_table, void **kernel_table, const char *string_table,
+                 double **const_table)
+{
+    slots = slot_table;
+    kernels = kernel_table;
+    strtab = string_table;
+    consts = const_table;
+}
+
+typedef void (*kernel0)(double *, const char *);
+typedef void (*kernel1)(double *, double *, const char *);
+typedef void (*kernel2)(double *, double *, double *, const char *);
+typedef void (*kernel3)(double *, double *, double *, double *, const char *);
+
+static inline void set_slot(int64_t i, double *v)
+{
+    double *old = slots[i];
+    slots[i] = v;
+    goat_release(old);
+}
+
+/* Run a straight-line run of steps (goat/aot/lower.py, Lowering.step_code):
+ *   1 CALL    kernel out nargs arg... cells site oom: out = a fresh buffer of `cells`, the
+ *             kernel computes it from the argument slots
+ *   2 ALIAS   out in: out shares in's value (a cast, reshape, a tuple's element)
+ *   3 CONST   out k: out is the program's constant k
+ *   4 RELEASE slot: the slot's last use is done
+ *   5 FAIL    site message: the run-time error goat run reports at this step */
+void goat_exec(const int64_t *code, int64_t n)
+{
+    const int64_t *p = code, *end = code + n;
+    while (p < end) {
+        switch (*p++) {
+        case 1: {
+            void *k = kernels[p[0]];
+            int64_t out = p[1], nargs = p[2];
+            const int64_t *a = p + 3;
+            const char *site = strtab + a[nargs + 1];
+            double *o = goat_alloc(a[nargs], site, strtab + a[nargs + 2]);
+            switch (nargs) {
+            case 0: ((kernel0)k)(o, site); break;
+            case 1: ((kernel1)k)(o, slots[a[0]], site); break;
+            case 2: ((kernel2)k)(o, slots[a[0]], slots[a[1]], site); break;
+            default: ((kernel3)k)(o, slots[a[0]], slots[a[1]], slots[a[2]], site); break;
+            }
+            set_slot(out, o);
+            p = a + nargs + 3;
+            break;
+        }
+        case 2: {
+            double *v = slots[p[1]];
+            goat_retain(v);
+            set_slot(p[0], v);
+            p += 2;
+            break;
+        }
+        case 3: {
+            double *v = consts[p[1]];
+            goat_retain(v);
+            set_slot(p[0], v);
+            p += 2;
+            break;
+        }
+        case 4:
+            set_slot(p[0], NULL);
+            p += 1;
+            break;
+        case 5:
+            goat_fail(strtab + p[0], "%s", strtab + p[1]);
+        default:
+            fputs("goat: internal error (bad step code in a compiled program); this is a bug "
+                  "in goat, please report it\n", stderr);
+            exit(2);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+/* goat's AOT runtime: what compiled programs call (goat/aot/lower.py emits the calls).
+ *
+ * A value is a pointer to its cells, float64 in row-major order, with a header just before
+ * them (a reference count); see goat_rt.c.  Shapes are known when the program is compiled,
+ * so they are passed as (rank, dims) where a function needs them.
+ *
+ * A "site" is where a run-time error is reported: the text before the message and the text
+ * after it, separated by the byte 0x01, e.g. "prog.mg:4: error: \x01\n4 | print x\n  | ^".
+ * goat_fail prints PREFIX MESSAGE SUFFIX and a newline on stderr and exits with status 1,
+ * as `goat run` reports a run-time error.
+ */
+#ifndef GOAT_RT_H
+#define GOAT_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Report a run-time error at `site` (printf-style message) and exit with status 1. */
+__attribute__((noreturn, format(printf, 2, 3)))
+void goat_fail(const char *site, const char *fmt, ...);
+
+/* A growable text buffer (format strings). */
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+} goat_str;
+
+void goat_str_append(goat_str *s, const char *text, size_t n);
+void goat_str_add(goat_str *s, const char *text);
+
+/* values (goat_rt.c) */
+double *goat_alloc(int64_t cells, const char *site, const char *oom);
+void goat_retain(double *p);
+void goat_release(double *p);
+
+/* the program's start and end; standard output */
+void goat_start(void);
+int goat_finish(void);
+void goat_print(const double *data, int64_t rank, const int64_t *dims);
+void goat_print_line(goat_str *s);
+
+/* checks when the program runs */
+int64_t goat_bound(double v, const char *site);
+__attribute__((noreturn))
+int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
+                        const char *site);
+void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
+                     const int64_t *dims, const char *site);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
