@@ -371,3 +371,29 @@ def test_run_aot_uses_the_cache(env, tmp_path):
 def test_every_op_has_a_lowering():
     from goat.aot.lower import missing_lowerings
     assert missing_lowerings() == []
+
+
+def test_matrix_products_sum_in_k_order_tiled_or_not(env, tmp_path):
+    """The compiled matrix product, tiled (4x16 cells in vector registers) or not, adds each
+    cell's terms in k order from +0 -- bit for bit what an independent NumPy loop computes
+    that way (one multiply and one add per term, each rounded)."""
+    cases = [((7, 5), (5, 35)), ((2, 9, 3), (3, 33)), ((4, 16), (16, 4)), ((1, 1), (1, 1)),
+             ((16, 40), (40, 16)), ((3, 2, 6), (3, 6, 17))]
+    lines = []
+    for n, (sa, sb) in enumerate(cases):
+        lines.append("print randn(tensor[%s], %d) @ randn(tensor[%s], %d)"
+                     % ("x".join(map(str, sa)), 2 * n, "x".join(map(str, sb)), 2 * n + 1))
+    path = tmp_path / "mm.mg"
+    path.write_text("\n".join(lines) + "\n")
+    r = goat_cmd(["run", "--aot", str(path)], dict(env, GOAT_PRINT_DIGITS="17"))
+    assert r.returncode == 0, r.stderr
+    blocks = r.stdout.split("Unranked Memref")[1:]
+    from goat.ops import rng
+    for n, ((sa, sb), block) in enumerate(zip(cases, blocks)):
+        a = rng.normal(np, sa, 2 * n)
+        b = rng.normal(np, sb, 2 * n + 1)
+        want = np.zeros(np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1]))
+        for p in range(sa[-1]):
+            want = want + a[..., :, p:p + 1] * b[..., p:p + 1, :]
+        got = np.array(_numbers(block))
+        assert got.tobytes() == want.ravel().tobytes(), (sa, sb)

@@ -397,9 +397,12 @@ def matmul(k: Kernel):
             [s * (kk * n) for s in sets[2]]]
     A, B, O = k.ins[0], k.ins[1], k.out
     bld = k.b
+    tiles = m // ROWS if n >= COLS else 0
 
     def one(offs):
         ob, ab, bb = offs
+        if tiles:
+            _matmul_tiles(k, A, B, O, ob, ab, bb, m, kk, n)
 
         def row(i):
             orow = bld.add(ob, bld.mul(i, k.int(n)))
@@ -419,8 +422,85 @@ def matmul(k: Kernel):
                             O, o)
                 k.loop(n, col)
             k.loop(kk, inner)
-        k.loop(m, row)
+        if tiles:
+            # the rows the tiles left, and the columns right of the tiles in tiled rows
+            rest = m - tiles * ROWS
+            k.loop(rest, lambda r: row(bld.add(r, k.int(tiles * ROWS))))
+            if n % COLS:
+                k.loop(tiles * ROWS, lambda i: _row_columns(k, A, B, O, ob, ab, bb, i, kk, n,
+                                                            n - n % COLS))
+        else:
+            k.loop(m, row)
     k.nest(batch, sets, one, merge=False)
+
+
+ROWS, LANES, VECTORS = 4, 8, 2      # a matmul tile: 4 rows x 16 columns, in 8 vector registers
+COLS = LANES * VECTORS
+
+
+def _matmul_tiles(k, A, B, O, ob, ab, bb, m, kk, n):
+    """The tiled part of ``a @ b``: for each tile of ROWS x COLS result cells, the sums over k
+    kept in vector registers (each cell still 0 + a[i,0]*b[0,j] + a[i,1]*b[1,j] + ..., in
+    that order: the same bits as the plain loop), one row of b's tile read once for ROWS
+    rows of a."""
+    ir = k.ir
+    bld = k.b
+    vty = ir.VectorType(k.f64, LANES)
+    vptr = vty.as_pointer()
+    accs = [[k.alloca(vty) for _ in range(VECTORS)] for _ in range(ROWS)]
+    zero = ir.Constant(vty, [0.0] * LANES)
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    undef = ir.Constant(vty, ir.Undefined)
+
+    def tile_row(t):
+        i0 = bld.mul(t, k.int(ROWS))
+
+        def tile(u):
+            j0 = bld.mul(u, k.int(COLS))
+            for r in range(ROWS):
+                for c in range(VECTORS):
+                    bld.store(zero, accs[r][c])
+
+            def step(p):
+                brow = bld.add(bb, bld.add(bld.mul(p, k.int(n)), j0))
+                bs = [bld.load(bld.bitcast(k.at(B, bld.add(brow, k.int(c * LANES))), vptr),
+                               align=8) for c in range(VECTORS)]
+                for r in range(ROWS):
+                    a = k.load(A, bld.add(ab, bld.add(bld.mul(bld.add(i0, k.int(r)),
+                                                              k.int(kk)), p)))
+                    av = bld.shuffle_vector(bld.insert_element(undef, a, k.int(0)), undef, mask)
+                    for c in range(VECTORS):
+                        acc = accs[r][c]
+                        bld.store(bld.fadd(bld.load(acc), bld.fmul(av, bs[c])), acc)
+            k.loop(kk, step)
+            for r in range(ROWS):
+                orow = bld.add(ob, bld.add(bld.mul(bld.add(i0, k.int(r)), k.int(n)), j0))
+                for c in range(VECTORS):
+                    bld.store(bld.load(accs[r][c]),
+                              bld.bitcast(k.at(O, bld.add(orow, k.int(c * LANES))), vptr),
+                              align=8)
+        k.loop(n // COLS, tile)
+    k.loop(m // ROWS, tile_row)
+
+
+def _row_columns(k, A, B, O, ob, ab, bb, i, kk, n, j_from):
+    """Cells j_from..n-1 of row i of ``a @ b``, summed in k order from +0."""
+    bld = k.b
+    orow = bld.add(ob, bld.mul(i, k.int(n)))
+    arow = bld.add(ab, bld.mul(i, k.int(kk)))
+    acc = k.alloca()
+
+    def col(jj):
+        j = bld.add(jj, k.int(j_from))
+        bld.store(k.const(0.0), acc)
+
+        def step(p):
+            x = bld.fmul(k.load(A, bld.add(arow, p)), k.load(B, bld.add(bb, bld.add(
+                bld.mul(p, k.int(n)), j))))
+            bld.store(bld.fadd(bld.load(acc), x), acc)
+        k.loop(kk, step)
+        k.store(bld.load(acc), O, bld.add(orow, j))
+    k.loop(n - j_from, col)
 
 
 def transpose(k: Kernel):

@@ -518,7 +518,8 @@ static void repr_float(goat_str *s, double x, int add_dot0, int sign)
         sb_c(s, '-');
     else if (sign)
         sb_c(s, '+');
-    x = fabs(x);
+    if (signbit(x))
+        x = -x;
     if (isinf(x)) {
         sb(s, "inf");
         return;
@@ -794,12 +795,15 @@ static int int_eq_float(const pyval *i, double f)
         digits = i->digits;
         neg = i->neg;
     }
-    if (!isfinite(f) || f != floor(f))
+    if (!isfinite(f))
+        return 0;
+    double mag = signbit(f) ? -f : f;
+    if (mag < 4503599627370496.0 && mag != (double)(int64_t)mag)     /* 2**52: all whole */
         return 0;
     if ((f < 0) != neg && !(f == 0 && strcmp(digits, "0") == 0))
         return 0;
     char buf[400];
-    snprintf(buf, sizeof buf, "%.0f", fabs(f));
+    snprintf(buf, sizeof buf, "%.0f", mag);
     return strcmp(buf, digits) == 0;
 }
 
