@@ -208,7 +208,7 @@ def test_a_word_that_is_neither_a_command_nor_a_file(files):
     status, out, err = shell("%s -m goat frob" % PYTHON, d)
     assert (status, out) == (1, "")
     assert err == ("goat: error: 'frob' is neither a command nor a file; the commands are run, "
-                   "check, repl, and goat FILE runs a program (see goat --help)\n")
+                   "check, compile, repl, and goat FILE runs a program (see goat --help)\n")
     status, _, err = shell("%s -m goat chek" % PYTHON, d)
     assert status == 1 and "(did you mean check?)" in err
     # a name that looks like a file is taken for one, and its absence is reported
@@ -231,7 +231,7 @@ def test_a_file_named_like_a_command_needs_run(files):
 def test_help_shows_goat_file():
     status, out, err = shell("%s -m goat --help" % PYTHON, ROOT)
     assert status == 0 and err == ""
-    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] FILE\n")
+    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--aot] FILE\n")
     assert "goat FILE runs FILE, as goat run FILE does" in out
 
 

@@ -117,12 +117,14 @@ def runtime_library(cc: str) -> str:
         return lib
     work = tempfile.mkdtemp(prefix="goat-rt-", dir=folder)
     try:
-        objs = []
-        for name in RUNTIME_SOURCES:
-            obj = os.path.join(work, name[:-2] + ".o")
-            _run_cc([cc, *C_FLAGS, "-c", os.path.join(RUNTIME_DIR, name), "-o", obj],
-                    "on goat's runtime (%s)" % name)
-            objs.append(obj)
+        objs = [os.path.join(work, name[:-2] + ".o") for name in RUNTIME_SOURCES]
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            jobs = [pool.submit(_run_cc, [cc, *C_FLAGS, "-c", os.path.join(RUNTIME_DIR, name),
+                                          "-o", obj], "on goat's runtime (%s)" % name)
+                    for name, obj in zip(RUNTIME_SOURCES, objs)]
+            for job in jobs:
+                job.result()
         ar = shutil.which("ar")
         tmp = os.path.join(work, "runtime.a")
         if ar:

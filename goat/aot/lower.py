@@ -11,10 +11,12 @@ drop after each):
 * an op is a call of its **kernel** (goat/aot/kernels.py, the registry's ``lowering``
   entries), made once per (op, attributes, input shapes) with constant loop bounds; an op that
   passes its argument on (reshape, stop_gradient, a cast) shares its argument's buffer;
-* a region is a function (split into functions of :data:`CHUNK` steps, so a 14,529-line
-  unrolled program is many small functions, each optimised quickly); a ``for`` loop is a
-  counted loop around the call of its body's function, its pre-region run once before the
-  first iteration; an ``if`` a branch between its two regions' functions;
+* a region is a function: its straight-line steps (call this kernel into that slot, share a
+  value, release one) are *step code*, constant arrays that the runtime's ``goat_exec`` runs
+  in order, so a 14,529-line unrolled program is data, not 35,000 calls for LLVM to optimise
+  (it compiles in seconds); a ``for`` loop is a counted loop around the call of its body's
+  function, its pre-region run once before the first iteration; an ``if`` a branch between
+  its two regions' functions;
 * ``print``, format strings and ``save`` call the runtime, which writes what ``goat run``
   writes.
 

@@ -3,8 +3,10 @@
 An entry declares, side by side (after JAX's primitives): its name and arity, a one-line doc
 with shapes in and out, its **shape rule** (used by the checker, the REPL's hints and the
 run-time re-check of ``?`` dimensions), and its **evaluation** on an array back end (``xp`` is
-NumPy or CuPy).  Autodiff's vector-Jacobian product and the LLVM lowering will sit beside them
-(``lowering`` is reserved for that).
+NumPy or CuPy), its vector-Jacobian product (``vjp``, below) and its LLVM lowering
+(``lowering``: one of the factories of goat/aot/kernels.py, called with a kernel builder for
+the op's actual shapes; ``kernels.ALIAS`` for an op whose result shares its argument's
+cells), which ``goat compile --aot`` uses.
 
 ``vjp`` is the op's vector-Jacobian product, used by ``grad`` (goat/autodiff/grad.py):
 ``vjp(d, g, out, *args, *attrs)`` gets an emitter ``d`` (which makes checked nodes: ``d.mul``,
@@ -34,7 +36,7 @@ class Op:
     symbol: str | None = None       # "+", "@", ... for operators; None for functions
     callable_by_name: bool = True   # False for operators (written as symbols only)
     vjp: Callable | None = None     # reverse-mode derivative (see the module's doc)
-    lowering: Callable | None = None  # the LLVM lowering (goat/aot/kernels.py), ahead-of-time compilation
+    lowering: Callable | None = None  # (kernel) -> None: LLVM lowering (goat/aot/kernels.py)
     tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
     # The parameters as written in a call, (name, kind): kind "value" (a tensor, an argument
     # node) or a static attribute known when the program is checked -- "type" (a shape written

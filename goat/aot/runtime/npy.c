@@ -1,25 +1,41 @@
 /* npy.c: .npy files for compiled programs -- goat/interp/npyio.py's read_npy and save_npy in
- * C, message for message.
+ * C, message for message (goat_load_npy and goat_save_npy, declared in npy.h).
  *
  * Reading follows read_npy step by step: the file must be a regular file (stat, then open
  * without blocking, then fstat); the magic string and version (1.0, 2.0, 3.0); the header
  * length and NumPy's limit of 10000 bytes; the header text (latin-1, or UTF-8 in 3.0) read
- * as ast.literal_eval reads a Python literal (a small tokenizer and parser for exactly the
- * literals literal_eval accepts, with Python's repr for the messages that quote a value);
- * the header's entries; its descr turned into a dtype as numpy.lib.format.descr_to_dtype and
- * numpy.dtype do (type strings, comma strings, sub-array tuples, records); the element type
- * accepted or named; the declared shape; exactly the promised bytes; the values converted to
- * float64 (float16 as NumPy converts it, bit for bit; any nonzero bool byte is 1; an int64 or
- * uint64 that float64 cannot hold exactly is refused, the first in row-major order named).
+ * as ast.literal_eval reads it (a tokenizer and parser for the literals literal_eval accepts,
+ * with Python's repr for the messages that quote a value); the header's entries; its descr
+ * turned into a dtype as numpy.lib.format.descr_to_dtype and numpy.dtype do (type strings,
+ * names, datetime units, comma strings, sub-array tuples, records, padding, titles); the
+ * element type accepted or named as _dtype_problem names it; the declared shape; exactly the
+ * promised bytes; the values converted to float64 (float16 as NumPy converts it, NaN payloads
+ * kept; any nonzero bool byte is 1; an int64 or uint64 that float64 cannot hold exactly is
+ * refused, the first in row-major order named).
  *
- * Writing follows save_npy: a symbolic link is followed (realpath), a directory or a
+ * Writing follows save_npy: a symbolic link is followed (os.path.realpath), a directory or a
  * non-regular file refused, a read-only file kept, a temporary file made beside the target
- * (".NAME.XXXXXXXX.tmp", mode 0600), written with NumPy's header for a C-ordered '<f8' array,
- * fsynced, given the target's mode (or 0666 less the umask), renamed onto the target, and the
- * folder fsynced; on any error the temporary file is removed.
+ * (".NAME.XXXXXXXX.tmp", mode 0600) and given NumPy's header for a C-ordered '<f8' array and
+ * the data, fsynced, given the target's mode (or 0666 less the umask), renamed onto the
+ * target, and the folder fsynced; on any error the temporary file is removed and the target
+ * is untouched.  A failed write of the data is worded as ndarray.tofile words it ("N requested
+ * and M written", "not enough free space to write N bytes").
  *
- * OS errors are worded as _os_message words them (errno -> words; others strerror's text with
- * its first letter lowered, as Python's OSError.strerror is).
+ * OS errors are worded as _os_message words them (errno -> words; other errors strerror's text
+ * with its first letter lowered, as Python's OSError.strerror is).
+ *
+ * Not reproduced (rare; the message's first words are still read_npy's):
+ * - a \N{NAME} escape in a header's string: a damaged header here (Python knows the names);
+ * - a set quoted in a message lists its members in the header's order, not Python's hash order;
+ * - a tuple descr (dtype, X) where X is a non-empty dict or a list NumPy takes as a dtype;
+ *   the str() of a union dtype (dtype, [fields]); sub-arrays of StringDType with no elements;
+ * - 'M8[s/0]' is "not a NumPy dtype" here (NumPy itself dies of a division by zero);
+ * - where read_npy itself fails without an OpError (repr() of an int of more than 4300
+ *   digits, an OverflowError in huge_int + 1j), a message here (the digits; a damaged header);
+ * - one tokenizer corner: an indented last line holding a line continuation and a form feed;
+ * - save_npy keeps a file truncated by a failed final flush (NumPy's tofile ignores fclose's
+ *   result); here that is an error and the old file stays.
+ * The type names NumPy looks up (numpy.sctypeDict) are those of 64-bit Linux.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -3257,6 +3273,7 @@ static void os_message(goat_str *m, const char *verb, const char *path, const ch
     } else if (code == EIO) {
         sb(m, "an input/output error (the disk may be failing)");
     } else {
+        /* strerror's text (or an OSError's own text, code 0), first letter lowered */
         const char *text = strerror_text ? strerror_text : strerror(code);
         if (text[0] >= 'A' && text[0] <= 'Z') {
             sb_c(m, (char)(text[0] - 'A' + 'a'));
@@ -3568,6 +3585,17 @@ static void read_data(loader *L, double *out, const dtype *dt, int fortran, size
     for (size_t i = rank; i-- > 0;) {
         stride[i] = st;
         st *= shape[i];
+    }
+    if (k == 'f' && size == 8 && !fortran && little == (native_order() == '<')) {
+        /* float64 in this machine's order, row-major: the bytes are the values */
+        int64_t got = (int64_t)ld_read(L, out, (size_t)nbytes);
+        if (got < nbytes) {                /* the file shrank while it was read */
+            goat_str m = {0};
+            sb_f(&m, "%s is truncated: its header promises %lld bytes of data, the file "
+                 "holds %lld", L->name, (long long)nbytes, (long long)got);
+            ld_fail(L, &m);
+        }
+        return;
     }
     int64_t pos = 0;
     int64_t bad_pos = -1;            /* the first inexact integer, in row-major order */
@@ -3881,20 +3909,22 @@ static void npy_header(goat_str *h, int64_t rank, const int64_t *dims)
     sb_free(&d);
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+/* write(2) until done: the bytes written, and errno in *err where it stopped short */
+static size_t write_all(int fd, const void *buf, size_t n, int *err)
 {
     const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, p + done, n - done);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            return -1;
+            *err = errno ? errno : EIO;
+            break;
         }
-        p += w;
-        n -= (size_t)w;
+        done += (size_t)w;
     }
-    return 0;
+    return done;
 }
 
 static uint64_t random_bits(void)
@@ -4002,19 +4032,30 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         sv_os_fail(&S, errno, NULL);
     }
     int err = 0;
+    goat_str why = {0};                 /* an OSError without an errno: its text */
 
-    /* the header, then the data, little-endian */
+    /* the header (save_npy's buffered writer: an OSError with the errno) */
     goat_str h = {0};
     npy_header(&h, rank, dims);
-    if (write_all(fd, h.data, h.len) != 0)
-        err = errno;
+    write_all(fd, h.data, h.len, &err);
     sb_free(&h);
+    /* the data, little-endian, as ndarray.tofile writes it: its failures are worded
+     * "N requested and M written" (elements), and a large array's space is reserved first */
     int64_t count = 1;
     for (int64_t i = 0; i < rank; i++)
         count *= dims[i];
-    if (!err) {
+#if defined(__linux__)
+    if (!err && count * 8 >= 16 * 1024 * 1024) {
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        if (fallocate(fd, 1 /* FALLOC_FL_KEEP_SIZE */, at, (off_t)(count * 8)) != 0
+                && errno == ENOSPC)
+            sb_f(&why, "not enough free space to write %lld bytes", (long long)(count * 8));
+    }
+#endif
+    if (!err && !why.len) {
         unsigned char buf[1 << 16];
         size_t per = sizeof buf / 8;
+        int64_t written = 0;            /* bytes */
         for (int64_t i = 0; i < count && !err;) {
             size_t n = (size_t)(count - i) < per ? (size_t)(count - i) : per;
             for (size_t k = 0; k < n; k++) {
@@ -4023,10 +4064,19 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
                 for (int b = 0; b < 8; b++)
                     buf[8 * k + (size_t)b] = (unsigned char)(bits >> (8 * b));
             }
-            if (write_all(fd, buf, 8 * n) != 0)
-                err = errno;
+            written += (int64_t)write_all(fd, buf, 8 * n, &err);
             i += (int64_t)n;
         }
+        if (err) {
+            sb_f(&why, "%lld requested and %lld written", (long long)count,
+                 (long long)(written / 8));
+            err = 0;
+        }
+    }
+    if (why.len) {
+        close(fd);
+        unlink(sb_str(&tmp));
+        sv_os_fail(&S, 0, sb_str(&why));
     }
     if (!err && fsync(fd) != 0)
         err = errno;
