@@ -289,6 +289,7 @@ def test_loops_branches_grad_and_formats(env, tmp_path):
     'def f(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint 7\nprint f([[1, 2], [3, 4], [5, 6]], [[1, 2], [3, 4]])\n',
     'def f(x: tensor[2x2]) = gather(x, [[5], [0]])\nprint f([[1, 2], [3, 4]])\n',
     'for i in 0 .. 3 {\n    if i == 2 {\n        print onehot([[i]], 2)\n    }\n}\n',
+    'print sample_rows(zeros(tensor[2x0]), 1)\n',
 ])
 def test_run_time_errors_reported_as_goat_run_reports_them(env, tmp_path, text):
     """The same stdout before the error, the same PATH:LINE: error: report (source line,

@@ -303,3 +303,11 @@ def test_floor():
     assert g.tolist() == [[2.0, 2.0, 2.0, 2.0]]          # floor's derivative is 0
     e = error("print round([[1.5]])\n")
     assert "write floor(x + 0.5)" in e.message
+
+
+def test_sample_rows_of_rows_without_columns_is_a_clear_error():
+    """A 2x0 matrix has rows with no weights: the weights error, not a division by zero."""
+    import goat
+    with pytest.raises(goat.GoatError) as e:
+        goat.run_source("print sample_rows(zeros(tensor[2x0]), 1)\n")
+    assert "row 0 is []" in str(e.value)

@@ -721,7 +721,9 @@ def _sample_rows(be):
     xp = be.xp
 
     def run(p, seed):
-        n = p.size // p.shape[-1]
+        n = 1
+        for d in p.shape[:-1]:
+            n *= d
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(seed)))
         rows = p.reshape(n, p.shape[-1])
         bad = ~((rows >= 0).all(axis=-1) & (rows.sum(axis=-1) > 0))     # NaN fails both
