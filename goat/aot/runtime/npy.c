@@ -28,7 +28,7 @@
  * - a \N{NAME} escape in a header's string: a damaged header here (Python knows the names);
  * - a set quoted in a message lists its members in the header's order, not Python's hash order;
  * - a tuple descr (dtype, X) where X is a non-empty dict or a list NumPy takes as a dtype;
- *   the str() of a union dtype (dtype, [fields]); sub-arrays of StringDType with no elements;
+ *   the str() of a union dtype (dtype, [fields]);
  * - 'M8[s/0]' is "not a NumPy dtype" here (NumPy itself dies of a division by zero);
  * - where read_npy itself fails without an OpError (repr() of an int of more than 4300
  *   digits, an OverflowError in huge_int + 1j), a message here (the digits; a damaged header);
@@ -37,7 +37,9 @@
  *   result); here that is an error and the old file stays.
  * The type names NumPy looks up (numpy.sctypeDict) are those of 64-bit Linux.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -2581,11 +2583,11 @@ static dtype *dt_tuple(arena *a, dtype *type, const pyval *val)
         dtype *conv = dt_from_any(a, val);
         if (conv != NULL && type->kind != 'T' && conv->kind != 'T') {
             dtype *nw = dt_copy(a, type);
-            if (dt_unsized(nw))
+            if (dt_unsized(nw)) {
                 nw->size = conv->size;
-            else if (nw->size != conv->size)
+            } else if (nw->size != conv->size) {
                 return NULL;            /* mismatch in size */
-            if (nw->hasobject || conv->hasobject) {
+            } else if (nw->hasobject || conv->hasobject) {
                 /* _validate_union_object_dtype */
                 if (nw->has_fields || nw->kind != 'O' || !conv->has_fields
                         || conv->nfields != 1 || conv->fields[0].dt->kind != 'O')
@@ -2596,7 +2598,7 @@ static dtype *dt_tuple(arena *a, dtype *type, const pyval *val)
                 nw->fields = conv->fields;
                 nw->nfields = conv->nfields;
             }
-            if (nw->kind == 'V' && nw->base == NULL)
+            if (nw->kind == 'V')
                 nw->hasobject = conv->hasobject;
             return nw;
         }
