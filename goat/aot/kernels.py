@@ -39,13 +39,9 @@ def cells(shape) -> int:
 
 
 def strides(shape) -> list:
-    """Row-major strides, in cells."""
-    out = []
-    acc = 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return out[::-1]
+    """Row-major strides, in cells (the printer's)."""
+    from ..interp.printer import row_major_strides
+    return row_major_strides(shape)
 
 
 def broadcast_strides(shape, full) -> list:

@@ -469,7 +469,6 @@ class Lowering:
         fn = b.function
         head = fn.append_basic_block("for")
         done = fn.append_basic_block("for_end")
-        start = b.block
         b.cbranch(b.icmp_signed("<", lo, hi), fn.append_basic_block("for_pre"), done)
         b.position_at_end(fn.blocks[-1])
         self.call_all(b, pre_fns)
@@ -506,7 +505,6 @@ class Lowering:
             self.release_node(b, n.id)
         b.branch(done)
         b.position_at_end(done)
-        del start
 
     def branch_step(self, b, node):
         then, orelse = node.value

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "goat_rt.h"
+#include "fmt.h"
 
 typedef struct {
     int64_t refs;
@@ -169,62 +170,6 @@ void goat_str_add(goat_str *s, const char *text)
 
 /* ------------------------------------------------------------ checks when the program runs */
 
-/* Python's repr of a float (the shortest text that reads back as x), for messages. */
-static void py_repr(char *buf, size_t cap, double x)
-{
-    if (x != x) {
-        snprintf(buf, cap, "nan");
-        return;
-    }
-    if (isinf(x)) {
-        snprintf(buf, cap, x < 0 ? "-inf" : "inf");
-        return;
-    }
-    char digits[40];
-    int prec;
-    for (prec = 1; prec <= 17; prec++) {
-        snprintf(digits, sizeof digits, "%.*e", prec - 1, x);
-        if (strtod(digits, NULL) == x)
-            break;
-    }
-    /* digits is d.ddde[+-]XX: the mantissa's digits and the decimal exponent */
-    char mant[24];
-    int n = 0, neg = digits[0] == '-';
-    const char *p = digits + neg;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.')
-            mant[n++] = *p;
-    mant[n] = '\0';
-    int exp10 = atoi(p + 1);
-    while (n > 1 && mant[n - 1] == '0')
-        mant[--n] = '\0';
-    char *o = buf;
-    size_t left = cap;
-#define OUT(...) do { int w = snprintf(o, left, __VA_ARGS__); o += w; left -= (size_t)w; } while (0)
-    if (neg)
-        OUT("-");
-    if (exp10 < -4 || exp10 >= 16) {
-        OUT("%c", mant[0]);
-        if (n > 1)
-            OUT(".%s", mant + 1);
-        OUT("e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
-    } else if (exp10 < 0) {
-        OUT("0.");
-        for (int k = -1; k > exp10; k--)
-            OUT("0");
-        OUT("%s", mant);
-    } else {
-        for (int k = 0; k <= exp10; k++)
-            OUT("%c", k < n ? mant[k] : '0');
-        OUT(".");
-        if (n > exp10 + 1)
-            OUT("%s", mant + exp10 + 1);
-        else
-            OUT("0");
-    }
-#undef OUT
-}
-
 /* A loop bound: a whole number from -2**53 to 2**53 (evaluator._bound). */
 int64_t goat_bound(double v, const char *site)
 {
@@ -245,10 +190,10 @@ int64_t goat_bound(double v, const char *site)
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site)
 {
-    char buf[64];
-    py_repr(buf, sizeof buf, v);
+    goat_str text = {0};
+    goat_format_repr(&text, v);         /* Python's repr, as builtins._indices writes it */
     goat_fail(site, "%s's indices must be whole numbers from 0 to %lld, got %s at position %lld",
-              op, (long long)(count - 1), buf, (long long)position);
+              op, (long long)(count - 1), text.data, (long long)position);
 }
 
 /* save with a name made when it runs ("w_{step}.npy"): relative to the program's folder. */
