@@ -1,7 +1,8 @@
 """goat: Mountain Goat, a small tensor language in which shapes are types.
 
 The Python API (see goat/api.py): ``run_source``, ``run_file``, ``check_source``,
-``check_file``, ``load`` and ``execute``; errors are :class:`GoatError` (:class:`GoatErrors`
+``check_file``, ``load``, ``execute`` and ``compile_file`` (ahead of time, to a native
+executable); errors are :class:`GoatError` (:class:`GoatErrors`
 when a file has several independent ones: ``.errors`` lists them).
 
 The API, and NumPy with it, is imported when first used (``goat.run_source``,
@@ -12,10 +13,11 @@ __version__ = "0.1.0"
 
 from .diagnostics import GoatError, GoatErrors  # noqa: E402
 
-_API = ("run_source", "run_file", "check_source", "check_file", "load", "execute")
+_API = ("run_source", "run_file", "check_source", "check_file", "load", "execute",
+        "compile_file")
 
 __all__ = ["__version__", "GoatError", "GoatErrors", "run_source", "run_file", "check_source", "check_file",
-           "load", "execute"]
+           "load", "execute", "compile_file"]
 
 
 def __getattr__(name):

@@ -681,5 +681,42 @@ def check_file(path) -> Program:
     return with_deep_stack(_load, read_source(path))
 
 
+def compile_file(path, output=None, portable: bool = False, opt: int = 2,
+                 emit_llvm: bool = False, timings: dict | None = None) -> str:
+    """Compile the program in the file ``path`` ahead of time, as ``goat compile --aot``
+    does: check it, lower it to LLVM IR, optimise it (LLVM's level ``opt``, 0 to 3) and link
+    it by the system C compiler into the native executable ``output`` (default: ``path``
+    without ``.mg``); with ``emit_llvm`` write the LLVM IR there instead (default:
+    ``path`` with ``.ll``).  Returns the path written.  The executable prints what
+    :func:`run_file` prints, bit for bit (see docs/aot.md); ``portable``: an executable that
+    computes with its own code only, not NumPy's BLAS and SVML.  ``timings`` as for
+    :func:`run_source`, with the compiler's phases ("lower", "optimise", "codegen", "link").
+
+    Raises GoatError for a problem in the program (or one it cannot compile: a size known
+    only when it runs) and for a missing C compiler; TypeError for an argument of the wrong
+    type; nothing is left at ``output`` when it fails.
+    """
+    path = _file_path(path, "compile_file")
+    if output is not None:
+        output = _file_path(output, "compile_file")
+    for name, value in (("portable", portable), ("emit_llvm", emit_llvm)):
+        if not isinstance(value, bool):
+            raise TypeError("goat.compile_file: %s must be True or False, not %s"
+                            % (name, _type_name(value)))
+    if type(opt) is not int or not 0 <= opt <= 3:
+        raise ValueError("goat.compile_file: opt must be an int from 0 to 3, not %r" % (opt,))
+    _check_timings(timings, "compile_file")
+    from .aot import build
+    source = read_source(path)
+    program = with_deep_stack(_load, source, timings)
+    if output is None:
+        output = build.default_output(path, emit_llvm)
+    if emit_llvm:
+        with_deep_stack(build.emit_llvm, program, output, portable)
+    else:
+        with_deep_stack(build.build_executable, program, output, opt, timings, portable)
+    return output
+
+
 __all__ = ["GoatError", "load", "execute", "run_source", "run_file", "check_source",
-           "check_file", "read_source", "with_deep_stack"]
+           "check_file", "compile_file", "read_source", "with_deep_stack"]

@@ -37,9 +37,9 @@ from .diagnostics import GoatError, internal_error_line
 COMMANDS = ("run", "check", "compile", "repl")
 
 USAGE = """\
-goat [run] [--time] [--quiet] [--backend NAME] [--aot] FILE
+goat [run] [--time] [--quiet] [--backend NAME] [--aot [--portable]] FILE
        goat check [--shapes] FILE
-       goat compile --aot FILE [-o OUTPUT] [--emit-llvm]
+       goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable]
        goat [repl]
        goat --help | --version"""
 
@@ -189,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="compile the program to native code first (through LLVM; cached "
                           "under ~/.cache/goat/aot, keyed by the program's text), then run it: "
                           "the same output, faster loops")
+    run.add_argument("--portable", action="store_true",
+                     help="with --aot: compute with the compiled program's own code only, not "
+                          "NumPy's BLAS and SVML (the same numbers to the last bits)")
 
     comp = sub.add_parser("compile", help="compile a program ahead of time to a native "
                                           "executable (--aot)",
@@ -209,6 +212,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="LLVM's optimisation level (default 2)")
     comp.add_argument("--time", action="store_true",
                       help="report the time of each phase on standard error")
+    comp.add_argument("--portable", action="store_true",
+                      help="compute with the executable's own code only: without it the "
+                           "executable opens NumPy's BLAS and SVML (found now) when it runs, "
+                           "to print goat run's bits exactly, and uses its own code where they "
+                           "are gone")
 
     sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
                    description="Start the REPL: type statements, see their shapes as you type.")
@@ -299,12 +307,17 @@ def _read_problem(e: OSError) -> str:
 def _cmd_run(args) -> int:
     from .api import _execute, _load, with_deep_stack
     from .progress import Progress
+    if args.portable and not args.aot:
+        _say("goat run: error: --portable goes with --aot (it chooses how the compiled "
+             "program computes)\n")
+        return 1
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program
     if args.aot:
         from .aot.build import cached_executable, run_executable
-        exe = with_deep_stack(cached_executable, program, source, args.timings)
+        exe = with_deep_stack(cached_executable, program, source, args.timings,
+                              args.portable)
         with _timed(args.timings, "run"):
             return run_executable(exe)
     progress = Progress(enabled=not args.quiet)
@@ -367,20 +380,17 @@ def _cmd_compile(args) -> int:
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program
+    from .aot.build import build_executable, default_output, emit_llvm
     output = args.output
     if output is None:
-        base = "a" if args.file == "-" else (args.file[:-3] if args.file.endswith(".mg")
-                                              else args.file)
-        output = base + (".ll" if args.emit_llvm else "")
-        if output == args.file:
-            output = args.file + ".out"
-    from .aot.build import build_executable, emit_llvm
+        output = default_output(args.file, args.emit_llvm)
     if args.emit_llvm:
         with _timed(args.timings, "compile"):
-            with_deep_stack(emit_llvm, program, output)
+            with_deep_stack(emit_llvm, program, output, args.portable)
     else:
         with _timed(args.timings, "compile"):
-            with_deep_stack(build_executable, program, output, args.opt, args.timings)
+            with_deep_stack(build_executable, program, output, args.opt, args.timings,
+                            args.portable)
     return 0
 
 

@@ -231,7 +231,8 @@ def test_a_file_named_like_a_command_needs_run(files):
 def test_help_shows_goat_file():
     status, out, err = shell("%s -m goat --help" % PYTHON, ROOT)
     assert status == 0 and err == ""
-    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--aot] FILE\n")
+    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--aot [--portable]] "
+                          "FILE\n")
     assert "goat FILE runs FILE, as goat run FILE does" in out
 
 

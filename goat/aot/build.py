@@ -21,7 +21,7 @@ from .. import __version__
 from ..diagnostics import GoatError
 
 RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
-RUNTIME_SOURCES = ("goat_rt.c", "goat_fail.c", "npy.c", "fmt.c", "rng.c")
+RUNTIME_SOURCES = ("goat_rt.c", "goat_fail.c", "npy.c", "fmt.c", "rng.c", "goat_np.c")
 # no fused multiply-adds and no fast-math: every operation rounded as IEEE 754 says, as the
 # interpreter computes it
 C_FLAGS = ("-O2", "-std=c11", "-D_GNU_SOURCE", "-ffp-contract=off", "-fno-fast-math",
@@ -162,12 +162,22 @@ def optimise(llvm_ir: str, opt: int = 2, timings: dict | None = None):
     return mod, tm
 
 
-def build_executable(program, output: str, opt: int = 2, timings: dict | None = None) -> None:
-    """Compile a checked program to the native executable ``output``."""
+def _libraries(portable: bool):
+    """NumPy's libraries for the program to compute with, or None (``--portable``)."""
+    if portable:
+        return None
+    from .numpy_libs import numpy_libraries
+    return numpy_libraries()
+
+
+def build_executable(program, output: str, opt: int = 2, timings: dict | None = None,
+                     portable: bool = False) -> None:
+    """Compile a checked program to the native executable ``output``; ``portable``: compute
+    with its own code only, not NumPy's libraries (goat/aot/numpy_libs.py)."""
     from .lower import lower
     cc = find_cc()
     t = time.perf_counter()
-    module = lower(program)
+    module = lower(program, numpy=_libraries(portable))
     llvm_ir = str(module)
     if timings is not None:
         timings["lower"] = time.perf_counter() - t
@@ -190,7 +200,7 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
         fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=folder)
         os.close(fd)
         try:
-            _run_cc([cc, "-o", tmp, objpath, lib, "-lm"], "linking the program")
+            _run_cc([cc, "-o", tmp, objpath, lib, "-lm", "-ldl"], "linking the program")
             os.chmod(tmp, 0o755 & ~_umask())
             os.replace(tmp, output)
         except BaseException:
@@ -205,10 +215,18 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
         timings["link"] = time.perf_counter() - t
 
 
-def emit_llvm(program, output: str) -> None:
+def default_output(path: str, emit_llvm: bool = False) -> str:
+    """Where ``goat compile --aot PATH`` writes when not told: PATH without ``.mg`` (``.ll``
+    added with --emit-llvm; ``a`` for standard input; PATH.out if that is PATH itself)."""
+    base = "a" if path == "-" else (path[:-3] if path.endswith(".mg") else path)
+    output = base + (".ll" if emit_llvm else "")
+    return path + ".out" if output == path else output
+
+
+def emit_llvm(program, output: str, portable: bool = False) -> None:
     """Write the program's LLVM IR (before optimisation) to ``output``."""
     from .lower import lower
-    module = lower(program)
+    module = lower(program, numpy=_libraries(portable))
     llvm = _host()
     module.triple = llvm.get_process_triple()
     _write_atomic(output, str(module).encode())
@@ -220,11 +238,13 @@ def _umask() -> int:
     return mask
 
 
-def program_key(program, source) -> str:
+def program_key(program, source, portable: bool = False) -> str:
     """The cache key of a compiled program: the text and path of every file it was checked
-    from, and :func:`host_key`."""
-    from ..typecheck.program import subregions  # noqa: F401  (walk covers every region)
+    from, :func:`host_key` and the NumPy libraries it computes with."""
+    from .numpy_libs import describe
+    libs = _libraries(portable)
     h = hashlib.sha256(host_key().encode())
+    h.update(b"\0numpy\0" + (describe(libs).encode() if libs else b"portable"))
     seen = {}
     seen[id(source)] = source
     for node in program.walk():
@@ -237,14 +257,15 @@ def program_key(program, source) -> str:
     return h.hexdigest()[:32]
 
 
-def cached_executable(program, source, timings: dict | None = None) -> str:
+def cached_executable(program, source, timings: dict | None = None,
+                      portable: bool = False) -> str:
     """The path of ``program`` compiled, from the cache or compiled into it now."""
-    key = program_key(program, source)
+    key = program_key(program, source, portable)
     folder = cache_dir()
     os.makedirs(folder, exist_ok=True)
     exe = os.path.join(folder, "prog-%s" % key)
     if not os.path.exists(exe):
-        build_executable(program, exe, timings=timings)
+        build_executable(program, exe, timings=timings, portable=portable)
     elif timings is not None:
         timings["cached"] = True
     return exe

@@ -11,12 +11,13 @@ An op's ``lowering`` entry is one of the factories below, called ``lower(k)`` wi
 :class:`Kernel` (the builder, the arguments, the shapes); :data:`ALIAS` marks an op whose
 result is its first argument's cells unchanged (reshape, stop_gradient): no kernel, no copy.
 
-Numerics are those of the interpreter (goat/ops/builtins.py): IEEE 754 double precision with
-no reassociation and no contraction into fused multiply-adds, sums accumulated in order from
-+0, IEEE 754-2019 maximum/minimum, and a NaN made from numbers given its sign bit, as x86
-makes it, so that ``-nan`` prints the same everywhere.  Sums and products may differ from
-NumPy's (pairwise sums, the BLAS's blocking) in their last bits; printed numbers (6 digits)
-agree.
+Numerics are those of the interpreter (goat/ops/builtins.py), bit for bit: IEEE 754 double
+precision with no reassociation and no contraction into fused multiply-adds, IEEE 754-2019
+maximum/minimum, a NaN made from numbers given its sign bit, as x86 makes it, so that ``-nan``
+prints the same everywhere; sums in NumPy's order (:func:`numpy_sum`), matrix products through
+NumPy's dispatch and BLAS (:func:`numpy_matmul`), exp/log/tanh as NumPy computes them
+(:func:`numpy_unary`): see docs/aot.md, "The same bits".  ``Kernel.in_views`` holds goat run's
+layout of each input (goat/aot/views.py), which those orders depend on.
 
 llvmlite is imported when a kernel is built, not when the registry is (``goat run`` never
 needs it).
@@ -76,7 +77,7 @@ class Kernel:
     """A kernel being built: ``b`` the IR builder (inside the function), ``out`` and ``ins``
     the pointer arguments, ``site`` the error site, and the static shapes and attributes."""
 
-    def __init__(self, lw, fn, out_shape, in_shapes, attrs, op):
+    def __init__(self, lw, fn, out_shape, in_shapes, attrs, op, in_views=None):
         ir = _ir()
         self.ir = ir
         self.lw = lw
@@ -85,6 +86,10 @@ class Kernel:
         self.out_shape = tuple(out_shape)
         self.in_shapes = [tuple(s) for s in in_shapes]
         self.attrs = attrs
+        # goat run's layout of each input (goat/aot/views.py): strides and the buffer read
+        from .views import View, c_strides
+        self.in_views = list(in_views) if in_views else [
+            View(c_strides(s), -1 - i) for i, s in enumerate(self.in_shapes)]
         self.out = fn.args[0]
         self.ins = list(fn.args[1:1 + len(in_shapes)])
         self.site = fn.args[-1]
@@ -217,6 +222,18 @@ class Kernel:
         fn = self.lw.module.declare_intrinsic(name, [self.f64], fnty)
         return self.b.call(fn, list(xs))
 
+    def numpy(self) -> bool:
+        """Does the program compute with NumPy's own libraries (its BLAS and SVML), for the
+        same bits as goat run?  (Not with --portable; see goat/aot/numpy_libs.py.)"""
+        return self.lw.numpy is not None
+
+    def i64s(self, values):
+        """An ``i64*`` to a constant array of ``values``."""
+        return self.lw.dims(self.b, tuple(int(v) for v in values))
+
+    def void_call(self, name, args):
+        return self.call(name, self.ir.VoidType(), args)
+
     def libm(self, name, *xs):
         return self.b.call(self.lw.runtime(name, self.f64, [self.f64] * len(xs)), list(xs))
 
@@ -297,25 +314,81 @@ def _tanh(k, x):
     return k.b.select(k.isnan(x), x, k.libm("tanh", x))
 
 
-tanh = elementwise(_tanh)
-
-
 def _sigmoid(k, x):
     b = k.b
-    e = k.libm("exp", b.fsub(k.const(-0.0), x))
+    e = k.libm("exp", b.fneg(x))
     return b.fdiv(k.const(1.0), b.fadd(k.const(1.0), e))
 
 
-sigmoid = elementwise(_sigmoid)
+UNARY_EXP, UNARY_LOG, UNARY_TANH = 0, 1, 2      # goat_np_unary's functions
+
+
+def numpy_unary(which: int, portable, before=None, after=None):
+    """An elementwise function that NumPy computes with SVML where the processor has AVX-512
+    (exp, log, tanh): the runtime's goat_np_unary does the same (goat/aot/runtime/goat_np.c),
+    between the elementwise steps ``before`` (on x, into the result) and ``after`` (on the
+    function's value and x), as the interpreter composes them.  ``portable`` is the lowering
+    without NumPy's libraries."""
+    def lower(k: Kernel):
+        if not k.numpy():
+            return portable(k)
+        n = cells(k.out_shape)
+        src = k.ins[0]
+        if before is not None:
+            k.loop(n, lambda i: k.store(before(k, k.load(src, i)), k.out, i))
+            src = k.out
+        k.void_call("goat_np_unary", [k.int(which), k.out, src, k.int(n)])
+        if after is not None:
+            k.loop(n, lambda i: k.store(after(k, k.load(k.out, i), k.load(k.ins[0], i)),
+                                        k.out, i))
+    return lower
+
+
+exp = numpy_unary(UNARY_EXP, unary_libm("exp", fresh_nan=False))
+log = numpy_unary(UNARY_LOG, unary_libm("log"))
+# goat's tanh keeps a NaN's own bits: where(isnan(x), x, tanh(x))
+tanh = numpy_unary(UNARY_TANH, elementwise(_tanh),
+                   after=lambda k, t, x: k.b.select(k.isnan(x), x, t))
+# 1 / (1 + exp(-x)), each step as NumPy takes it
+sigmoid = numpy_unary(UNARY_EXP, elementwise(_sigmoid), before=lambda k, x: k.b.fneg(x),
+                      after=lambda k, e, x: k.b.fdiv(k.const(1.0), k.b.fadd(k.const(1.0), e)))
 
 
 def extremum(larger: bool):
     return elementwise(lambda k, x, y: k.extremum(x, y, larger))
 
 
+def numpy_sum(k: Kernel, reduced, divide_by=None):
+    """``k.ins[0]`` summed over the axes ``reduced`` into ``k.out`` (the kept axes in order),
+    adding in NumPy's order for goat run's layout of the input (goat/aot/views.py's
+    reduction_plan; the runtime's goat_np_sum): pairwise along the axis NumPy iterates
+    innermost when it is reduced, one number after another otherwise.  ``divide_by``: the
+    mean's count."""
+    from .views import c_strides, reduction_plan
+    src = k.in_shapes[0]
+    view = k.in_views[0].strides
+    groups, pairwise = reduction_plan(src, view, set(reduced))
+    axes = [a for g in groups for a in g]
+    keep = tuple(1 if a in reduced else d for a, d in enumerate(src))
+    ist, ost = c_strides(src), c_strides(keep)
+    n_out = cells(k.out_shape)
+    k.void_call("goat_np_sum", [
+        k.out, k.int(n_out), k.ins[0], k.int(len(axes)),
+        k.i64s([src[a] for a in axes]), k.i64s([ist[a] for a in axes]),
+        k.i64s([0 if a in reduced else ost[a] for a in axes]),
+        k.int(len(groups[0]) if groups else 0), k.int(1 if pairwise else 0), k.site])
+    if divide_by is not None:
+        def div(i):
+            acc = k.load(k.out, i)
+            r = k.b.fdiv(acc, k.const(float(divide_by)))
+            k.store(k.fresh_nan(r, [acc]) if divide_by == 0 else r, k.out, i)
+        k.loop(n_out, div)
+
+
 def reduction(kind: str, axis: int):
-    """A row (axis -1) or column (axis -2) reduction keeping the axis as size 1: sums from
-    +0 in order, max/min by IEEE 754-2019 from -inf/+inf, mean the sum over the count."""
+    """A row (axis -1) or column (axis -2) reduction keeping the axis as size 1: sums (and
+    the mean, the sum over the count) in NumPy's order (:func:`numpy_sum`), max/min by IEEE
+    754-2019 from -inf/+inf (any order gives the same)."""
     def combine(k, acc, x):
         if kind in ("sum", "mean"):
             return k.b.fadd(acc, x)
@@ -331,6 +404,9 @@ def reduction(kind: str, axis: int):
 
     def lower(k: Kernel):
         shape = k.in_shapes[0]
+        if kind in ("sum", "mean"):
+            ax = len(shape) + axis
+            return numpy_sum(k, {ax}, shape[ax] if kind == "mean" else None)
         if axis == -1:
             n = shape[-1]
             rows = cells(shape[:-1])
@@ -380,6 +456,66 @@ def reduction(kind: str, axis: int):
 
 
 def matmul(k: Kernel):
+    """``a @ b`` as NumPy computes it (:func:`numpy_matmul`), or with --portable as a loop
+    nest (:func:`loop_matmul`)."""
+    if k.numpy():
+        return numpy_matmul(k)
+    return loop_matmul(k)
+
+
+def _extent(shape, strides) -> int:
+    """The cells a view of ``shape`` with (non-negative) ``strides`` spans."""
+    if any(d == 0 for d in shape):
+        return 1
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+
+
+def numpy_matmul(k: Kernel):
+    """``a @ b`` as NumPy's matmul computes it: the runtime's goat_np_matmul makes NumPy's
+    choice of dot, gemv, gemm, syrk or the plain loop, with NumPy's BLAS, from the operands'
+    strides as goat run holds them (goat/aot/views.py).  An operand that goat run holds
+    row-major is passed as it is; any other (a transposed view, a broadcast one) is first
+    laid out in a scratch block with goat run's strides, and two views of one array (``x @
+    transpose(x)``) share one block, as they share one buffer in goat run."""
+    from .views import aligned_strides, c_strides, is_c_contiguous
+    a_shape, b_shape = k.in_shapes
+    va, vb = k.in_views
+    batch = k.out_shape[:-2]
+    m, n, p = a_shape[-2], a_shape[-1], b_shape[-1]
+    shared = va.base == vb.base and not (is_c_contiguous(a_shape, va.strides)
+                                         and is_c_contiguous(b_shape, vb.strides))
+    ptrs, strides_used, scratch = [], [], []
+    block = None
+    if shared:
+        size = max(_extent(a_shape, va.strides), _extent(b_shape, vb.strides))
+        block = k.call("goat_np_scratch", k.lw.dp, [k.int(size), k.site])
+        scratch.append(block)
+    for ptr, shape, view in ((k.ins[0], a_shape, va), (k.ins[1], b_shape, vb)):
+        if not shared and is_c_contiguous(shape, view.strides):
+            ptrs.append(ptr)
+            strides_used.append(c_strides(shape))
+            continue
+        dst = block
+        if dst is None:
+            dst = k.call("goat_np_scratch", k.lw.dp, [k.int(_extent(shape, view.strides)),
+                                                      k.site])
+            scratch.append(dst)
+        k.void_call("goat_np_place", [dst, ptr, k.int(len(shape)), k.i64s(shape),
+                                      k.i64s(view.strides), k.site])
+        ptrs.append(dst)
+        strides_used.append(view.strides)
+    sa, sb = strides_used
+    k.void_call("goat_np_matmul", [
+        k.out, ptrs[0], ptrs[1], k.int(len(batch)), k.i64s(batch),
+        k.i64s(aligned_strides(sa[:-2], a_shape[:-2], batch)),
+        k.i64s(aligned_strides(sb[:-2], b_shape[:-2], batch)),
+        k.int(m), k.int(n), k.int(p), k.int(sa[-2]), k.int(sa[-1]), k.int(sb[-2]),
+        k.int(sb[-1]), k.site])
+    for ptr in scratch:
+        k.void_call("goat_np_unscratch", [ptr])
+
+
+def loop_matmul(k: Kernel):
     """``a @ b`` as a loop nest: for each batch index (broadcast), each row i of a and each
     k, row k of b times a[i, k] is added into row i of the result -- every cell is a sum over
     k in order from +0, and the innermost loop runs along contiguous rows (vectorised)."""
@@ -530,17 +666,14 @@ def dim_size(k: Kernel):
 
 
 def sum_to(k: Kernel):
-    """The input summed over the axes broadcasting added or widened (in row-major order of
-    the input, from +0) into the target shape."""
+    """The input summed over the axes broadcasting added or widened, into the target shape,
+    in NumPy's order (:func:`numpy_sum`)."""
     src = k.in_shapes[0]
     out = k.out_shape
-    k.loop(cells(out), lambda i: k.store(k.const(0.0), k.out, i))
-    sets = [strides(src), broadcast_strides(out, src)]
-
-    def body(offs):
-        o = offs[1]
-        k.store(k.b.fadd(k.load(k.out, o), k.load(k.ins[0], offs[0])), k.out, o)
-    k.nest(src, sets, body)
+    lead = len(src) - len(out)
+    reduced = set(range(lead)) | {lead + i for i, t in enumerate(out)
+                                  if t == 1 and src[lead + i] != 1}
+    numpy_sum(k, reduced)
 
 
 broadcast_to = elementwise(lambda k, x: x)
@@ -558,7 +691,7 @@ def _index(k: Kernel, value, position, count, name):
     b.cbranch(ok, good, bad)
     b.position_at_end(bad)
     k.call("goat_index_fail", k.i64, [value, position, k.int(count),
-                                      k.lw.string(name).bitcast(i8p) if False else k.lw.cstring(b, name),
+                                      k.lw.cstring(b, name),
                                       k.site])
     b.unreachable()
     b.position_at_end(good)

@@ -35,7 +35,7 @@ from ..diagnostics import GoatError
 from ..interp.evaluator import (_cast_check, _mismatch, _notes, _same_shape_check,
                                 _same_size_check, schedule)
 from ..ops.registry import REGISTRY
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, subregions
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP
 from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
 
@@ -149,8 +149,9 @@ def resolve_shapes(program) -> dict:
 class Lowering:
     """Builds the LLVM module of one program."""
 
-    def __init__(self, program, name="goat"):
+    def __init__(self, program, name="goat", numpy=None):
         from llvmlite import ir
+        from .views import interpreter_views
         self.ir = ir
         self.program = program
         self.module = ir.Module(name=name)
@@ -162,6 +163,10 @@ class Lowering:
         self.void = ir.VoidType()
         self.shapes = resolve_shapes(program)
         self.attrs = self.shapes.pop("attrs")
+        # goat run's layout of every value, for adding in NumPy's order (goat/aot/views.py)
+        self.views = interpreter_views(program, self.shapes)
+        # NumPy's libraries to compute with (goat/aot/numpy_libs.py), or None: own code only
+        self.numpy = numpy
         self._runtime = {}
         self._strings = {}
         self._dims = {}
@@ -250,11 +255,19 @@ class Lowering:
         zero = ir.Constant(self.i32, 0)
         return g.gep([zero, ir.Constant(self.i32, 2), zero])
 
-    def kernel(self, node, out_shape, in_shapes, attrs) -> int:
-        """The index in the kernel table of ``node``'s op's kernel on these shapes (made
-        once)."""
+    def kernel(self, node, out_shape, in_shapes, attrs, args=()) -> int:
+        """The index in the kernel table of ``node``'s op's kernel on these shapes and goat
+        run's layouts of its arguments ``args`` (made once)."""
         op = node.op
-        key = (op.name, repr(attrs), tuple(in_shapes))
+        views = [self.views.get(a.id) for a in args]
+        if any(v is None or len(v.strides) != len(s) for v, s in zip(views, in_shapes)):
+            views = None
+        layout = None
+        if views:
+            bases = [v.base for v in views]
+            layout = (tuple(v.strides for v in views),
+                      tuple(bases.index(x) for x in bases))      # which share a buffer
+        key = (op.name, repr(attrs), tuple(in_shapes), layout)
         index = self._kernels.get(key)
         if index is None:
             ir = self.ir
@@ -264,7 +277,7 @@ class Lowering:
             fn.attributes.add("noinline")       # each kernel optimised once, on its own
             for a in fn.args[:-1]:
                 a.add_attribute("noalias")
-            k = K.Kernel(self, fn, out_shape, in_shapes, attrs, op)
+            k = K.Kernel(self, fn, out_shape, in_shapes, attrs, op, views)
             op.lowering(k)
             k.finish()
             index = self._kernels[key] = len(self._kernel_fns)
@@ -407,7 +420,7 @@ class Lowering:
                 return
             in_shapes = [self.shapes[a.id] for a in args]
             attrs = self.attrs.get(node.id, node.attrs)
-            index = self.kernel(node, shape, in_shapes, attrs)
+            index = self.kernel(node, shape, in_shapes, attrs, args)
             count = K.cells(shape)
             oom = ("out of memory computing a value of shape %s (%.3g GB)"
                    % (format_shape(shape), count * 8 / 1e9))
@@ -631,15 +644,23 @@ class Lowering:
                            "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
         b.call(self.runtime("goat_start", self.void, []), [])
+        if self.numpy is not None:
+            libs = self.numpy
+            b.call(self.runtime("goat_np_config", self.void, [self.i8p] * 3 + [self.i64] +
+                                [self.i8p] * 2),
+                   [self.cstring(b, libs["blas"]), self.cstring(b, libs["prefix"]),
+                    self.cstring(b, libs["suffix"]), ir.Constant(self.i64, libs["ilp64"]),
+                    self.cstring(b, libs["umath"]), self.cstring(b, libs["python"])])
         self.tables(b)
         self.call_all(b, main_fns)
         b.ret(b.call(self.runtime("goat_finish", self.i32, []), []))
         return self.module
 
 
-def lower(program, name="goat"):
-    """The LLVM module (llvmlite.ir.Module) of a checked program."""
-    return Lowering(program, name).lower()
+def lower(program, name="goat", numpy=None):
+    """The LLVM module (llvmlite.ir.Module) of a checked program; ``numpy``: the libraries of
+    :func:`goat.aot.numpy_libs.numpy_libraries` to compute with (None: own code only)."""
+    return Lowering(program, name, numpy).lower()
 
 
 def missing_lowerings() -> list:

@@ -100,10 +100,10 @@ def _sign(d, x):
 
 _unary("exp", "e to the power x", lambda be: be.xp.exp,
        lambda d, g, out, x: (d.mul(g, out),),
-       lowering=lower.unary_libm("exp", fresh_nan=False))
+       lowering=lower.exp)
 _unary("log", "natural logarithm (log 0 = -inf, log of a negative = nan)", lambda be: be.xp.log,
        lambda d, g, out, x: (d.div(g, x),),
-       lowering=lower.unary_libm("log"))
+       lowering=lower.log)
 _unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt,
        lambda d, g, out, x: (d.div(d.mul(g, d.const(0.5)), out),),
        lowering=lower.unary_intrinsic("llvm.sqrt", fresh_nan=True))
