@@ -402,3 +402,24 @@ def test_chapter_training_bit_for_bit(env, tmp_path):
     assert "step 100:" in compiled.stdout and len(saved) == 16
     for n, data in saved.items():
         assert (d / "trained" / n).read_bytes() == data, n
+
+
+def test_without_numpys_libraries_the_program_uses_its_own_code(env, tmp_path, monkeypatch):
+    """An executable whose NumPy libraries are gone when it runs (uninstalled, another
+    machine) computes with its own loops and C's exp, log and tanh: goat run's digits, status
+    0, nothing on standard error."""
+    from goat.aot import numpy_libs
+    gone = {"blas": str(tmp_path / "gone" / "libopenblas.so"), "prefix": "", "suffix": "",
+            "ilp64": 0, "umath": str(tmp_path / "gone" / "_multiarray_umath.so"),
+            "python": ""}
+    monkeypatch.setattr(numpy_libs, "numpy_libraries", lambda: gone)
+    monkeypatch.setenv("GOAT_CACHE", env["GOAT_CACHE"])
+    path = tmp_path / "p.mg"
+    path.write_text(DISPATCH + "print exp(a)\nprint log(a * a)\nprint tanh(a)\n")
+    exe = goat.compile_file(path, tmp_path / "p")
+    r = subprocess.run([exe], capture_output=True, text=True)
+    want = subprocess.run([sys.executable, "-m", "goat", "run", str(path)], capture_output=True,
+                          text=True, env={k: v for k, v in env.items()
+                                          if k != "GOAT_PRINT_DIGITS"})
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout == want.stdout
