@@ -433,3 +433,37 @@ def test_python_api_compile_file(env, tmp_path, monkeypatch):
     with pytest.raises(goat.GoatError, match="bad.mg:1: error"):
         goat.compile_file(bad, tmp_path / "badexe")
     assert not (tmp_path / "badexe").exists()
+
+
+def test_file_names_resolve_as_when_compiled_from_any_folder(env, tmp_path):
+    """A program compiled by a relative path loads and saves the files goat run would, from
+    whatever folder the executable is started in."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "p.mg").write_text('let t = [[1, 2]]\nsave(t, "t_0.npy")\nlet i = 1\n'
+                              'save(t * 2, "t_{i}.npy")\nprint load("t_1.npy", tensor[1x2])\n')
+    r = goat_cmd(["compile", "--aot", "sub/p.mg", "-o", "exe"], env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for cwd in (sub, "/"):
+        for name in ("t_0.npy", "t_1.npy"):
+            if (sub / name).exists():
+                os.unlink(sub / name)
+        run = subprocess.run([str(tmp_path / "exe")], capture_output=True, text=True, cwd=cwd)
+        assert run.returncode == 0, run.stderr
+        assert "[[2,   4]]" in run.stdout
+        assert np.load(sub / "t_0.npy").tolist() == [[1.0, 2.0]]
+
+
+def test_errors_show_the_path_as_given(env, tmp_path):
+    """The cached executable of one file reached by two paths reports each run's own path,
+    as goat run does."""
+    (tmp_path / "progs").mkdir()
+    src = tmp_path / "progs" / "e.mg"
+    src.write_text("print [[1]]\nprint gather([[1], [2]], [[5]])\n")
+    first = goat_cmd(["run", "--aot", str(src)], env)
+    assert first.stderr.startswith(str(src) + ":2: error: gather's indices")
+    for shown in ("progs/e.mg", "./progs/e.mg"):
+        interp = goat_cmd(["run", shown], env, cwd=tmp_path)
+        compiled = goat_cmd(["run", "--aot", shown], env, cwd=tmp_path)
+        same(interp, compiled)
+        assert compiled.stderr.startswith(shown + ":2: error")

@@ -2,12 +2,12 @@
 
 goat run's matrix products go through NumPy's matmul dispatch to its BLAS, its sums are
 pairwise along the axis NumPy iterates innermost, and on AVX-512 processors its exp, log and
-tanh are SVML's.  The compiler models goat run's array layouts (goat/aot/views.py) and the
-compiled program calls the same libraries (goat/aot/runtime/goat_np.c).  These tests check
-the model against the interpreter's actual arrays, the summation plan against NumPy's own
-np.add.reduce, and compiled programs against goat run bit for bit (17 significant digits
-printed), on the cases where the order shows: every matmul dispatch case, transposed views,
-long rows, and the chapter's chaotic 200-step training.
+tanh are SVML's.  Every compiled value carries goat run's layout of it (which array it is a
+view of, its strides), and the compiled program calls the same libraries
+(goat/aot/runtime/goat_np.c).  These tests compare compiled programs with goat run bit for
+bit (17 significant digits printed) where the order shows: every matmul dispatch case,
+transposed views, long rows, layouts that change in loops and branches, values that are two
+names for one array, random sums, and the chapter's chaotic 200-step training.
 """
 import os
 import re
@@ -21,223 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import goat
-from goat.aot.views import (interpreter_views, is_c_contiguous, iteration_order,
-                            reduction_plan)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
-
-
-# ---------------------------------------------------------------------------- the layout model
-
-def _record(text, path="<string>"):
-    """Run ``text`` with goat run's evaluator, recording each op node's result array (the last
-    one, in a loop); returns (program, {node id: array}, {node id: arrays of its args})."""
-    from goat.interp import evaluator as ev
-    program = goat.api.load(text, path)
-    results, operands = {}, {}
-    orig = ev.Evaluator._fn
-
-    def _fn(self, node):
-        fn = orig(self, node)
-        if node.kind != ev.OP:
-            return fn
-
-        def run(*xs):
-            r = fn(*xs)
-            results[node.id] = r
-            operands[node.id] = xs
-            return r
-        return run
-    ev.Evaluator._fn = _fn
-    try:
-        goat.api.execute(program, stdout=open(os.devnull, "w"))
-    finally:
-        ev.Evaluator._fn = orig
-    return program, results, operands
-
-
-def _strides_agree(shape, model, actual) -> bool:
-    return all(d == 1 or m == a for d, m, a in zip(shape, model, actual))
-
-
-LAYOUTS = """\
-let a = randn(tensor[6x4], 1)
-let b = randn(tensor[4x6], 2)
-let t = transpose(a)
-let u = t * 2 + b
-let w = b * 2 + t
-let s = exp(t) - t
-let r = reshape(t, tensor[24])
-let q = reshape(a, tensor[3x8])
-let g = transpose(q) @ q
-let h = q @ transpose(q)
-let m = relu(t) + sigmoid(t) + tanh(t) + ge(t, 0)
-let k = row_sum(t) + col_sum(transpose(t))
-let x3 = randn(tensor[2x3x4], 3)
-let y3 = transpose(x3) * 1
-let z3 = transpose(x3) @ x3
-print u
-print w
-print s
-print r
-print g
-print h
-print m
-print k
-print y3
-print z3
-def loss(p: tensor[300x300]) = col_sum(row_sum(p @ p))
-let big = randn(tensor[300x300], 4)
-print col_sum(row_sum(grad(loss(big), big)))
-var x = transpose(b)
-let sq = randn(tensor[4x4], 5)
-var y = transpose(sq)
-for i in 0..3 {
-    x = x * 0.5 + transpose(b)
-    y = y @ sq
-}
-print row_sum(x)
-print y
-"""
-
-
-@pytest.mark.parametrize("text,where", [
-    (LAYOUTS, "<layouts>"),
-    (open(os.path.join(EXAMPLES, "lm35", "train_10.mg")).read(),
-     os.path.join(EXAMPLES, "lm35", "train_10.mg")),
-])
-def test_layout_model_matches_the_interpreters_arrays(text, where):
-    """Every op's result has the strides the model gives it (axes of length 1 aside), and the
-    operands of every matrix product share a buffer exactly when the model says so."""
-    from goat.aot.lower import resolve_shapes
-    program, results, operands = _record(text, where)
-    shapes = resolve_shapes(program)
-    views = interpreter_views(program, shapes)
-    checked = transposed = shared = 0
-    for nid, value in results.items():
-        if not isinstance(value, np.ndarray) or value.ndim == 0:
-            continue
-        model = views[nid]
-        actual = tuple(s // 8 for s in value.strides)
-        assert _strides_agree(value.shape, model.strides, actual), \
-            (program.nodes[nid].op.name, value.shape, model.strides, actual)
-        checked += 1
-        transposed += not is_c_contiguous(value.shape, model.strides)
-        node = program.nodes[nid]
-        if node.op.name == "matmul":
-            a, b = operands[nid]
-            same = a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-            assert same == (views[node.args[0].id].base == views[node.args[1].id].base)
-            shared += same
-    assert checked > 20
-    if where == "<layouts>":
-        assert transposed >= 8 and shared >= 2      # the cases this program is for
-
-
-def test_iteration_order_is_numpys():
-    """The K-order strides of an elementwise result, read from NumPy."""
-    rng = np.random.default_rng(0)
-    c = rng.standard_normal((7, 5))             # row-major
-    f = rng.standard_normal((5, 7)).T           # a transposed view
-    cases = [(c, c), (f, f), (f, c), (c, f), (f, np.ones((1, 5))), (f, np.ones((7, 1))),
-             (f, 2.0), (np.ones((1, 5)), f)]
-    for x, y in cases:
-        want = tuple(s // 8 for s in np.add(x, y).strides)
-        ops = []
-        for v in (x, y):
-            v = np.broadcast_to(v, (7, 5))
-            ops.append([s // 8 for s in v.strides])
-        order = iteration_order((7, 5), ops)
-        got = [0, 0]
-        n = 1
-        for axis in order:
-            got[axis] = n
-            n *= (7, 5)[axis]
-        assert tuple(got) == want
-
-
-# ---------------------------------------------------------------------------- the summation order
-
-def _pairwise(v):
-    """NumPy's pairwise summation, written here from its description (loops_utils.h.src)."""
-    n = len(v)
-    if n < 8:
-        r = -0.0
-        for x in v:
-            r += x
-        return r
-    if n <= 128:
-        r = [float(x) for x in v[:8]]
-        i = 8
-        while i < n - n % 8:
-            for j in range(8):
-                r[j] += v[i + j]
-            i += 8
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        for x in v[i:]:
-            res += x
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise(v[:n2]) + _pairwise(v[n2:])
-
-
-def _sum_by_plan(x, reduced):
-    """x summed over ``reduced`` (kept as length 1) in the order reduction_plan gives."""
-    shape = x.shape
-    strides = tuple(s // 8 for s in x.strides)
-    groups, pairwise = reduction_plan(shape, strides, set(reduced))
-    out = np.zeros(tuple(1 if a in reduced else d for a, d in enumerate(shape)))
-    axes = [a for g in groups for a in g]          # innermost first
-    inner = groups[0] if (groups and pairwise) else []
-    outer = [a for a in axes if a not in inner]
-
-    def index_sets(ax):
-        """every index of the axes ``ax`` (innermost first), the innermost fastest"""
-        if not ax:
-            yield {}
-            return
-        for rest in index_sets(ax[1:]):
-            for i in range(shape[ax[0]]):
-                yield {**rest, ax[0]: i}
-    for pos in index_sets(outer):
-        o = tuple(0 if a in reduced else pos.get(a, 0) for a in range(len(shape)))
-        if inner:
-            run = [x[tuple({**pos, **p}.get(a, 0) for a in range(len(shape)))]
-                   for p in index_sets(inner)]
-            out[o] += _pairwise(run)
-        elif groups:
-            out[o] += x[tuple(pos.get(a, 0) for a in range(len(shape)))]
-        else:
-            out[o] += _pairwise([x.reshape(-1)[0]])
-    return out
-
-
-@st.composite
-def _arrays(draw):
-    rank = draw(st.integers(1, 3))
-    shape = tuple(draw(st.sampled_from([1, 2, 3, 7, 8, 9, 17, 130, 300])) for _ in range(rank))
-    if np.prod(shape) > 20000:
-        shape = shape[:-1] + (2,)
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    x = rng.standard_normal(shape) * np.exp(rng.uniform(-30, 30, shape))
-    if rank >= 2 and draw(st.booleans()):            # a transposed view, as goat run has them
-        x = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
-    reduced = draw(st.sets(st.integers(0, rank - 1), min_size=1))
-    return x, sorted(reduced)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_arrays())
-def test_reduction_plan_adds_in_numpys_order(case):
-    """Summing by the plan gives np.add.reduce's bits, for row-major arrays and transposed
-    views, over any set of axes (numbers spread over 26 orders of magnitude, so that another
-    order would show)."""
-    x, reduced = case
-    want = np.add.reduce(x, axis=tuple(reduced), keepdims=True)
-    got = _sum_by_plan(x, reduced)
-    assert got.tobytes() == want.tobytes(), (x.shape, x.strides, reduced)
 
 
 # ---------------------------------------------------------------------------- compiled = interpreted
@@ -357,6 +143,102 @@ def test_compiled_products_and_sums_have_goat_runs_bits(name, text, env, tmp_pat
     views: the compiled numbers are goat run's, bit for bit."""
     path = tmp_path / ("%s.mg" % name)
     path.write_text(text)
+    _assert_bits(path, env)
+
+
+# goat run's layout of a value can depend on the path the program took: which branch ran,
+# whether a loop ran at all, which iteration it is in; and two names can hold one array
+# (then a @ transpose(b) is NumPy's syrk).  Each program prints a difference that is exactly
+# 0 in goat run, or a product whose last bits show the path.
+CONTROL = {
+    "if_else": """let b = {b}
+var x = transpose(b)
+if 1 {{ x = transpose(b) * 2 }} else {{ x = transpose(b) * 3 }}
+print col_sum(x) - col_sum(transpose(b) * 2)
+""",
+    "if_not_taken": """let b = {b}
+var x = transpose(b)
+if 0 {{ x = zeros(tensor[200x3]) }}
+print col_sum(x)
+""",
+    "zero_iterations": """let b = {b}
+var x = transpose(b)
+for i in 0..0 {{ x = reshape(b, tensor[200x3]) }}
+print col_sum(x) - col_sum(transpose(b))
+""",
+    "first_iteration": """let b = {b}
+var x = transpose(b)
+for i in 0..3 {{
+  print col_sum(x) - col_sum(transpose(b))
+  x = reshape(b, tensor[200x3])
+}}
+var y = reshape(b, tensor[200x3])
+for i in 0..3 {{
+  print col_sum(y)
+  y = transpose(b) * 1
+}}
+""",
+    "nested_loops": """let b = {b}
+var x = transpose(b)
+for i in 0..3 {{
+  for j in 0..i {{ x = transpose(b) * 1 }}
+  print row_sum(transpose(x))
+  x = reshape(b, tensor[200x3])
+}}
+""",
+    "one_array_two_names": """let a = {a}
+var x = a * 1
+var y = a
+if 1 {{ y = x }}
+print x @ transpose(y)
+var z = a
+for i in 0..0 {{ z = x }}
+print x @ transpose(z)
+var w = a
+for i in 0..2 {{
+  print w @ transpose(a)
+  w = x
+}}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL))
+def test_layouts_through_branches_loops_and_names(name, env, tmp_path):
+    text = CONTROL[name].format(b=_m((3, 200), 1), a=_m((60, 70), 2))
+    path = tmp_path / ("%s.mg" % name)
+    path.write_text(text)
+    _assert_bits(path, env)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_sums_of_random_layouts(data, env, tmp_path_factory):
+    """Twelve sums at a time, each of a random value (row-major, transposed, an elementwise
+    result of a transposed view, a reshape of one) over a random axis (rows, columns, or both
+    by grad's sum_to), lengths around NumPy's 8- and 128-number blocks: goat run's bits."""
+    lines = []
+    for i in range(12):
+        r = data.draw(st.sampled_from([1, 2, 7, 8, 9, 17, 129, 300]))
+        c = data.draw(st.sampled_from([1, 3, 8, 16, 130, 257]))
+        base = _m((r, c), 10 * i + 1)
+        kind = data.draw(st.sampled_from(["plain", "t", "t_times", "t_reshape", "rank3"]))
+        if kind == "plain":
+            v = base
+        elif kind == "t":
+            v = "transpose(transpose(%s))" % base
+        elif kind == "t_times":
+            v = "(transpose(%s) * 1.5)" % _m((c, r), 10 * i + 2)
+        elif kind == "t_reshape":
+            v = "reshape(transpose(%s), tensor[%dx%d])" % (_m((c, r), 10 * i + 3), r, c)
+        else:
+            v = "transpose(%s)" % _m((2, c, r), 10 * i + 4)
+        red = data.draw(st.sampled_from(["row_sum", "col_sum", "row_mean", "col_mean"]))
+        lines.append("let v%d = %s" % (i, v))
+        lines.append("print %s(v%d)" % (red, i))
+    path = tmp_path_factory.mktemp("sums") / "sums.mg"
+    path.write_text("\n".join(lines) + "\n")
     _assert_bits(path, env)
 
 

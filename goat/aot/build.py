@@ -9,6 +9,7 @@ executable or ``.ll`` file.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -61,13 +62,29 @@ def _host():
     return llvm
 
 
+@functools.lru_cache(maxsize=1)
+def _code_hash() -> str:
+    """A hash of goat's own code (its Python modules and the runtime's C), so that a compiled
+    program made by other code is never taken from the cache."""
+    h = hashlib.sha256()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".py", ".c", ".h", ".lark")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
 def host_key() -> str:
-    """What a compiled program depends on besides its text: goat, llvmlite, the processor."""
+    """What a compiled program depends on besides its text: goat (its version and code),
+    llvmlite, the processor."""
     llvm = _host()
     import llvmlite
-    return "goat %s; llvmlite %s; %s; %s; %s" % (
-        __version__, llvmlite.__version__, llvm.get_process_triple(), llvm.get_host_cpu_name(),
-        llvm.get_host_cpu_features().flatten())
+    return "goat %s (%s); llvmlite %s; %s; %s; %s" % (
+        __version__, _code_hash(), llvmlite.__version__, llvm.get_process_triple(),
+        llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
 
 
 def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
@@ -251,8 +268,12 @@ def program_key(program, source, portable: bool = False) -> str:
         src = node.loc.source if node.loc is not None else None
         if src is not None:
             seen.setdefault(id(src), src)
+    # errors show each file's path as it was given, and relative file names in the program are
+    # resolved from the folder it is compiled in
+    h.update(b"\0folder\0" + os.getcwd().encode("utf-8", "surrogateescape"))
     for src in sorted(seen.values(), key=lambda s: str(s.path)):
         h.update(b"\0file\0" + os.path.abspath(str(src.path)).encode("utf-8", "surrogateescape"))
+        h.update(b"\0shown\0" + str(src.path).encode("utf-8", "surrogateescape"))
         h.update(b"\0" + src.text.encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:32]
 

@@ -16,8 +16,10 @@ precision with no reassociation and no contraction into fused multiply-adds, IEE
 maximum/minimum, a NaN made from numbers given its sign bit, as x86 makes it, so that ``-nan``
 prints the same everywhere; sums in NumPy's order (:func:`numpy_sum`), matrix products through
 NumPy's dispatch and BLAS (:func:`numpy_matmul`), exp/log/tanh as NumPy computes them
-(:func:`numpy_unary`): see docs/aot.md, "The same bits".  ``Kernel.in_views`` holds goat run's
-layout of each input (goat/aot/views.py), which those orders depend on.
+(:func:`numpy_unary`): see docs/aot.md, "The same bits".  Those orders depend on how goat
+run holds each array (a transposed view, ...): every value carries that layout in its header,
+set by the kernels that change it (:func:`elementwise_layout`, :func:`transpose`,
+:func:`broadcast_to`) and read by the runtime when the program runs.
 
 llvmlite is imported when a kernel is built, not when the registry is (``goat run`` never
 needs it).
@@ -25,6 +27,9 @@ needs it).
 from __future__ import annotations
 
 ALIAS = "alias"          # a lowering entry: the result shares its first argument's cells
+# a lowering entry: the result is goat run's row-major view of its argument's cells (NumPy's
+# reshape): shared when goat run holds the argument row-major, else a row-major copy
+VIEW = "view"
 
 
 def _ir():
@@ -77,7 +82,7 @@ class Kernel:
     """A kernel being built: ``b`` the IR builder (inside the function), ``out`` and ``ins``
     the pointer arguments, ``site`` the error site, and the static shapes and attributes."""
 
-    def __init__(self, lw, fn, out_shape, in_shapes, attrs, op, in_views=None):
+    def __init__(self, lw, fn, out_shape, in_shapes, attrs, op):
         ir = _ir()
         self.ir = ir
         self.lw = lw
@@ -86,10 +91,6 @@ class Kernel:
         self.out_shape = tuple(out_shape)
         self.in_shapes = [tuple(s) for s in in_shapes]
         self.attrs = attrs
-        # goat run's layout of each input (goat/aot/views.py): strides and the buffer read
-        from .views import View, c_strides
-        self.in_views = list(in_views) if in_views else [
-            View(c_strides(s), -1 - i) for i, s in enumerate(self.in_shapes)]
         self.out = fn.args[0]
         self.ins = list(fn.args[1:1 + len(in_shapes)])
         self.site = fn.args[-1]
@@ -240,9 +241,22 @@ class Kernel:
 
 # -------------------------------------------------------------------- lowering factories
 
-def elementwise(scalar, fresh_nan=False):
+def elementwise_layout(k: Kernel):
+    """Give an elementwise result goat run's layout: NumPy lays it out in its operands'
+    order (order='K'), row-major unless an operand is held otherwise (a transposed view);
+    the runtime's goat_lay_elementwise1/2 decide when the program runs (goat/aot/runtime/
+    goat_np.c)."""
+    args = [k.out, k.int(len(k.out_shape)), k.i64s(k.out_shape)]
+    for p, s in zip(k.ins, k.in_shapes):
+        args += [p, k.int(len(s)), k.i64s(s)]
+    if len(k.ins) in (1, 2):
+        k.void_call("goat_lay_elementwise%d" % len(k.ins), args)
+
+
+def elementwise(scalar, fresh_nan=False, layout=True):
     """An elementwise op with broadcasting: ``scalar(k, *cells) -> cell`` for each index of
-    the result (inputs read through broadcast strides)."""
+    the result (inputs read through broadcast strides), laid out as NumPy lays it out
+    (:func:`elementwise_layout`)."""
     def lower(k: Kernel):
         full = k.out_shape
         sets = [strides(full)] + [broadcast_strides(s, full) for s in k.in_shapes]
@@ -254,6 +268,8 @@ def elementwise(scalar, fresh_nan=False):
                 r = k.fresh_nan(r, xs)
             k.store(r, k.out, offs[0])
         k.nest(full, sets, body)
+        if layout:
+            elementwise_layout(k)
     return lower
 
 
@@ -341,6 +357,7 @@ def numpy_unary(which: int, portable, before=None, after=None):
         if after is not None:
             k.loop(n, lambda i: k.store(after(k, k.load(k.out, i), k.load(k.ins[0], i)),
                                         k.out, i))
+        elementwise_layout(k)
     return lower
 
 
@@ -360,23 +377,15 @@ def extremum(larger: bool):
 
 def numpy_sum(k: Kernel, reduced, divide_by=None):
     """``k.ins[0]`` summed over the axes ``reduced`` into ``k.out`` (the kept axes in order),
-    adding in NumPy's order for goat run's layout of the input (goat/aot/views.py's
-    reduction_plan; the runtime's goat_np_sum): pairwise along the axis NumPy iterates
-    innermost when it is reduced, one number after another otherwise.  ``divide_by``: the
-    mean's count."""
-    from .views import c_strides, reduction_plan
+    adding in NumPy's order for goat run's layout of the input, which the runtime's
+    goat_np_reduce reads from the value when the program runs: pairwise along the axis NumPy
+    iterates innermost when it is reduced, one number after another otherwise.
+    ``divide_by``: the mean's count."""
     src = k.in_shapes[0]
-    view = k.in_views[0].strides
-    groups, pairwise = reduction_plan(src, view, set(reduced))
-    axes = [a for g in groups for a in g]
-    keep = tuple(1 if a in reduced else d for a, d in enumerate(src))
-    ist, ost = c_strides(src), c_strides(keep)
     n_out = cells(k.out_shape)
-    k.void_call("goat_np_sum", [
-        k.out, k.int(n_out), k.ins[0], k.int(len(axes)),
-        k.i64s([src[a] for a in axes]), k.i64s([ist[a] for a in axes]),
-        k.i64s([0 if a in reduced else ost[a] for a in axes]),
-        k.int(len(groups[0]) if groups else 0), k.int(1 if pairwise else 0), k.site])
+    mask = sum(1 << a for a in reduced)
+    k.void_call("goat_np_reduce", [k.out, k.int(n_out), k.ins[0], k.int(len(src)),
+                                   k.i64s(src), k.int(mask), k.site])
     if divide_by is not None:
         def div(i):
             acc = k.load(k.out, i)
@@ -463,56 +472,15 @@ def matmul(k: Kernel):
     return loop_matmul(k)
 
 
-def _extent(shape, strides) -> int:
-    """The cells a view of ``shape`` with (non-negative) ``strides`` spans."""
-    if any(d == 0 for d in shape):
-        return 1
-    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
-
-
 def numpy_matmul(k: Kernel):
-    """``a @ b`` as NumPy's matmul computes it: the runtime's goat_np_matmul makes NumPy's
-    choice of dot, gemv, gemm, syrk or the plain loop, with NumPy's BLAS, from the operands'
-    strides as goat run holds them (goat/aot/views.py).  An operand that goat run holds
-    row-major is passed as it is; any other (a transposed view, a broadcast one) is first
-    laid out in a scratch block with goat run's strides, and two views of one array (``x @
-    transpose(x)``) share one block, as they share one buffer in goat run."""
-    from .views import aligned_strides, c_strides, is_c_contiguous
-    a_shape, b_shape = k.in_shapes
-    va, vb = k.in_views
-    batch = k.out_shape[:-2]
-    m, n, p = a_shape[-2], a_shape[-1], b_shape[-1]
-    shared = va.base == vb.base and not (is_c_contiguous(a_shape, va.strides)
-                                         and is_c_contiguous(b_shape, vb.strides))
-    ptrs, strides_used, scratch = [], [], []
-    block = None
-    if shared:
-        size = max(_extent(a_shape, va.strides), _extent(b_shape, vb.strides))
-        block = k.call("goat_np_scratch", k.lw.dp, [k.int(size), k.site])
-        scratch.append(block)
-    for ptr, shape, view in ((k.ins[0], a_shape, va), (k.ins[1], b_shape, vb)):
-        if not shared and is_c_contiguous(shape, view.strides):
-            ptrs.append(ptr)
-            strides_used.append(c_strides(shape))
-            continue
-        dst = block
-        if dst is None:
-            dst = k.call("goat_np_scratch", k.lw.dp, [k.int(_extent(shape, view.strides)),
-                                                      k.site])
-            scratch.append(dst)
-        k.void_call("goat_np_place", [dst, ptr, k.int(len(shape)), k.i64s(shape),
-                                      k.i64s(view.strides), k.site])
-        ptrs.append(dst)
-        strides_used.append(view.strides)
-    sa, sb = strides_used
-    k.void_call("goat_np_matmul", [
-        k.out, ptrs[0], ptrs[1], k.int(len(batch)), k.i64s(batch),
-        k.i64s(aligned_strides(sa[:-2], a_shape[:-2], batch)),
-        k.i64s(aligned_strides(sb[:-2], b_shape[:-2], batch)),
-        k.int(m), k.int(n), k.int(p), k.int(sa[-2]), k.int(sa[-1]), k.int(sb[-2]),
-        k.int(sb[-1]), k.site])
-    for ptr in scratch:
-        k.void_call("goat_np_unscratch", [ptr])
+    """``a @ b`` as NumPy's matmul computes it: the runtime's goat_np_product lays each
+    operand out as goat run holds it (read from the values: a transposed view, a broadcast
+    one; two views of one array share one block, as in goat run), then goat_np_matmul makes
+    NumPy's choice of dot, gemv, gemm, syrk or the plain loop with NumPy's BLAS."""
+    (sa, sb), so = k.in_shapes, k.out_shape
+    k.void_call("goat_np_product", [k.out, k.ins[0], k.int(len(sa)), k.i64s(sa), k.ins[1],
+                                    k.int(len(sb)), k.i64s(sb), k.int(len(so)), k.i64s(so),
+                                    k.site])
 
 
 def loop_matmul(k: Kernel):
@@ -636,13 +604,15 @@ def _row_columns(k, A, B, O, ob, ab, bb, i, kk, n, j_from):
 
 
 def transpose(k: Kernel):
-    """The last two axes swapped: an index map."""
+    """The last two axes swapped: an index map into a row-major result, which carries goat
+    run's layout (a view of the argument's array, its strides swapped)."""
     src = k.in_shapes[0]
     out = k.out_shape
     st = strides(src)
     st = st[:-2] + [st[-1], st[-2]]
     k.nest(out, [strides(out), st],
            lambda offs: k.store(k.load(k.ins[0], offs[1]), k.out, offs[0]))
+    k.void_call("goat_lay_transpose", [k.out, k.ins[0], k.int(len(src)), k.i64s(src)])
 
 
 def fill(value: float):
@@ -670,13 +640,23 @@ def sum_to(k: Kernel):
     in NumPy's order (:func:`numpy_sum`)."""
     src = k.in_shapes[0]
     out = k.out_shape
+    if tuple(src) == tuple(out):        # goat run gives the argument back
+        k.loop(cells(out), lambda i: k.store(k.load(k.ins[0], i), k.out, i))
+        k.void_call("goat_lay_same", [k.out, k.ins[0], k.int(len(out)), k.i64s(out)])
+        return
     lead = len(src) - len(out)
     reduced = set(range(lead)) | {lead + i for i, t in enumerate(out)
                                   if t == 1 and src[lead + i] != 1}
     numpy_sum(k, reduced)
 
 
-broadcast_to = elementwise(lambda k, x: x)
+def broadcast_to(k: Kernel):
+    """x broadcast to the target shape; goat run's layout: a view with zero strides when the
+    result holds more than 65,536 cells (goat's evaluator), else row-major (x * ones)."""
+    elementwise(lambda k, x: x, layout=False)(k)
+    src, out = k.in_shapes[0], k.out_shape
+    k.void_call("goat_lay_broadcast", [k.out, k.ins[0], k.int(len(src)), k.i64s(src),
+                                       k.int(len(out)), k.i64s(out)])
 
 
 def _index(k: Kernel, value, position, count, name):

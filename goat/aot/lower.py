@@ -29,18 +29,20 @@ program runs (``load`` of a ``tensor[?x3]``) is a compile error.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..diagnostics import GoatError
 from ..interp.evaluator import (_cast_check, _mismatch, _notes, _same_shape_check,
                                 _same_size_check, schedule)
 from ..ops.registry import REGISTRY
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, subregions
 from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
 
 # goat_exec's step codes (goat/aot/runtime/goat_rt.c)
-CALL, ALIAS, CONSTANT, RELEASE, FAIL = 1, 2, 3, 4, 5
+CALL, ALIAS, CONSTANT, RELEASE, FAIL, VIEW = 1, 2, 3, 4, 5, 6
 
 
 class Fail:
@@ -151,7 +153,6 @@ class Lowering:
 
     def __init__(self, program, name="goat", numpy=None):
         from llvmlite import ir
-        from .views import interpreter_views
         self.ir = ir
         self.program = program
         self.module = ir.Module(name=name)
@@ -163,8 +164,6 @@ class Lowering:
         self.void = ir.VoidType()
         self.shapes = resolve_shapes(program)
         self.attrs = self.shapes.pop("attrs")
-        # goat run's layout of every value, for adding in NumPy's order (goat/aot/views.py)
-        self.views = interpreter_views(program, self.shapes)
         # NumPy's libraries to compute with (goat/aot/numpy_libs.py), or None: own code only
         self.numpy = numpy
         self._runtime = {}
@@ -241,33 +240,29 @@ class Lowering:
         return self.cstring(builder, self.site_text(loc, notes))
 
     def const_value(self, value):
-        """A constant value: a global block {refs, cells, data} (refs never reaching zero);
-        the pointer to its cells."""
+        """A constant value: a global block {refs, cells, id, strides, data} (refs never
+        reaching zero; id 0: the block is its own array; strides null: row-major); the
+        pointer to its cells."""
         ir = self.ir
         arr = np.ascontiguousarray(np.asarray(value, dtype=np.float64)).ravel()
-        ty = ir.LiteralStructType([self.i64, self.i64, ir.ArrayType(self.f64, len(arr))])
+        ty = ir.LiteralStructType([self.i64, self.i64, self.i64, self.i64.as_pointer(),
+                                   ir.ArrayType(self.f64, len(arr))])
         g = ir.GlobalVariable(self.module, ty, "const.%d" % self._consts)
         self._consts += 1
         g.initializer = ir.Constant(ty, [ir.Constant(self.i64, 1 << 62),
                                          ir.Constant(self.i64, len(arr)),
-                                         ir.Constant(ty.elements[2], [float(x) for x in arr])])
+                                         ir.Constant(self.i64, 0),
+                                         ir.Constant(self.i64.as_pointer(), None),
+                                         ir.Constant(ty.elements[4], [float(x) for x in arr])])
         g.linkage = "internal"
         zero = ir.Constant(self.i32, 0)
-        return g.gep([zero, ir.Constant(self.i32, 2), zero])
+        return g.gep([zero, ir.Constant(self.i32, 4), zero])
 
-    def kernel(self, node, out_shape, in_shapes, attrs, args=()) -> int:
-        """The index in the kernel table of ``node``'s op's kernel on these shapes and goat
-        run's layouts of its arguments ``args`` (made once)."""
+    def kernel(self, node, out_shape, in_shapes, attrs) -> int:
+        """The index in the kernel table of ``node``'s op's kernel on these shapes (made
+        once)."""
         op = node.op
-        views = [self.views.get(a.id) for a in args]
-        if any(v is None or len(v.strides) != len(s) for v, s in zip(views, in_shapes)):
-            views = None
-        layout = None
-        if views:
-            bases = [v.base for v in views]
-            layout = (tuple(v.strides for v in views),
-                      tuple(bases.index(x) for x in bases))      # which share a buffer
-        key = (op.name, repr(attrs), tuple(in_shapes), layout)
+        key = (op.name, repr(attrs), tuple(in_shapes))
         index = self._kernels.get(key)
         if index is None:
             ir = self.ir
@@ -277,7 +272,7 @@ class Lowering:
             fn.attributes.add("noinline")       # each kernel optimised once, on its own
             for a in fn.args[:-1]:
                 a.add_attribute("noalias")
-            k = K.Kernel(self, fn, out_shape, in_shapes, attrs, op, views)
+            k = K.Kernel(self, fn, out_shape, in_shapes, attrs, op)
             op.lowering(k)
             k.finish()
             index = self._kernels[key] = len(self._kernel_fns)
@@ -415,12 +410,20 @@ class Lowering:
                                 notes=_notes(node))
             real = sum(1 for _, k in op.params if k == "value")
             args = node.args[:real]
-            if lowering is K.ALIAS:
+            if lowering is K.ALIAS or (lowering is K.VIEW
+                                       and tuple(self.shapes[args[0].id]) == tuple(shape)):
                 seg += (ALIAS, node.id, args[0].id)
+                return
+            if lowering is K.VIEW:
+                count = K.cells(shape)
+                seg += (VIEW, node.id, args[0].id, count,
+                        self.text(self.site_text(node.loc, _notes(node))),
+                        self.text("out of memory computing a value of shape %s (%.3g GB)"
+                                  % (format_shape(shape), count * 8 / 1e9)))
                 return
             in_shapes = [self.shapes[a.id] for a in args]
             attrs = self.attrs.get(node.id, node.attrs)
-            index = self.kernel(node, shape, in_shapes, attrs, args)
+            index = self.kernel(node, shape, in_shapes, attrs)
             count = K.cells(shape)
             oom = ("out of memory computing a value of shape %s (%.3g GB)"
                    % (format_shape(shape), count * 8 / 1e9))
@@ -636,6 +639,20 @@ class Lowering:
                     b.bitcast(kernels, self.i8p.as_pointer()), b.bitcast(strtab, self.i8p),
                     b.bitcast(consts, self.dp.as_pointer())])
 
+    def _uses_files(self) -> bool:
+        """Does the program load or save a file by a relative name?"""
+        stack = [self.program.main]
+        while stack:
+            region = stack.pop()
+            if any(e.kind == "save" for e in region.effects):
+                return True
+            for node in region.nodes:
+                if node.kind == OP and node.op.name == "load":
+                    return True
+                stack.extend(subregions(node))
+            stack.extend(region.inner)
+        return False
+
     def lower(self):
         ir = self.ir
         main_fns = self.region_function(self.program.main)
@@ -644,6 +661,9 @@ class Lowering:
                            "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
         b.call(self.runtime("goat_start", self.void, []), [])
+        if self._uses_files():
+            b.call(self.runtime("goat_folder", self.void, [self.i8p]),
+                   [self.cstring(b, os.getcwd())])
         if self.numpy is not None:
             libs = self.numpy
             b.call(self.runtime("goat_np_config", self.void, [self.i8p] * 3 + [self.i64] +

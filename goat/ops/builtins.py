@@ -384,7 +384,7 @@ register(Op(name="reshape", arity=2, params=(("x", "value"), ("shape", "type")),
                 "reshape in C order",
             shape=_reshape_shape, evaluate=_reshape, checks_at_run_time=False,
             tags=("shape",), vjp=lambda d, g, out, x, target: (d.reshape_like(g, x),),
-            lowering=lower.ALIAS))
+            lowering=lower.VIEW))
 
 
 def _fill(name, value, doc):

@@ -6,7 +6,8 @@ run-time re-check of ``?`` dimensions), and its **evaluation** on an array back 
 NumPy or CuPy), its vector-Jacobian product (``vjp``, below) and its LLVM lowering
 (``lowering``: one of the factories of goat/aot/kernels.py, called with a kernel builder for
 the op's actual shapes; ``kernels.ALIAS`` for an op whose result shares its argument's
-cells), which ``goat compile --aot`` uses.
+cells; ``kernels.VIEW`` for reshape, which shares them when goat run's array is row-major),
+which ``goat compile --aot`` uses.
 
 ``vjp`` is the op's vector-Jacobian product, used by ``grad`` (goat/autodiff/grad.py):
 ``vjp(d, g, out, *args, *attrs)`` gets an emitter ``d`` (which makes checked nodes: ``d.mul``,

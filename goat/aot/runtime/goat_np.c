@@ -11,7 +11,7 @@
  *
  *  - goat_np_matmul follows numpy/_core/src/umath/matmul.c.src (NumPy 2.x): the same cases,
  *    in the same order, with the same BLAS calls, on operands laid out as `goat run`'s arrays
- *    are (the compiler works out each array's strides, goat/aot/views.py);
+ *    are (each value carries goat run's layout of it; see "goat run's layouts" below);
  *  - goat_np_sum adds in the order NumPy's reduction does: the axes in NumPy's iteration
  *    order, a pairwise sum (numpy/_core/src/umath/loops_utils.h.src, blocks of 8 accumulators
  *    up to 128 numbers, halves above) of each inner run when the inner axis is reduced;
@@ -548,4 +548,330 @@ void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *
         }
     }
     free(idx);
+}
+
+/* ------------------------------------------------------------------ goat run's layouts
+ *
+ * NumPy's choices above depend on how goat run holds each array: `transpose` is a view with
+ * its strides swapped, an elementwise result is laid out in the operands' order (NumPy's
+ * order='K'), a large broadcast_to is a view with zero strides, `reshape` of a row-major
+ * array a view.  Every compiled value carries that layout in its header (goat_head: the id of
+ * goat run's array it is a view of, its strides when not row-major), set by the kernels that
+ * change it and read by the matrix product and the sums.  The rules follow NumPy
+ * (numpy/_core/src/multiarray/nditer_constr.c: npyiter_find_best_axis_ordering, the axis
+ * coalescing) and goat's evaluators (goat/ops/builtins.py). */
+
+#define MAXR 64
+
+static uint64_t base_of(const double *p)
+{
+    uint64_t id = HEAD(p)->id;
+    return id ? id : ((uint64_t)(uintptr_t)p | (1ULL << 63));
+}
+
+static void c_strides(int64_t rank, const int64_t *shape, int64_t *out)
+{
+    int64_t n = 1;
+    for (int64_t i = rank - 1; i >= 0; i--) {
+        out[i] = n;
+        n *= shape[i];
+    }
+}
+
+/* goat run's strides of p, of this shape */
+static void strides_of(const double *p, int64_t rank, const int64_t *shape, int64_t *out)
+{
+    if (HEAD(p)->strides)
+        memcpy(out, HEAD(p)->strides, (size_t)rank * sizeof(int64_t));
+    else
+        c_strides(rank, shape, out);
+}
+
+/* NumPy's C-contiguity (axes of length 1 may have any stride) */
+static int is_c_contiguous(int64_t rank, const int64_t *shape, const int64_t *st)
+{
+    int64_t n = 1;
+    for (int64_t i = 0; i < rank; i++)
+        if (shape[i] == 0)
+            return 1;
+    for (int64_t i = rank - 1; i >= 0; i--) {
+        if (shape[i] != 1 && st[i] != n)
+            return 0;
+        n *= shape[i];
+    }
+    return 1;
+}
+
+static void set_layout(double *p, uint64_t id, int64_t rank, const int64_t *shape,
+                       const int64_t *st)
+{
+    goat_head *h = HEAD(p);
+    h->id = id;
+    free(h->strides);
+    h->strides = NULL;
+    if (!is_c_contiguous(rank, shape, st)) {
+        h->strides = malloc((size_t)(rank ? rank : 1) * sizeof(int64_t));
+        if (!h->strides)
+            goat_fail("\x01", "out of memory");
+        memcpy(h->strides, st, (size_t)rank * sizeof(int64_t));
+    }
+}
+
+/* NumPy's iterator axis order for `nop` operands (strides aligned to `shape`, 0 where
+   broadcast): perm[0] is the innermost axis.  A stable insertion sort from the C order by
+   |stride|; an operand with a zero stride or an axis of length 1 has no say, and a conflict
+   between operands keeps the C order. */
+static void iteration_order(int64_t ndim, const int64_t *shape, int nop,
+                            int64_t st[][MAXR], int64_t *perm)
+{
+    for (int64_t i = 0; i < ndim; i++)
+        perm[i] = ndim - 1 - i;
+    for (int64_t i0 = 1; i0 < ndim; i0++) {
+        int64_t ipos = i0, a0 = perm[i0];
+        for (int64_t i1 = i0 - 1; i1 >= 0; i1--) {
+            int64_t a1 = perm[i1];
+            int ambiguous = 1, swap = 0;
+            for (int op = 0; op < nop; op++) {
+                int64_t x0 = shape[a0] == 1 ? 0 : st[op][a0];
+                int64_t x1 = shape[a1] == 1 ? 0 : st[op][a1];
+                if (x0 != 0 && x1 != 0) {
+                    if (llabs(x1) <= llabs(x0))
+                        swap = 0;
+                    else if (ambiguous)
+                        swap = 1;
+                    ambiguous = 0;
+                }
+            }
+            if (!ambiguous) {
+                if (swap)
+                    ipos = i1;
+                else
+                    break;
+            }
+        }
+        if (ipos != i0) {
+            for (int64_t i = i0; i > ipos; i--)
+                perm[i] = perm[i - 1];
+            perm[ipos] = a0;
+        }
+    }
+}
+
+/* an operand's strides read at each axis of the broadcast shape */
+static void aligned(const double *p, int64_t rank, const int64_t *shape, int64_t out_rank,
+                    const int64_t *out_shape, int64_t *out)
+{
+    int64_t st[MAXR];
+    strides_of(p, rank, shape, st);
+    int64_t pad = out_rank - rank;
+    for (int64_t i = 0; i < out_rank; i++) {
+        if (i < pad)
+            out[i] = 0;
+        else
+            out[i] = shape[i - pad] == 1 && out_shape[i] != 1 ? 0 : st[i - pad];
+    }
+}
+
+/* An elementwise result: laid out in NumPy's order='K' for its operands.  `ins` holds nin
+   (pointer, rank, shape) operands; operands goat run holds row-major give a row-major
+   result, the common case, decided at once. */
+static void lay_elementwise(double *out, int64_t rank, const int64_t *shape, int64_t nin,
+                            double *const *ins, const int64_t *ranks,
+                            const int64_t *const *shapes)
+{
+    int any = 0;
+    for (int64_t i = 0; i < nin; i++)
+        any |= HEAD(ins[i])->strides != NULL;
+    if (!any || rank > MAXR || nin > 4)
+        return;
+    int64_t st[4][MAXR], perm[MAXR], res[MAXR], n = 1;
+    for (int64_t i = 0; i < nin; i++)
+        aligned(ins[i], ranks[i], shapes[i], rank, shape, st[i]);
+    iteration_order(rank, shape, (int)nin, st, perm);
+    for (int64_t i = 0; i < rank; i++) {
+        res[perm[i]] = n;
+        n *= shape[perm[i]];
+    }
+    set_layout(out, HEAD(out)->id, rank, shape, res);
+}
+
+void goat_lay_elementwise1(double *out, int64_t rank, const int64_t *shape, double *x,
+                           int64_t rx, const int64_t *sx)
+{
+    if (HEAD(x)->strides == NULL)
+        return;
+    double *ins[1] = {x};
+    int64_t ranks[1] = {rx};
+    const int64_t *shapes[1] = {sx};
+    lay_elementwise(out, rank, shape, 1, ins, ranks, shapes);
+}
+
+void goat_lay_elementwise2(double *out, int64_t rank, const int64_t *shape, double *x,
+                           int64_t rx, const int64_t *sx, double *y, int64_t ry,
+                           const int64_t *sy)
+{
+    if (HEAD(x)->strides == NULL && HEAD(y)->strides == NULL)
+        return;
+    double *ins[2] = {x, y};
+    int64_t ranks[2] = {rx, ry};
+    const int64_t *shapes[2] = {sx, sy};
+    lay_elementwise(out, rank, shape, 2, ins, ranks, shapes);
+}
+
+/* transpose: goat run's view of the same array, the last two strides swapped */
+void goat_lay_transpose(double *out, const double *in, int64_t rank, const int64_t *in_shape)
+{
+    int64_t st[MAXR], shape[MAXR];
+    if (rank > MAXR)
+        return;
+    strides_of(in, rank, in_shape, st);
+    memcpy(shape, in_shape, (size_t)rank * sizeof(int64_t));
+    int64_t t = st[rank - 1];
+    st[rank - 1] = st[rank - 2];
+    st[rank - 2] = t;
+    t = shape[rank - 1];
+    shape[rank - 1] = shape[rank - 2];
+    shape[rank - 2] = t;
+    set_layout(out, base_of(in), rank, shape, st);
+}
+
+/* broadcast_to (a derivative's): goat's evaluator returns a view when the result holds more
+   than 65,536 cells, else x * ones (an elementwise result); the same value when the shape
+   does not change */
+void goat_lay_broadcast(double *out, double *in, int64_t in_rank, const int64_t *in_shape,
+                        int64_t rank, const int64_t *shape)
+{
+    int64_t cells = 1, st[MAXR];
+    if (rank > MAXR)
+        return;
+    int same = in_rank == rank;
+    for (int64_t i = 0; i < rank; i++) {
+        cells *= shape[i];
+        if (same && in_shape[i] != shape[i])
+            same = 0;
+    }
+    if (same || cells > 65536) {
+        aligned(in, in_rank, in_shape, rank, shape, st);
+        set_layout(out, base_of(in), rank, shape, st);
+    }
+    /* else x * ones: the row-major operand wins every conflict of NumPy's axis order, so the
+       result is row-major, as out already is */
+}
+
+/* an op that gives back its argument (sum_to to the same shape) */
+void goat_lay_same(double *out, const double *in, int64_t rank, const int64_t *shape)
+{
+    int64_t st[MAXR];
+    if (rank > MAXR)
+        return;
+    strides_of(in, rank, shape, st);
+    set_layout(out, base_of(in), rank, shape, st);
+}
+
+/* ------------------------------------------------------------------ products and sums of values as goat run holds them */
+
+static int64_t extent(int64_t rank, const int64_t *shape, const int64_t *st)
+{
+    int64_t e = 1;
+    for (int64_t i = 0; i < rank; i++) {
+        if (shape[i] == 0)
+            return 1;
+        e += (shape[i] - 1) * st[i];
+    }
+    return e;
+}
+
+/* a @ b: each operand laid out as goat run holds it (a row-major one as it is; two views of
+   one array in one block, as they share one buffer in goat run), then goat_np_matmul */
+void goat_np_product(double *out, double *a, int64_t ra, const int64_t *sa, double *b,
+                     int64_t rb, const int64_t *sb, int64_t ro, const int64_t *so,
+                     const char *site)
+{
+    int64_t sta[MAXR], stb[MAXR], ba[MAXR], bb[MAXR];
+    if (ra > MAXR || rb > MAXR || ro > MAXR)
+        goat_fail(site, "goat compile --aot handles products of rank up to %d", MAXR);
+    strides_of(a, ra, sa, sta);
+    strides_of(b, rb, sb, stb);
+    int a_c = HEAD(a)->strides == NULL, b_c = HEAD(b)->strides == NULL;
+    int shared = base_of(a) == base_of(b) && !(a_c && b_c);
+    const double *pa = a, *pb = b;
+    double *block = NULL, *block2 = NULL;
+    if (shared) {
+        int64_t ea = extent(ra, sa, sta), eb = extent(rb, sb, stb);
+        block = goat_np_scratch(ea > eb ? ea : eb, site);
+        goat_np_place(block, a, ra, sa, sta, site);
+        goat_np_place(block, b, rb, sb, stb, site);
+        pa = pb = block;
+    } else {
+        if (!a_c) {
+            block = goat_np_scratch(extent(ra, sa, sta), site);
+            goat_np_place(block, a, ra, sa, sta, site);
+            pa = block;
+        }
+        if (!b_c) {
+            block2 = goat_np_scratch(extent(rb, sb, stb), site);
+            goat_np_place(block2, b, rb, sb, stb, site);
+            pb = block2;
+        }
+    }
+    int64_t nb = ro - 2;
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t ia = i - (nb - (ra - 2)), ib = i - (nb - (rb - 2));
+        ba[i] = ia < 0 || sa[ia] == 1 ? 0 : sta[ia];
+        bb[i] = ib < 0 || sb[ib] == 1 ? 0 : stb[ib];
+    }
+    goat_np_matmul(out, pa, pb, nb, so, ba, bb, sa[ra - 2], sa[ra - 1], sb[rb - 1],
+                   sta[ra - 2], sta[ra - 1], stb[rb - 2], stb[rb - 1], site);
+    goat_np_unscratch(block);
+    goat_np_unscratch(block2);
+}
+
+/* out = `in` summed over the axes in `reduced` (a bit mask), kept as length 1, in NumPy's
+   order for goat run's layout of `in`: the axes in NumPy's iteration order (axes of length
+   1 left out), coalesced where the input and the output allow; a pairwise sum of each inner
+   run when the innermost axis is reduced, one number after another otherwise */
+void goat_np_reduce(double *out, int64_t ocells, double *in, int64_t rank,
+                    const int64_t *shape, uint64_t reduced, const char *site)
+{
+    int64_t st[1][MAXR], perm[MAXR], cst[MAXR], keep[MAXR], ost[MAXR];
+    if (rank > MAXR)
+        goat_fail(site, "goat compile --aot handles sums of rank up to %d", MAXR);
+    strides_of(in, rank, shape, st[0]);
+    iteration_order(rank, shape, 1, st, perm);
+    c_strides(rank, shape, cst);
+    for (int64_t i = 0; i < rank; i++)
+        keep[i] = (reduced >> i) & 1 ? 1 : shape[i];
+    c_strides(rank, keep, ost);
+    /* the iterator's output strides (for coalescing): contiguous over the kept axes */
+    int64_t itst[MAXR], n = 1;
+    int64_t axes[MAXR], na = 0;
+    for (int64_t i = 0; i < rank; i++) {
+        int64_t a = perm[i];
+        if (shape[a] == 1)
+            continue;
+        axes[na++] = a;
+        if ((reduced >> a) & 1)
+            itst[a] = 0;
+        else {
+            itst[a] = n;
+            n *= shape[a];
+        }
+    }
+    int64_t ninner = na ? 1 : 0;
+    while (ninner < na) {
+        int64_t a = axes[ninner], inner = axes[ninner - 1];
+        if (st[0][a] == st[0][inner] * shape[inner] && itst[a] == itst[inner] * shape[inner])
+            ninner++;
+        else
+            break;
+    }
+    int pairwise = na == 0 || ((reduced >> axes[0]) & 1);
+    int64_t dims[MAXR], is[MAXR], os[MAXR];
+    for (int64_t i = 0; i < na; i++) {
+        int64_t a = axes[i];
+        dims[i] = shape[a];
+        is[i] = cst[a];
+        os[i] = (reduced >> a) & 1 ? 0 : ost[a];
+    }
+    goat_np_sum(out, ocells, in, na, dims, is, os, ninner, pairwise, site);
 }

@@ -16,12 +16,9 @@
 #include "goat_rt.h"
 #include "fmt.h"
 
-typedef struct {
-    int64_t refs;
-    int64_t cells;
-} goat_head;
-
-#define HEAD(p) ((goat_head *)((char *)(p) - sizeof(goat_head)))
+/* goat_head (goat_rt.h): a value's reference count and cells, and how goat run would hold
+   it (which of goat run's arrays it is a view of, and its strides when not row-major) */
+static uint64_t next_id;
 
 static void out_error(void);
 static const char *number_format = "%g";       /* print's numbers */
@@ -37,6 +34,8 @@ double *goat_alloc(int64_t cells, const char *site, const char *oom)
         goat_fail(site, "%s", oom);
     h->refs = 1;
     h->cells = cells;
+    h->id = ++next_id;
+    h->strides = NULL;
     return (double *)(h + 1);
 }
 
@@ -48,13 +47,25 @@ void goat_retain(double *p)
 
 void goat_release(double *p)
 {
-    if (p != NULL && --HEAD(p)->refs == 0)
+    if (p != NULL && --HEAD(p)->refs == 0) {
+        free(HEAD(p)->strides);
         free(HEAD(p));
+    }
 }
 
 /* ------------------------------------------------------------ standard output */
 
 static char out_buffer[1 << 16];
+
+/* The folder the program was compiled in: its file names (load, save) were resolved relative
+   to it, as goat run resolves them, and are reported as goat run reports them; so the
+   program works there, wherever it is started from. */
+void goat_folder(const char *dir)
+{
+    if (dir && *dir && chdir(dir) != 0) {
+        /* gone: relative file names are then relative to where the program runs */
+    }
+}
 
 void goat_start(void)
 {
@@ -253,7 +264,9 @@ static inline void set_slot(int64_t i, double *v)
  *   2 ALIAS   out in: out shares in's value (a cast, reshape, a tuple's element)
  *   3 CONST   out k: out is the program's constant k
  *   4 RELEASE slot: the slot's last use is done
- *   5 FAIL    site message: the run-time error goat run reports at this step */
+ *   5 FAIL    site message: the run-time error goat run reports at this step
+ *   6 RESHAPE out in cells site oom: out shares in's value when goat run holds it row-major (NumPy's
+ *             reshape is then a view); otherwise a row-major copy, as NumPy's reshape makes */
 void goat_exec(const int64_t *code, int64_t n)
 {
     const int64_t *p = code, *end = code + n;
@@ -280,6 +293,19 @@ void goat_exec(const int64_t *code, int64_t n)
             goat_retain(v);
             set_slot(p[0], v);
             p += 2;
+            break;
+        }
+        case 6: {
+            double *v = slots[p[1]];
+            if (v != NULL && HEAD(v)->strides != NULL) {
+                double *c = goat_alloc(p[2], strtab + p[3], strtab + p[4]);
+                memcpy(c, v, (size_t)p[2] * sizeof(double));
+                v = c;
+            } else {
+                goat_retain(v);
+            }
+            set_slot(p[0], v);
+            p += 5;
             break;
         }
         case 3: {

@@ -33,13 +33,23 @@ typedef struct {
 void goat_str_append(goat_str *s, const char *text, size_t n);
 void goat_str_add(goat_str *s, const char *text);
 
-/* values (goat_rt.c) */
+/* values (goat_rt.c): the cells follow a header */
+typedef struct {
+    int64_t refs;
+    int64_t cells;
+    uint64_t id;            /* goat run's array this is (a view of); 0: a constant, its own */
+    int64_t *strides;       /* goat run's strides in cells when not row-major, else NULL */
+} goat_head;
+
+#define HEAD(p) ((goat_head *)((char *)(p) - sizeof(goat_head)))
+
 double *goat_alloc(int64_t cells, const char *site, const char *oom);
 void goat_retain(double *p);
 void goat_release(double *p);
 
 /* the program's start and end; standard output */
 void goat_start(void);
+void goat_folder(const char *dir);
 int goat_finish(void);
 void goat_print(const double *data, int64_t rank, const int64_t *dims);
 void goat_print_line(goat_str *s);
@@ -67,6 +77,20 @@ double *goat_np_scratch(int64_t cells, const char *site);
 void goat_np_unscratch(double *p);
 void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *shape,
                    const int64_t *strides, const char *site);
+void goat_lay_elementwise1(double *out, int64_t rank, const int64_t *shape, double *x,
+                           int64_t rx, const int64_t *sx);
+void goat_lay_elementwise2(double *out, int64_t rank, const int64_t *shape, double *x,
+                           int64_t rx, const int64_t *sx, double *y, int64_t ry,
+                           const int64_t *sy);
+void goat_lay_transpose(double *out, const double *in, int64_t rank, const int64_t *in_shape);
+void goat_lay_broadcast(double *out, double *in, int64_t in_rank, const int64_t *in_shape,
+                        int64_t rank, const int64_t *shape);
+void goat_lay_same(double *out, const double *in, int64_t rank, const int64_t *shape);
+void goat_np_product(double *out, double *a, int64_t ra, const int64_t *sa, double *b,
+                     int64_t rb, const int64_t *sb, int64_t ro, const int64_t *so,
+                     const char *site);
+void goat_np_reduce(double *out, int64_t ocells, double *in, int64_t rank,
+                    const int64_t *shape, uint64_t reduced, const char *site);
 
 #ifdef __cplusplus
 }
