@@ -200,12 +200,65 @@ for i in 0..2 {{
   w = x
 }}
 """,
+    # reshape of a transposed view: NumPy's reshape is a view wherever the strides allow one
+    "reshape_views": """let x = {x}
+let v: tensor[1x64x8] = reshape(transpose(x))
+print row_sum(v)
+let u: tensor[64x8x1] = reshape(transpose(x))
+print col_sum(u)
+let y = {y}
+let w: tensor[2x3x64x8] = reshape(transpose(y))
+print row_sum(w)
+let z = {z}
+let s: tensor[64x3x3] = reshape(transpose(z))
+print col_sum(s) @ {c}
+let big = {big}
+let t: tensor[1x300x64] = reshape(transpose(big))
+print t @ big
+""",
+    # multi-head attention: heads split by reshape between transposes, and its grad
+    "heads": """import nn
+let x = randn(tensor[64x32], 1)
+let wq = randn(tensor[32x32], 2) * 0.2
+let wk = randn(tensor[32x32], 3) * 0.2
+let wv = randn(tensor[32x32], 4) * 0.2
+def heads(m: tensor[64x32]) -> tensor[4x64x8] = transpose(reshape(transpose(m), tensor[4x8x64]))
+let q = heads(x @ wq)
+let k = heads(x @ wk)
+let v = heads(x @ wv)
+let a = nn.softmax_rows(q @ transpose(k) * 0.35 + nn.causal_mask(zeros(tensor[64x64])))
+let o = a @ v
+print o
+print grad(col_sum(row_sum(reshape(row_sum(o * o), tensor[1x256]))), wq)
+let w = {w}
+let y = transpose(reshape(w, tensor[1x64x8])) @ {c5}
+let g = grad(row_sum(reshape(col_sum(row_sum(y)), tensor[1x1])), w)
+print row_sum(g)
+print g @ transpose(g)
+""",
+    # the derivative of a scalar or per-batch bias: a large broadcast summed over several axes
+    "bias_grads": """let x = {x3}
+let b0 = randn(tensor[16x1x1], 10)
+let b1 = [[[0.5]]]
+let b2 = randn(tensor[1x64], 12)
+let loss = row_sum(reshape(col_mean(row_sum(b0 + x + b1 - b2)), tensor[1x16]))
+let g0, g1, g2 = grad(loss, b0, b1, b2)
+print g0
+print g1
+print g2
+let m = randn(tensor[300x300], 1)
+let b = [[0.5]]
+print grad(col_mean(row_mean(m + b)), b)
+""",
 }
 
 
 @pytest.mark.parametrize("name", sorted(CONTROL))
 def test_layouts_through_branches_loops_and_names(name, env, tmp_path):
-    text = CONTROL[name].format(b=_m((3, 200), 1), a=_m((60, 70), 2))
+    text = CONTROL[name].format(b=_m((3, 200), 1), a=_m((60, 70), 2), x=_m((8, 64), 3),
+                                y=_m((6, 8, 64), 4), z=_m((9, 64), 5), c=_m((3, 5), 6),
+                                big=_m((64, 300), 7), w=_m((64, 8), 8), c5=_m((1, 64, 5), 9),
+                                x3=_m((16, 300, 64), 10))
     path = tmp_path / ("%s.mg" % name)
     path.write_text(text)
     _assert_bits(path, env)

@@ -375,17 +375,17 @@ def extremum(larger: bool):
     return elementwise(lambda k, x, y: k.extremum(x, y, larger))
 
 
-def numpy_sum(k: Kernel, reduced, divide_by=None):
+def numpy_sum(k: Kernel, reduced, divide_by=None, lead=0):
     """``k.ins[0]`` summed over the axes ``reduced`` into ``k.out`` (the kept axes in order),
     adding in NumPy's order for goat run's layout of the input, which the runtime's
     goat_np_reduce reads from the value when the program runs: pairwise along the axis NumPy
     iterates innermost when it is reduced, one number after another otherwise.
-    ``divide_by``: the mean's count."""
+    ``divide_by``: the mean's count; ``lead``: leading axes the result drops (sum_to's)."""
     src = k.in_shapes[0]
     n_out = cells(k.out_shape)
     mask = sum(1 << a for a in reduced)
     k.void_call("goat_np_reduce", [k.out, k.int(n_out), k.ins[0], k.int(len(src)),
-                                   k.i64s(src), k.int(mask), k.site])
+                                   k.i64s(src), k.int(mask), k.int(lead), k.site])
     if divide_by is not None:
         def div(i):
             acc = k.load(k.out, i)
@@ -461,6 +461,9 @@ def reduction(kind: str, axis: int):
                         k.store(finish(k, k.load(k.out, o), r), k.out, o)
                     k.loop(c, fin)
             k.loop(batch, one)
+        # NumPy lays the result out in its iteration order of the input
+        k.void_call("goat_lay_reduce", [k.out, k.ins[0], k.int(len(shape)), k.i64s(shape),
+                                        k.int(1 << (len(shape) + axis))])
     return lower
 
 
@@ -647,7 +650,7 @@ def sum_to(k: Kernel):
     lead = len(src) - len(out)
     reduced = set(range(lead)) | {lead + i for i, t in enumerate(out)
                                   if t == 1 and src[lead + i] != 1}
-    numpy_sum(k, reduced)
+    numpy_sum(k, reduced, lead=lead)
 
 
 def broadcast_to(k: Kernel):

@@ -416,10 +416,12 @@ class Lowering:
                 return
             if lowering is K.VIEW:
                 count = K.cells(shape)
+                src = tuple(self.shapes[args[0].id])
                 seg += (VIEW, node.id, args[0].id, count,
                         self.text(self.site_text(node.loc, _notes(node))),
                         self.text("out of memory computing a value of shape %s (%.3g GB)"
                                   % (format_shape(shape), count * 8 / 1e9)))
+                seg += (len(src),) + src + (len(shape),) + tuple(shape)
                 return
             in_shapes = [self.shapes[a.id] for a in args]
             attrs = self.attrs.get(node.id, node.attrs)

@@ -526,6 +526,17 @@ def _sum_to_shape(x, target):
     return tuple(target)
 
 
+def _dense(xp, g):
+    """g, or a row-major copy of it when it is a broadcast view (a zero stride), to be summed
+    over several axes: NumPy sums a view like that through its iterator's buffers, in chunks
+    whose bounds follow the buffer size, an order a compiled program does not reproduce; a
+    row-major array it sums in one pairwise run (goat/aot/runtime/goat_np.c, goat_np_reduce)."""
+    strides = getattr(g, "strides", None)
+    if strides and any(st == 0 and d > 1 for st, d in zip(strides, g.shape)):
+        return xp.ascontiguousarray(g)
+    return g
+
+
 def _sum_to(be, target):
     xp = be.xp
     target = tuple(target)
@@ -537,7 +548,9 @@ def _sum_to(be, target):
                                           if t == 1 and shape[lead + i] != 1)
         if lead == 0 and len(axes) == 1:            # the common case: one axis, as col_sum
             return be.reducer("sum", axes[0])
-        return lambda g: xp.sum(g, axis=axes, keepdims=True).reshape(target)
+        if len(axes) == 1:
+            return lambda g: xp.sum(g, axis=axes, keepdims=True).reshape(target)
+        return lambda g: xp.sum(_dense(xp, g), axis=axes, keepdims=True).reshape(target)
 
     def run(g):
         shape = g.shape

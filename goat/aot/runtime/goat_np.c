@@ -831,14 +831,22 @@ void goat_np_product(double *out, double *a, int64_t ra, const int64_t *sa, doub
    1 left out), coalesced where the input and the output allow; a pairwise sum of each inner
    run when the innermost axis is reduced, one number after another otherwise */
 void goat_np_reduce(double *out, int64_t ocells, double *in, int64_t rank,
-                    const int64_t *shape, uint64_t reduced, const char *site)
+                    const int64_t *shape, uint64_t reduced, int64_t lead, const char *site)
 {
     int64_t st[1][MAXR], perm[MAXR], cst[MAXR], keep[MAXR], ost[MAXR];
     if (rank > MAXR)
         goat_fail(site, "goat compile --aot handles sums of rank up to %d", MAXR);
     strides_of(in, rank, shape, st[0]);
-    iteration_order(rank, shape, 1, st, perm);
     c_strides(rank, shape, cst);
+    /* goat's sum_to over several axes sums a broadcast view as a row-major copy (_dense in
+       goat/ops/builtins.py) */
+    if (__builtin_popcountll(reduced) > 1)
+        for (int64_t i = 0; i < rank; i++)
+            if (st[0][i] == 0 && shape[i] > 1) {
+                memcpy(st[0], cst, (size_t)rank * sizeof(int64_t));
+                break;
+            }
+    iteration_order(rank, shape, 1, st, perm);
     for (int64_t i = 0; i < rank; i++)
         keep[i] = (reduced >> i) & 1 ? 1 : shape[i];
     c_strides(rank, keep, ost);
@@ -874,4 +882,86 @@ void goat_np_reduce(double *out, int64_t ocells, double *in, int64_t rank,
         os[i] = (reduced >> a) & 1 ? 0 : ost[a];
     }
     goat_np_sum(out, ocells, in, na, dims, is, os, ninner, pairwise, site);
+    /* NumPy allocates the result in its iteration order: contiguous over the kept axes,
+       innermost first (the leading `lead` axes, reduced, then dropped by sum_to's reshape) */
+    int64_t oshape[MAXR];
+    for (int64_t i = 0; i < rank; i++) {
+        oshape[i] = keep[i];
+        if (keep[i] == 1)
+            itst[i] = 0;
+    }
+    set_layout(out, HEAD(out)->id, rank - lead, oshape + lead, itst + lead);
+}
+
+/* the layout NumPy gives a max or min along the axes `reduced` (kept as length 1) */
+void goat_lay_reduce(double *out, const double *in, int64_t rank, const int64_t *shape,
+                     uint64_t reduced)
+{
+    int64_t st[1][MAXR], perm[MAXR], res[MAXR], keep[MAXR], n = 1;
+    if (rank > MAXR || HEAD(in)->strides == NULL)
+        return;
+    strides_of(in, rank, shape, st[0]);
+    iteration_order(rank, shape, 1, st, perm);
+    for (int64_t i = 0; i < rank; i++) {
+        keep[i] = (reduced >> i) & 1 ? 1 : shape[i];
+        res[i] = 0;
+    }
+    for (int64_t i = 0; i < rank; i++) {
+        int64_t a = perm[i];
+        if (keep[a] != 1) {
+            res[a] = n;
+            n *= keep[a];
+        }
+    }
+    set_layout(out, HEAD(out)->id, rank, keep, res);
+}
+
+/* NumPy's reshape without a copy (numpy/_core/src/multiarray/shape.c,
+   _attempt_nocopy_reshape, C order): the new strides, or 0 when a copy is needed */
+static int nocopy_reshape(int64_t ord, const int64_t *odims_in, const int64_t *ostr_in,
+                          int64_t nnd, const int64_t *ndims, int64_t *nstr)
+{
+    int64_t odims[MAXR], ostr[MAXR], ond = 0;
+    for (int64_t i = 0; i < ord; i++)
+        if (odims_in[i] != 1) {
+            odims[ond] = odims_in[i];
+            ostr[ond] = ostr_in[i];
+            ond++;
+        }
+    int64_t oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nnd && oi < ond) {
+        int64_t np_ = ndims[ni], op = odims[oi];
+        while (np_ != op) {
+            if (np_ < op)
+                np_ *= ndims[nj++];
+            else
+                op *= odims[oj++];
+        }
+        for (int64_t ok = oi; ok < oj - 1; ok++)
+            if (ostr[ok] != odims[ok + 1] * ostr[ok + 1])
+                return 0;
+        nstr[nj - 1] = ostr[oj - 1];
+        for (int64_t nk = nj - 1; nk > ni; nk--)
+            nstr[nk - 1] = nstr[nk] * ndims[nk];
+        ni = nj++;
+        oi = oj++;
+    }
+    int64_t last = ni >= 1 ? nstr[ni - 1] : 1;
+    for (int64_t nk = ni; nk < nnd; nk++)
+        nstr[nk] = last;
+    return 1;
+}
+
+/* reshape of a value goat run does not hold row-major (goat_exec's VIEW step): NumPy's view
+   when its strides allow one (then a copy of the cells carrying those strides), else a
+   row-major copy; `v` is a fresh buffer holding the cells */
+void goat_lay_reshape(double *v, const double *in, int64_t ord, const int64_t *odims,
+                      int64_t nnd, const int64_t *ndims)
+{
+    int64_t ost[MAXR], nst[MAXR];
+    if (ord > MAXR || nnd > MAXR)
+        return;
+    strides_of(in, ord, odims, ost);
+    if (nocopy_reshape(ord, odims, ost, nnd, ndims, nst))
+        set_layout(v, base_of(in), nnd, ndims, nst);
 }

@@ -265,8 +265,9 @@ static inline void set_slot(int64_t i, double *v)
  *   3 CONST   out k: out is the program's constant k
  *   4 RELEASE slot: the slot's last use is done
  *   5 FAIL    site message: the run-time error goat run reports at this step
- *   6 RESHAPE out in cells site oom: out shares in's value when goat run holds it row-major (NumPy's
- *             reshape is then a view); otherwise a row-major copy, as NumPy's reshape makes */
+ *   6 RESHAPE out in cells site oom rank dims... rank dims...: out shares in's value when goat
+ *             run holds it row-major (NumPy's reshape is then a view); otherwise a copy of
+ *             the cells with the layout NumPy's reshape gives (a view or a row-major copy) */
 void goat_exec(const int64_t *code, int64_t n)
 {
     const int64_t *p = code, *end = code + n;
@@ -296,16 +297,20 @@ void goat_exec(const int64_t *code, int64_t n)
             break;
         }
         case 6: {
+            /* out in cells site oom rank dims... new_rank new_dims... */
             double *v = slots[p[1]];
+            const int64_t *od = p + 6, *nd = od + p[5] + 1;
+            int64_t nnd = od[p[5]];
             if (v != NULL && HEAD(v)->strides != NULL) {
                 double *c = goat_alloc(p[2], strtab + p[3], strtab + p[4]);
                 memcpy(c, v, (size_t)p[2] * sizeof(double));
+                goat_lay_reshape(c, v, p[5], od, nnd, nd);
                 v = c;
             } else {
                 goat_retain(v);
             }
             set_slot(p[0], v);
-            p += 5;
+            p = nd + nnd;
             break;
         }
         case 3: {

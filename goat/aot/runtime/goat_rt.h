@@ -90,7 +90,11 @@ void goat_np_product(double *out, double *a, int64_t ra, const int64_t *sa, doub
                      int64_t rb, const int64_t *sb, int64_t ro, const int64_t *so,
                      const char *site);
 void goat_np_reduce(double *out, int64_t ocells, double *in, int64_t rank,
-                    const int64_t *shape, uint64_t reduced, const char *site);
+                    const int64_t *shape, uint64_t reduced, int64_t lead, const char *site);
+void goat_lay_reduce(double *out, const double *in, int64_t rank, const int64_t *shape,
+                     uint64_t reduced);
+void goat_lay_reshape(double *v, const double *in, int64_t ord, const int64_t *odims,
+                      int64_t nnd, const int64_t *ndims);
 
 #ifdef __cplusplus
 }
