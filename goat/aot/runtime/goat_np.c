@@ -516,10 +516,11 @@ void goat_np_unary(int64_t which, double *out, const double *in, int64_t n)
 
 /* ------------------------------------------------------------------ operands laid out as goat run holds them */
 
-/* A zeroed block of `cells` doubles for an operand laid out as goat run holds it. */
+/* A block of `cells` doubles for an operand laid out as goat run holds it. */
 double *goat_np_scratch(int64_t cells, const char *site)
 {
-    double *p = calloc((size_t)(cells > 0 ? cells : 1), sizeof(double));
+    /* every cell of the span of a view of a whole array is written before it is read */
+    double *p = malloc((size_t)(cells > 0 ? cells : 1) * sizeof(double));
     if (!p)
         goat_fail(site, "out of memory computing a matrix product");
     return p;
@@ -527,19 +528,30 @@ double *goat_np_scratch(int64_t cells, const char *site)
 
 void goat_np_unscratch(double *p) { free(p); }
 
-/* dst[sum_i idx_i * strides_i] = src[row-major index of idx], for every index of `shape` */
+/* dst[sum_i idx_i * strides_i] = src[row-major index of idx], for every index of `shape`:
+   the innermost axis a plain loop, the others an odometer */
 void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *shape,
                    const int64_t *strides, const char *site)
 {
+    if (rank == 0) {
+        dst[0] = src[0];
+        return;
+    }
     int64_t count = 1;
     for (int64_t i = 0; i < rank; i++)
         count *= shape[i];
+    if (count == 0)
+        return;
+    int64_t n = shape[rank - 1], st = strides[rank - 1], rows = count / n;
     int64_t *idx = calloc((size_t)rank + 1, sizeof(int64_t)), off = 0;
     if (!idx)
         goat_fail(site, "out of memory computing a matrix product");
-    for (int64_t c = 0; c < count; c++) {
-        dst[off] = src[c];
-        for (int64_t i = rank - 1; i >= 0; i--) {
+    for (int64_t r = 0; r < rows; r++) {
+        const double *s = src + r * n;
+        double *d = dst + off;
+        for (int64_t j = 0; j < n; j++)
+            d[j * st] = s[j];
+        for (int64_t i = rank - 2; i >= 0; i--) {
             off += strides[i];
             if (++idx[i] < shape[i])
                 break;
