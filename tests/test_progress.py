@@ -142,7 +142,7 @@ def test_an_empty_loop_and_a_nested_loop_get_no_bar(tty):
 # -- on a terminal, in this process --------------------------------------------------------------
 
 def _screen(data, cols=80, rows=24):
-    import pyte
+    pyte = pytest.importorskip("pyte")     # a test extra: tests without it skip
     screen = pyte.Screen(cols, rows)
     pyte.ByteStream(screen).feed(data)
     return screen
