@@ -9,6 +9,7 @@ executable or ``.ll`` file.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -87,12 +88,14 @@ def host_key() -> str:
         llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
 
 
-def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=folder)
+@contextlib.contextmanager
+def _replacing(path: str, mode: int):
+    """A temporary file next to ``path`` to write, given ``mode`` and renamed to ``path`` when
+    the block ends, removed when it fails: a failed build leaves nothing behind."""
+    fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=os.path.dirname(os.path.abspath(path)))
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        yield tmp
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -101,6 +104,12 @@ def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+    with _replacing(path, mode) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
 
 
 def _run_cc(args, what):
@@ -214,18 +223,8 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
         objpath = os.path.join(work, "program.o")
         with open(objpath, "wb") as f:
             f.write(obj)
-        fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=folder)
-        os.close(fd)
-        try:
+        with _replacing(output, 0o755 & ~_umask()) as tmp:
             _run_cc([cc, "-o", tmp, objpath, lib, "-lm", "-ldl"], "linking the program")
-            os.chmod(tmp, 0o755 & ~_umask())
-            os.replace(tmp, output)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if timings is not None:

@@ -398,18 +398,11 @@ def reduction(kind: str, axis: int):
     """A row (axis -1) or column (axis -2) reduction keeping the axis as size 1: sums (and
     the mean, the sum over the count) in NumPy's order (:func:`numpy_sum`), max/min by IEEE
     754-2019 from -inf/+inf (any order gives the same)."""
+    larger = kind == "max"
+    init = float("-inf") if larger else float("inf")
+
     def combine(k, acc, x):
-        if kind in ("sum", "mean"):
-            return k.b.fadd(acc, x)
-        return k.extremum(acc, x, kind == "max")
-
-    init = {"sum": 0.0, "mean": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
-
-    def finish(k, acc, n):
-        if kind != "mean":
-            return acc
-        r = k.b.fdiv(acc, k.const(float(n)))
-        return k.fresh_nan(r, [acc]) if n == 0 else r
+        return k.extremum(acc, x, larger)
 
     def lower(k: Kernel):
         shape = k.in_shapes[0]
@@ -432,7 +425,7 @@ def reduction(kind: str, axis: int):
                         k.b.store(combine(k, k.b.load(slot), x), slot)
                     k.loop(n, step)
                     acc = k.b.load(slot)
-                k.store(finish(k, acc, n), k.out, r)
+                k.store(acc, k.out, r)
             k.loop(rows, row)
         else:
             r, c = shape[-2], shape[-1]
@@ -455,11 +448,6 @@ def reduction(kind: str, axis: int):
                         k.store(combine(k, k.load(k.out, o), x), k.out, o)
                     k.loop(c, col)
                 k.loop(r, add_row)
-                if kind == "mean":
-                    def fin(j):
-                        o = k.b.add(obase, j)
-                        k.store(finish(k, k.load(k.out, o), r), k.out, o)
-                    k.loop(c, fin)
             k.loop(batch, one)
         # NumPy lays the result out in its iteration order of the input
         k.void_call("goat_lay_reduce", [k.out, k.ins[0], k.int(len(shape)), k.i64s(shape),

@@ -506,15 +506,7 @@ class Lowering:
             self.put(b, p.id, b.load(ptr))              # the state's reference moves in
             b.store(ir.Constant(self.dp, None), ptr)
         self.call_all(b, body_fns)
-        for k, y in enumerate(body.yields):
-            v = self.get(b, y.id)
-            self.retain(b, v)
-            self.put(b, base + k, v)
-        for p in body.params:
-            self.release_slot(b, p.id)
-        for y in body.yields:
-            if y.region is body and y.kind != ARG:
-                self.release_slot(b, y.id)
+        self.yield_values(b, body, base)
         nxt = b.add(i, ir.Constant(self.i64, 1))
         i.add_incoming(nxt, b.block)
         b.cbranch(b.icmp_signed("<", nxt, hi), head, fn.append_basic_block("for_exit"))
@@ -523,6 +515,22 @@ class Lowering:
             self.release_node(b, n.id)
         b.branch(done)
         b.position_at_end(done)
+
+    def yield_values(self, b, region, base):
+        """A region's results into the tuple slots from ``base`` (a loop's state for the next
+        iteration, an if's values), then its parameters and own results released.  A result
+        after a failed check (DEAD) is never reached."""
+        for k, y in enumerate(region.yields):
+            if self.shapes.get(y.id) is DEAD:
+                continue
+            v = self.get(b, y.id)
+            self.retain(b, v)
+            self.put(b, base + k, v)
+        for p in region.params:
+            self.release_slot(b, p.id)
+        for y in region.yields:
+            if y.region is region and y.kind != ARG:
+                self.release_slot(b, y.id)
 
     def branch_step(self, b, node):
         then, orelse = node.value
@@ -537,17 +545,7 @@ class Lowering:
         for block, region in zip(blocks, (then, orelse)):
             b.position_at_end(block)
             self.call_all(b, self.region_function(region))
-            for k, y in enumerate(region.yields):
-                if self.shapes.get(y.id) is DEAD:
-                    continue
-                v = self.get(b, y.id)
-                self.retain(b, v)
-                self.put(b, base + k, v)
-            for p in region.params:
-                self.release_slot(b, p.id)
-            for y in region.yields:
-                if y.region is region and y.kind != ARG:
-                    self.release_slot(b, y.id)
+            self.yield_values(b, region, base)
             b.branch(done)
         b.position_at_end(done)
 

@@ -314,7 +314,7 @@ static void one_product(const double *a, int64_t a_m, int64_t a_n, const double 
    `bshape` (nb axes) then m x p; a's and b's cells are laid out as `goat run` holds them:
    batch strides `abs_`/`bbs` (0 where broadcast) and matrix strides (a_m, a_n), (b_n, b_p),
    all in cells. */
-void goat_np_matmul(double *out, const double *a, const double *b, int64_t nb,
+static void goat_np_matmul(double *out, const double *a, const double *b, int64_t nb,
                     const int64_t *bshape, const int64_t *abs_, const int64_t *bbs, int64_t m,
                     int64_t n, int64_t p, int64_t a_m, int64_t a_n, int64_t b_n, int64_t b_p,
                     const char *site)
@@ -383,7 +383,7 @@ static double pairwise(const double *a, int64_t n, int64_t stride)
    cells (ostr 0 along a reduced axis).  With `pairwise`, the first `ninner` axes (all
    reduced) form one run that NumPy sums pairwise, and each run's sum is added to its output
    cell; otherwise each number is added to its output cell in iteration order. */
-void goat_np_sum(double *out, int64_t ocells, const double *in, int64_t nd,
+static void goat_np_sum(double *out, int64_t ocells, const double *in, int64_t nd,
                  const int64_t *shape, const int64_t *istr, const int64_t *ostr, int64_t ninner,
                  int64_t pairwise_runs, const char *site)
 {
@@ -517,7 +517,7 @@ void goat_np_unary(int64_t which, double *out, const double *in, int64_t n)
 /* ------------------------------------------------------------------ operands laid out as goat run holds them */
 
 /* A block of `cells` doubles for an operand laid out as goat run holds it. */
-double *goat_np_scratch(int64_t cells, const char *site)
+static double *goat_np_scratch(int64_t cells, const char *site)
 {
     /* every cell of the span of a view of a whole array is written before it is read */
     double *p = malloc((size_t)(cells > 0 ? cells : 1) * sizeof(double));
@@ -526,11 +526,11 @@ double *goat_np_scratch(int64_t cells, const char *site)
     return p;
 }
 
-void goat_np_unscratch(double *p) { free(p); }
+static void goat_np_unscratch(double *p) { free(p); }
 
 /* dst[sum_i idx_i * strides_i] = src[row-major index of idx], for every index of `shape`:
    the innermost axis a plain loop, the others an odometer */
-void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *shape,
+static void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *shape,
                    const int64_t *strides, const char *site)
 {
     if (rank == 0) {

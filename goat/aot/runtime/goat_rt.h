@@ -65,18 +65,7 @@ void goat_save_named(const char *folder, goat_str *name, const double *data, int
 /* NumPy's own kernels and order of additions (goat_np.c) */
 void goat_np_config(const char *blas, const char *prefix, const char *suffix, int64_t ilp64,
                     const char *umath, const char *python);
-void goat_np_matmul(double *out, const double *a, const double *b, int64_t nb,
-                    const int64_t *bshape, const int64_t *abs_, const int64_t *bbs, int64_t m,
-                    int64_t n, int64_t p, int64_t a_m, int64_t a_n, int64_t b_n, int64_t b_p,
-                    const char *site);
-void goat_np_sum(double *out, int64_t ocells, const double *in, int64_t nd,
-                 const int64_t *shape, const int64_t *istr, const int64_t *ostr, int64_t ninner,
-                 int64_t pairwise_runs, const char *site);
 void goat_np_unary(int64_t which, double *out, const double *in, int64_t n);
-double *goat_np_scratch(int64_t cells, const char *site);
-void goat_np_unscratch(double *p);
-void goat_np_place(double *dst, const double *src, int64_t rank, const int64_t *shape,
-                   const int64_t *strides, const char *site);
 void goat_lay_elementwise1(double *out, int64_t rank, const int64_t *shape, double *x,
                            int64_t rx, const int64_t *sx);
 void goat_lay_elementwise2(double *out, int64_t rank, const int64_t *shape, double *x,
