@@ -43,7 +43,8 @@ import time
 from contextlib import contextmanager
 
 from .diagnostics import GoatError, Loc, Source
-from .gpu import BACKENDS, get_backend
+from .gpu import CHOICES, BackendUnavailable, get_backend, resolve
+from .gpu.xp_backend import DTYPES
 from .interp.evaluator import Evaluator
 from .lexer import ast
 from .lexer.parser import parse
@@ -386,13 +387,19 @@ def _check_stdout(stdout, fn: str):
                             "open for writing" % (fn, _type_name(stdout)))
 
 
-def _check_backend(backend, fn: str):
+def _check_backend(backend, fn: str, dtype="f64"):
     if not isinstance(backend, str):
         raise TypeError("goat.%s: backend must be the name of a back end (a str: %s), not %s"
-                        % (fn, ", ".join(sorted(BACKENDS)), _type_name(backend)))
-    if backend not in BACKENDS:
+                        % (fn, ", ".join(CHOICES), _type_name(backend)))
+    if backend not in CHOICES:
         raise ValueError("goat.%s: unknown back end %r (the back ends: %s)"
-                         % (fn, backend, ", ".join(sorted(BACKENDS))))
+                         % (fn, backend, ", ".join(CHOICES)))
+    if not isinstance(dtype, str):
+        raise TypeError("goat.%s: dtype must be the name of a precision (a str: f64, f32), "
+                        "not %s" % (fn, _type_name(dtype)))
+    if dtype not in DTYPES:
+        raise ValueError("goat.%s: unknown precision %r (f64: float64, the default; f32: "
+                         "float32)" % (fn, dtype))
 
 
 def _check_timings(timings, fn: str):
@@ -557,27 +564,32 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
-            progress=None, threads: int = 1):
+            progress=None, threads: int = 1, dtype: str = "f64"):
     """Run a checked program; returns what it printed: a NumPy float64 array per
     ``print EXPR``, a string (the line, without its newline) per ``print "..."``.
 
     ``program`` is a :class:`Program` from :func:`load` or :func:`check_source`; ``stdout`` a
     writable text stream that also receives the printed text, or None; ``backend`` the name
-    of an array back end ("numpy"); ``timings`` a dict that receives the seconds of "run";
+    of an array back end: "numpy" (the CPU), "cupy" (an NVIDIA GPU, through CuPy) or "auto"
+    (the one the program's cost suits, goat/gpu/auto.py; ``timings["backend"]`` then says
+    which and why); ``dtype`` the precision, "f64" (float64, the book's) or "f32" (float32:
+    the printed arrays are float32 too); ``timings`` a dict that receives the seconds of "run";
     ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
     ``threads``: the BLAS's threads for matrix products (default 1: the same bits on every
     run whatever the machine's settings; more can be faster on large matrices, and the last
     bits of a product may then depend on the number).
-    TypeError/ValueError for arguments of the wrong type/value (see the module's docstring)."""
+    TypeError/ValueError for arguments of the wrong type/value (see the module's docstring);
+    :class:`goat.gpu.BackendUnavailable` (a RuntimeError saying what is missing) when the
+    "cupy" back end cannot run here."""
     if not isinstance(program, Program):
         raise TypeError("goat.execute: program must be a checked Program (from goat.load or "
                         "goat.check_source), not %s; to run program text, use goat.run_source"
                         % _type_name(program))
     _check_stdout(stdout, "execute")
-    _check_backend(backend, "execute")
+    _check_backend(backend, "execute", dtype)
     _check_timings(timings, "execute")
     _check_threads(threads, "execute")
-    return _execute(program, stdout, backend, timings, progress, threads)
+    return _execute(program, stdout, backend, timings, progress, threads, dtype)
 
 
 def _check_threads(threads, fn: str):
@@ -588,10 +600,13 @@ def _check_threads(threads, fn: str):
         raise ValueError("goat.%s: threads must be 1 or more, not %d" % (fn, threads))
 
 
-def _execute(program, stdout, backend, timings, progress=None, threads=1):
+def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64"):
+    backend, why = resolve(backend, program, dtype)
+    if why is not None and timings is not None:
+        timings["backend"] = why
+    be = get_backend(backend, threads, dtype)
     with _phase(timings, "run"):
-        ev = Evaluator(program, get_backend(backend, threads), out=stdout, keep_printed=True,
-                       progress=progress)
+        ev = Evaluator(program, be, out=stdout, keep_printed=True, progress=progress)
         with gc_paused():
             if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
                 with_deep_stack(_run, ev)
@@ -626,13 +641,14 @@ def _run(ev):
 
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
-               timings: dict | None = None, threads: int = 1) -> list:
+               timings: dict | None = None, threads: int = 1, dtype: str = "f64") -> list:
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
     the line, per formatted ``print "..."``).  ``path`` is the name errors show (a ``str``).
     ``stdout`` (a writable text stream) also receives the printed memref text; None prints
-    nothing.  ``backend`` names the array back end ("numpy").  ``timings`` (a dict) receives
+    nothing.  ``backend`` names the array back end ("numpy", "cupy" or "auto") and ``dtype``
+    the precision ("f64" or "f32"), as for :func:`execute`.  ``timings`` (a dict) receives
     the seconds each phase took, under "parse", "check" and "run"; when a phase fails, its
     time until then is there too and ``timings["failed"]`` names it.  ``threads``: the BLAS's
     threads for matrix products (default 1, the same bits whatever the machine's settings;
@@ -645,25 +661,25 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     _check_text(text, "run_source")
     _check_shown_path(path, "run_source")
     _check_stdout(stdout, "run_source")
-    _check_backend(backend, "run_source")
+    _check_backend(backend, "run_source", dtype)
     _check_timings(timings, "run_source")
     _check_threads(threads, "run_source")
     program = _load_text(text, path, timings)
-    return _execute(program, stdout, backend, timings, None, threads)
+    return _execute(program, stdout, backend, timings, None, threads, dtype)
 
 
 def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None,
-             threads: int = 1) -> list:
+             threads: int = 1, dtype: str = "f64") -> list:
     """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
     _check_stdout(stdout, "run_file")
-    _check_backend(backend, "run_file")
+    _check_backend(backend, "run_file", dtype)
     _check_timings(timings, "run_file")
     _check_threads(threads, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings)
-    return _execute(program, stdout, backend, timings, None, threads)
+    return _execute(program, stdout, backend, timings, None, threads, dtype)
 
 
 def check_source(text: str, path: str = "<string>") -> Program:

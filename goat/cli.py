@@ -37,7 +37,8 @@ from .diagnostics import GoatError, internal_error_line
 COMMANDS = ("run", "check", "compile", "repl")
 
 USAGE = """\
-goat [run] [--time] [--quiet] [--backend NAME] [--aot [--portable]] FILE
+goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
+            [--aot [--portable]] FILE
        goat check [--shapes] FILE
        goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable]
        goat [repl]
@@ -58,6 +59,7 @@ examples:
   goat check --shapes model.mg            check without running; show every let's shape
   goat compile --aot model.mg -o model    compile to a native executable (LLVM)
   goat run --aot model.mg                 compile (cached), then run natively
+  goat run --backend cupy --dtype f32 m.mg   run on an NVIDIA GPU, in float32
   goat                                    the REPL, with live shape hints
 
 exit status: 0 ok, 1 an error in the program, its input, its output or the command line
@@ -173,8 +175,15 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="check a program, then run it (goat FILE does the same)",
                          description="Check FILE, then run it, writing each print to standard output.")
     run.add_argument("file", metavar="FILE", help="the program (.mg); - reads standard input")
-    run.add_argument("--backend", default="numpy", choices=["numpy"],
-                     help="the array back end (default: numpy)")
+    run.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"],
+                     help="the array back end: numpy (the CPU, the default), cupy (an NVIDIA "
+                          "GPU; needs CuPy: pip install '.[gpu]'), or auto (the GPU when one is "
+                          "here and the program's work, known from its shapes, would run "
+                          "faster there; --time says which and why)")
+    run.add_argument("--dtype", default="f64", choices=["f64", "f32"],
+                     help="the precision of every value: f64 (float64, the default and the "
+                          "book's) or f32 (float32: half the memory, faster on a GPU; printed "
+                          "with the same %%g)")
     run.add_argument("--time", action="store_true",
                      help="report parse, check and run times on standard error (those of the "
                           "phases that ran, when one fails)")
@@ -230,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-_RUN_OPTIONS_WITH_VALUE = ("--backend", "--threads", "-o", "--output")
+_RUN_OPTIONS_WITH_VALUE = ("--backend", "--dtype", "--threads", "-o", "--output")
 
 
 def _threads(text: str) -> int:
@@ -311,6 +320,12 @@ def _cmd_run(args) -> int:
         _say("goat run: error: --portable goes with --aot (it chooses how the compiled "
              "program computes)\n")
         return 1
+    if args.aot and (args.backend != "numpy" or args.dtype != "f64"):
+        extra = (["--backend " + args.backend] if args.backend != "numpy" else []) + (
+            ["--dtype " + args.dtype] if args.dtype != "f64" else [])
+        _say("goat run: error: --aot compiles for this machine's processor, in float64 only; "
+             "it does not go with %s\n" % " or ".join(extra))
+        return 1
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program
@@ -322,7 +337,12 @@ def _cmd_run(args) -> int:
             return run_executable(exe)
     progress = Progress(enabled=not args.quiet)
     out = progress.wrap_output(_Output())
-    _execute(program, out, args.backend, args.timings, progress, args.threads)
+    from .gpu import BackendUnavailable
+    try:
+        _execute(program, out, args.backend, args.timings, progress, args.threads, args.dtype)
+    except BackendUnavailable as e:
+        _say("goat run: error: %s\n" % e)
+        return 1
     out.flush()
     return 0
 
@@ -349,6 +369,8 @@ def _time_report(args, status: int) -> str | None:
     program = getattr(args, "program", None)
     if failed is None and program is not None:
         line += " (%d nodes)" % sum(1 for _ in program.walk())
+    if timings.get("backend"):
+        line += "\ngoat: " + timings["backend"]
     return line + "\n"
 
 

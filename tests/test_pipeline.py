@@ -16,6 +16,7 @@ class CountingBackend(NumpyBackend):
     """NumPy, counting how often each array function is called."""
 
     def __init__(self):
+        super().__init__()
         self.calls = {}
         outer = self
 

@@ -231,8 +231,8 @@ def test_a_file_named_like_a_command_needs_run(files):
 def test_help_shows_goat_file():
     status, out, err = shell("%s -m goat --help" % PYTHON, ROOT)
     assert status == 0 and err == ""
-    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--aot [--portable]] "
-                          "FILE\n")
+    assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]\n"
+                          "            [--aot [--portable]] FILE\n")
     assert "goat FILE runs FILE, as goat run FILE does" in out
 
 
@@ -453,7 +453,7 @@ BAD_ARGUMENTS = [
     (lambda: goat.run_source("print 1", stdout=object()), TypeError, "goat.run_source: stdout must be a writable text stream (with a write method) or None, not object"),
     (lambda: goat.run_source("print 1", stdout="out.txt"), TypeError, "goat.run_source: stdout must be a writable text stream (with a write method) or None, not str"),
     (lambda: goat.run_source("print 1", stdout=__import__("io").BytesIO()), TypeError, "goat.run_source: stdout must be a text stream, not the binary BytesIO (wrap it in io.TextIOWrapper)"),
-    (lambda: goat.run_source("print 1", backend="cuda"), ValueError, "goat.run_source: unknown back end 'cuda' (the back ends: numpy)"),
+    (lambda: goat.run_source("print 1", backend="cuda"), ValueError, "goat.run_source: unknown back end 'cuda' (the back ends: numpy, cupy, auto)"),
     (lambda: goat.run_source("print 1", backend=None), TypeError, "goat.run_source: backend must be the name of a back end"),
     (lambda: goat.run_file("x.mg", backend="torch"), ValueError, "goat.run_file: unknown back end 'torch'"),
     (lambda: goat.run_source("print 1", timings=[]), TypeError, "goat.run_source: timings must be a dict"),

@@ -68,9 +68,7 @@ import warnings
 
 import numpy as np
 
-# Operations that can make a NaN out of numbers (0/0, inf - inf, 0 * inf, sqrt(-1), log(-1)).
-_INVALID = ("add", "subtract", "multiply", "divide", "sqrt", "log", "matmul", "tanh", "sin",
-            "cos", "remainder")
+from .xp_backend import DTYPES, FreshNaN, XpBackend, int_type
 
 _I64 = np.int64
 _F64 = np.float64
@@ -85,30 +83,6 @@ def fresh_nan_is_negative() -> bool:
     with np.errstate(all="ignore"):
         q = np.divide(np.zeros(1), np.zeros(1))
     return bool(np.signbit(q[0]))
-
-
-class _X86NaN:
-    """NumPy, but a NaN made from numbers gets its sign bit set, as on x86, so that programs
-    print the same ``-nan`` on every processor (NaNs that came in keep their own sign)."""
-
-    def __init__(self):
-        for name in _INVALID:
-            setattr(self, name, self._wrap(getattr(np, name)))
-
-    def __getattr__(self, name):
-        return getattr(np, name)
-
-    @staticmethod
-    def _wrap(f):
-        def run(*args):
-            r = f(*args)
-            made = np.isnan(r)
-            if made.any():
-                for a in args:
-                    made &= ~np.isnan(a)
-                r = np.where(made, -np.nan, r) if np.ndim(r) else (-np.nan if made else r)
-            return r
-        return run
 
 
 # ---------------------------------------------------------------- the BLAS on one thread
@@ -161,7 +135,8 @@ _INF = np.inf
 
 
 def _bits(x):
-    return x.view(_I64)
+    """``x``'s bits as signed integers as wide as its floats."""
+    return x.view(int_type(x.dtype))
 
 
 def _scalar_extreme(a: float, b: float, larger: bool):
@@ -196,6 +171,8 @@ def _extreme(ufunc, combine, larger):
     def run(a, b):
         r = ufunc(a, b)
         if type(r) is not ndarray:                  # two scalars
+            if r.dtype != _F64:                     # f32: as one-cell arrays
+                return run(np.full(1, a, r.dtype), np.full(1, b, r.dtype))[0]
             return _scalar_extreme(float(a), float(b), larger)
         m = _min_reduce(r, axis=None, initial=inf)      # a NaN if r holds one
         eq = equal(a, b)
@@ -208,7 +185,7 @@ def _extreme(ufunc, combine, larger):
             # result as large as r would cost more in page faults than the pass itself
             ab, bb = np.broadcast_arrays(a, b)
             rows = max(1, _CHUNK // (r.size // r.shape[0]))
-            scratch = np.empty((min(rows, r.shape[0]),) + r.shape[1:])
+            scratch = np.empty((min(rows, r.shape[0]),) + r.shape[1:], dtype=r.dtype)
             sb = _bits(scratch)
             rb = _bits(r)
             for i in range(0, r.shape[0], rows):
@@ -217,8 +194,8 @@ def _extreme(ufunc, combine, larger):
                 combine(rb[i:i + n], sb[:n], out=rb[i:i + n])
         if m == m:
             return r
-        a = np.asarray(a, dtype=_F64)
-        b = np.asarray(b, dtype=_F64)
+        a = np.asarray(a, dtype=r.dtype)
+        b = np.asarray(b, dtype=r.dtype)
         na, nb = np.isnan(a), np.isnan(b)
         bits = np.bitwise_or(np.where(na, _bits(a), 0), np.where(nb, _bits(b), 0))
         np.copyto(_bits(r), bits, where=na | nb)
@@ -255,6 +232,7 @@ def _reduce_extreme(x, axis, larger):
             signed = np.where(_max_reduce(xb, axis=axis, keepdims=True) == 0, 0.0, -0.0)
         else:
             signed = np.where(_min_reduce(xb, axis=axis, keepdims=True) < 0, -0.0, 0.0)
+        signed = signed.astype(r.dtype)
         np.copyto(r, signed, where=zero)
     nan = np.isnan(r)
     if nan.any():
@@ -263,16 +241,50 @@ def _reduce_extreme(x, axis, larger):
     return r
 
 
-class NumpyBackend:
-    name = "numpy"
-    xp = np
+# NumPy's float32 loops of these (SIMD) return a positive NaN for a negative one; float64's
+# keep the NaN that came in, and so do goat's kernels
+_F32_NAN_DROPPING = ("exp", "log", "sin", "cos")
 
-    def __init__(self, x86_nan: bool | None = None, threads: int = 1):
+
+class _KeepNaN:
+    """The array module ``xp`` with the float32 functions that drop a NaN's sign wrapped to
+    return the NaN that came in, as float64 does (one test for a NaN per call)."""
+
+    def __init__(self, xp):
+        self._xp = xp
+        isnan, where = np.isnan, np.where
+        for name in _F32_NAN_DROPPING:
+            f = getattr(xp, name)
+
+            def run(x, _f=f):
+                r = _f(x)
+                if type(r) is not ndarray:
+                    return x if r != r and x != x else r
+                if _max_reduce(isnan(r), axis=None, initial=False):
+                    r = where(isnan(x), x, r)
+                return r
+            setattr(self, name, run)
+
+    def __getattr__(self, name):
+        return getattr(self._xp, name)
+
+
+class NumpyBackend(XpBackend):
+    """goat's arrays as NumPy arrays on the CPU, float64 (``dtype="f64"``, the book's) or
+    float32 (``"f32"``)."""
+
+    name = "numpy"
+    host = True
+
+    def __init__(self, x86_nan: bool | None = None, threads: int = 1, dtype: str = "f64"):
+        super().__init__(np, dtype)
         self.threads = threads      # the BLAS's threads: 1 unless the user asks for more
         if x86_nan is None:
             x86_nan = not fresh_nan_is_negative()
-        if x86_nan:
-            self.xp = _X86NaN()
+        # on x86 NumPy's own NaNs already have the sign set: no wrapper, no cost
+        self.xp = FreshNaN(np, self.dtype, host=True) if x86_nan else np
+        if dtype == "f32":
+            self.xp = _KeepNaN(self.xp)
         self._blas_pinned = False
         self.maximum = ieee_maximum
         self.minimum = ieee_minimum
@@ -291,11 +303,10 @@ class NumpyBackend:
             self._blas_pinned = True
         return self.xp.matmul
 
-    def asarray(self, a):
-        return np.asarray(a, dtype=np.float64)
-
-    def to_numpy(self, x):
-        return np.asarray(x, dtype=np.float64)
+    def scalar(self, x) -> float:
+        if type(x) is float:
+            return x
+        return float(x.reshape(()) if hasattr(x, "reshape") else x)
 
     def reducer(self, kind: str, axis: int):
         """``x -> reduce(x)`` along ``axis``, keeping it as size 1.
@@ -321,3 +332,7 @@ class NumpyBackend:
 
     def errstate(self):
         return np.errstate(all="ignore")
+
+
+__all__ = ["NumpyBackend", "DTYPES", "fresh_nan_is_negative", "ieee_maximum", "ieee_minimum",
+           "pin_blas_threads"]

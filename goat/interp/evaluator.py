@@ -111,6 +111,20 @@ def _same_shape_check(node):
 _identity = identity        # an op or cast that passes its value on: compiled as a copy
 
 
+def _in_precision(fn, be):
+    """``fn`` (an op computing one number), its result in the back end's precision: NumPy
+    makes a float64 scalar of an op on two Python floats (numbers written in the program that
+    float32 cannot hold exactly stay Python floats, see XpBackend.constant)."""
+    dtype, const = be.dtype, be.constant
+
+    def run(*xs):
+        r = fn(*xs)
+        if type(r) is float:
+            return const(r)
+        return r if r.dtype == dtype else r.astype(dtype)
+    return run
+
+
 def _located_kind(e) -> bool:
     """Is ``e`` a failure of the program's to report at its line: an op's complaint, or memory
     (NumPy says "array is too big" for a size no machine can address)?  Anything else is a bug
@@ -130,20 +144,27 @@ def _has_run_dims(attrs) -> bool:
     return False
 
 
-def _one_number(x, what, loc):
-    """A one-element value as a Python float; GoatError naming ``what`` otherwise."""
+def _one_number(be, x, what, loc):
+    """A one-element value as a Python float, read on the host by the back end; GoatError
+    naming ``what`` otherwise."""
     size = getattr(x, "size", 1)
     if size != 1:
         raise GoatError("%s must be a single number (a scalar), got shape %s"
                         % (what, format_shape(_shape_of(x))), loc)
-    return float(x.reshape(()) if hasattr(x, "reshape") else x)
+    return be.scalar(x)
 
 
 MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all floats
 
 
-def _bound(x, node):
-    v = _one_number(x, "a loop bound", node.loc)
+def _bound(be, x, node):
+    v = _one_number(be, x, "a loop bound", node.loc)
+    limit = be.exact_limit(x)
+    if limit is not None and abs(v) > limit:
+        raise GoatError("a loop bound computed in float32 (--dtype f32) must be a whole number "
+                        "from -%d to %d, where float32 holds every whole number exactly; got "
+                        "%.17g (write it as a number, or run in f64)"
+                        % (limit, limit, v), node.loc)
     if not math.isfinite(v) or v != int(v):
         raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
     if abs(v) > MAX_BOUND:
@@ -153,14 +174,20 @@ def _bound(x, node):
     return int(v)
 
 
-def schedule(region, start=0, estart=0, free=True, keep=()):
+def schedule(region, start=0, estart=0, free=True, keep=(), fused=None):
     """The steps of region.nodes[start:] and region.effects[estart:] in program order, and
     what to drop after each: ``(steps, frees)``, ``steps[k]`` = (node, None) or (None,
     effect) (a block argument is no step), ``frees[k]`` the ids whose last use in the region
     is step k (a value nothing reads is dropped at the step that makes it).  The region's
     yields and the ids in ``keep`` (a pre-region's values its loop body reads) are never
-    dropped; with ``free`` false nothing is.  The evaluator and the AOT lowering
-    (goat/aot/lower.py) both run a region by this schedule."""
+    dropped; with ``free`` false nothing is.  ``fused`` (goat/interp/fusion.py's groups):
+    each group is one step, at its root, reading the group's inputs; its other nodes are no
+    step.  The evaluator and the AOT lowering (goat/aot/lower.py) both run a region by this
+    schedule."""
+    skip = set()
+    if fused:
+        for _, _, inner in fused.values():
+            skip |= inner
     nodes = region.nodes
     effects = region.effects
     steps = []
@@ -171,7 +198,7 @@ def schedule(region, start=0, estart=0, free=True, keep=()):
         while ei < ne and effects[ei].after <= k:
             steps.append((None, effects[ei]))
             ei += 1
-        if node.kind != ARG:
+        if node.kind != ARG and node.id not in skip:
             steps.append((node, None))
     steps.extend((None, e) for e in effects[ei:])
     frees = [()] * len(steps)
@@ -180,7 +207,7 @@ def schedule(region, start=0, estart=0, free=True, keep=()):
         last_use = {}
         for k, (node, effect) in enumerate(steps):
             if node is not None:
-                for a in node.args:
+                for a in (fused[node.id][1] if fused and node.id in fused else node.args):
                     last_use[a.id] = k
                 for sub in subregions(node):
                     for i in sub.free_values():
@@ -243,6 +270,8 @@ class Evaluator:
                 fn = self._fns[key] = node.op.evaluate(self.be, *node.attrs)
             if node.check:
                 fn = _checked(fn, node)
+            if node.shape == () and self.be.dtype_name != "f64":
+                fn = _in_precision(fn, self.be)
             return fn
         if kind == CAST:
             if len(node.args) == 2:
@@ -274,15 +303,24 @@ class Evaluator:
     def _plan(self, region, start=0, estart=0, free=True, keep=()):
         """Instructions for region.nodes[start:] and region.effects[estart:] (see
         :func:`schedule`): (out id, function, argument ids, ids to drop after).  An effect is
-        (None, effect, (), drops); a constant (id, value, None, drops)."""
-        steps, frees = schedule(region, start, estart, free, keep)
-        plan = []
+        (None, effect, (), drops); a constant (id, value, None, drops).  On a back end that
+        fuses, a chain of elementwise ops is one instruction (goat/interp/fusion.py)."""
         be = self.be
+        fused = None
+        if getattr(be, "fuse_min", 0) and free and start == 0:
+            from .fusion import groups
+            fused = groups(region, keep, be.fuse_min)
+        steps, frees = schedule(region, start, estart, free, keep, fused)
+        plan = []
         for (node, effect), fr in zip(steps, frees):
             if node is None:
                 plan.append((None, effect, (), fr))
+            elif fused and node.id in fused:
+                spec, inputs, _ = fused[node.id]
+                plan.append((node.id, be.fuse(spec), tuple(a.id for a in inputs), fr))
             elif node.kind == CONST:
-                value = node.value if isinstance(node.value, float) else be.asarray(node.value)
+                value = (be.constant(node.value) if isinstance(node.value, float)
+                         else be.asarray(node.value))
                 plan.append((node.id, value, None, fr))
             else:
                 plan.append((node.id, self._fn(node), tuple(a.id for a in node.args), fr))
@@ -423,11 +461,13 @@ class Evaluator:
         run_plan = self._run_compiled
         top = node.region is self.program.main and self.progress is not None
         one = len(carried) == 1
+        be = self.be
+        const = be.constant
 
         def run(lo, hi, *state):
             try:
-                lo = _bound(lo, node)
-                hi = _bound(hi, node)
+                lo = _bound(be, lo, node)
+                hi = _bound(be, hi, node)
             except GoatError as e:
                 e.notes = _notes(node)
                 raise
@@ -439,7 +479,7 @@ class Evaluator:
                 bar = self.progress.loop(hi - lo, "%s (line %d)" % (label, node.loc.line))
             try:
                 for i in range(lo, hi):
-                    vals[index] = float(i)
+                    vals[index] = const(float(i))
                     if one:
                         vals[carried[0]] = state[0]
                     else:
@@ -467,10 +507,11 @@ class Evaluator:
         yields = ([y.id for y in orelse.yields], [y.id for y in then.yields])
         vals = self.values
         run_plan = self._run_compiled
+        be = self.be
 
         def run(cond):
             try:
-                taken = _one_number(cond, "an if condition", node.loc) != 0.0   # NaN is true, as in C
+                taken = _one_number(be, cond, "an if condition", node.loc) != 0.0  # NaN: true, as in C
             except GoatError as e:
                 e.notes = _notes(node)
                 raise

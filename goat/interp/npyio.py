@@ -334,13 +334,15 @@ def _check_exact(arr: np.ndarray, name: str) -> None:
 # ---------------------------------------------------------------------------------- writing
 
 def save_npy(path: str, value, shown: str | None = None) -> None:
-    """Write ``value`` (a float64 array of any rank) to ``path`` in .npy format, atomically.
+    """Write ``value`` (a float64 array of any rank, or float32 under ``--dtype f32``, kept
+    so) to ``path`` in .npy format, atomically.
 
     ``shown`` is how the path is named in messages (default ``path``).  Raises OpError.
     """
     name = path if shown is None else shown
     try:
-        arr = np.asarray(value, dtype=np.float64, order="C")
+        dtype = np.float32 if getattr(value, "dtype", None) == np.float32 else np.float64
+        arr = np.asarray(value, dtype=dtype, order="C")
     except (TypeError, ValueError):
         raise OpError("cannot save %s: the value is not a tensor of numbers" % name) from None
     tmp = None

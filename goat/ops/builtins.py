@@ -33,7 +33,8 @@ def _rank_at_least(name: str, k: int, what: str):
 
 # ---------------------------------------------------------------- operators
 
-def _binary(name, symbol, verb, ufunc, doc, vjp=None, lowering=None):
+def _binary(name, symbol, verb, ufunc, doc, vjp=None, lowering=None, kernel=None,
+            fresh_nan=True):
     register(Op(
         name=name, arity=2, symbol=symbol, callable_by_name=False,
         signature="a %s b  (broadcasting)" % symbol,
@@ -41,22 +42,24 @@ def _binary(name, symbol, verb, ufunc, doc, vjp=None, lowering=None):
         shape=lambda a, b, _verb=verb: broadcast(_verb, a, b),
         evaluate=lambda be, _u=ufunc: getattr(be.xp, _u),
         tags=("elementwise", "operator"), vjp=vjp, lowering=lowering,
+        kernel=kernel, fresh_nan=fresh_nan,
     ))
 
 
-_binary("add", "+", "add", "add", "elementwise sum",
+_binary("add", "+", "add", "add", "elementwise sum", kernel="{0} + {1}",
         lowering=lower.elementwise(lambda k, a, b: k.b.fadd(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(g, b)))
-_binary("subtract", "-", "subtract", "subtract", "elementwise difference",
+_binary("subtract", "-", "subtract", "subtract", "elementwise difference", kernel="{0} - {1}",
         lowering=lower.elementwise(lambda k, a, b: k.b.fsub(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(d.neg(g), b)))
 _binary("multiply", "*", "multiply", "multiply", "elementwise (Hadamard) product",
+        kernel="{0} * {1}",
         lowering=lower.elementwise(lambda k, a, b: k.b.fmul(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(d.mul(g, b), a),
                                      d.unbroadcast(d.mul(g, a), b)))
 # d(a/b)/db = -a/b**2 = -(a/b)/b: the quotient already computed is reused
 _binary("divide", "/", "divide", "divide",
-        "elementwise IEEE 754 quotient: 1/0 = inf, -1/0 = -inf, 0/0 = nan",
+        "elementwise IEEE 754 quotient: 1/0 = inf, -1/0 = -inf, 0/0 = nan", kernel="{0} / {1}",
         lowering=lower.elementwise(lambda k, a, b: k.b.fdiv(a, b), fresh_nan=True),
         vjp=lambda d, g, out, a, b: (d.unbroadcast(d.div(g, b), a),
                                      d.unbroadcast(d.neg(d.mul(d.div(g, b), out)), b)))
@@ -82,15 +85,17 @@ register(Op(
     shape=_same,
     evaluate=lambda be: be.xp.negative,
     tags=("elementwise", "operator"), lowering=lower.elementwise(lambda k, x: k.b.fneg(x)),
+    kernel="-{0}",
     vjp=lambda d, g, out, x: (d.neg(g),),
 ))
 
 
 # ---------------------------------------------------------------- elementwise functions
 
-def _unary(name, doc, make, vjp, lowering):
+def _unary(name, doc, make, vjp, lowering, kernel=None, fresh_nan=False):
     register(Op(name=name, arity=1, signature="%s(x: S) -> S" % name, doc=doc, shape=_same,
-                evaluate=make, tags=("elementwise",), vjp=vjp, lowering=lowering))
+                evaluate=make, tags=("elementwise",), vjp=vjp, lowering=lowering,
+                kernel=kernel, fresh_nan=fresh_nan))
 
 
 def _sign(d, x):
@@ -100,39 +105,40 @@ def _sign(d, x):
 
 _unary("exp", "e to the power x", lambda be: be.xp.exp,
        lambda d, g, out, x: (d.mul(g, out),),
-       lowering=lower.exp)
+       lowering=lower.exp, kernel="exp({0})", fresh_nan=True)
 _unary("log", "natural logarithm (log 0 = -inf, log of a negative = nan)", lambda be: be.xp.log,
        lambda d, g, out, x: (d.div(g, x),),
-       lowering=lower.log)
+       lowering=lower.log, kernel="log({0})", fresh_nan=True)
 _unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt,
        lambda d, g, out, x: (d.div(d.mul(g, d.const(0.5)), out),),
-       lowering=lower.unary_intrinsic("llvm.sqrt", fresh_nan=True))
+       lowering=lower.unary_intrinsic("llvm.sqrt", fresh_nan=True), kernel="sqrt({0})",
+       fresh_nan=True)
 # |x|' = sign(x), taken as 0 at 0 (as PyTorch and JAX do)
 _unary("abs", "absolute value", lambda be: be.xp.abs,
        lambda d, g, out, x: (d.mul(g, _sign(d, x)),),
-       lowering=lower.unary_intrinsic("llvm.fabs"))
+       lowering=lower.unary_intrinsic("llvm.fabs"), kernel="fabs({0})")
 _unary("tanh", "hyperbolic tangent (a NaN keeps its sign, as in C's tanh)",
        lambda be: (lambda x, _t=be.xp.tanh, _w=be.xp.where, _n=be.xp.isnan: _w(_n(x), x, _t(x))),
        lambda d, g, out, x: (d.mul(g, d.sub(d.const(1.0), d.mul(out, out))),),
-       lowering=lower.tanh)
+       lowering=lower.tanh, kernel="isnan({0}) ? {0} : tanh({0})", fresh_nan=True)
 _unary("sin", "sine (radians)", lambda be: be.xp.sin,
        lambda d, g, out, x: (d.mul(g, d.op("cos", x)),),
-       lowering=lower.unary_libm("sin"))
+       lowering=lower.unary_libm("sin"), kernel="sin({0})", fresh_nan=True)
 _unary("cos", "cosine (radians)", lambda be: be.xp.cos,
        lambda d, g, out, x: (d.neg(d.mul(g, d.op("sin", x))),),
-       lowering=lower.unary_libm("cos"))
+       lowering=lower.unary_libm("cos"), kernel="cos({0})", fresh_nan=True)
 # relu'(0) = 0, as PyTorch and JAX take it
 _unary("relu", "max(x, 0), the rectified linear unit", lambda be: (lambda x, _m=be.xp.maximum: _m(x, 0.0)),
        lambda d, g, out, x: (d.mul(g, d.mask("gt", x, d.const(0.0))),),
-       lowering=lower.relu)
+       lowering=lower.relu, kernel="{0} <= 0 ? (T)0 : {0}")
 # floor's derivative is 0 wherever it exists (JAX takes it so): nothing flows through it
 _unary("floor", "the largest whole number not above x (floor(-0.5) = -1, floor(-0) = -0)",
        lambda be: be.xp.floor, lambda d, g, out, x: (ZERO,),
-       lowering=lower.unary_intrinsic("llvm.floor"))
+       lowering=lower.unary_intrinsic("llvm.floor"), kernel="floor({0})", fresh_nan=True)
 _unary("sigmoid", "1 / (1 + exp(-x)), the logistic function",
        lambda be: (lambda x, _e=be.xp.exp: 1.0 / (1.0 + _e(-x))),
        lambda d, g, out, x: (d.mul(g, d.mul(out, d.sub(d.const(1.0), out))),),
-       lowering=lower.sigmoid)
+       lowering=lower.sigmoid, kernel="goat_sigmoid({0})")
 
 
 _PY_RELATION = {"greater_equal": float.__ge__, "greater": float.__gt__, "less_equal": float.__le__,
@@ -149,7 +155,7 @@ def _truth_op(ufunc):
 
     def make(be):
         f = getattr(be.xp, ufunc)
-        f64 = be.xp.float64
+        f64 = be.dtype
 
         def run(a, b):
             if type(a) is float and type(b) is float:
@@ -167,7 +173,8 @@ def _compare(name, relation, ufunc):
                 doc="1 where a %s b, else 0 (broadcasts like +; a NaN compares unequal to "
                     "everything)" % relation,
                 shape=lambda a, b: broadcast("compare", a, b), evaluate=make,
-                tags=("elementwise", "comparison"), lowering=low))
+                tags=("elementwise", "comparison"), lowering=low,
+                kernel="({0} %s {1}) ? (T)1 : (T)0" % relation))
 
 
 _compare("ge", ">=", "greater_equal")
@@ -183,7 +190,8 @@ def _logical(name, word, ufunc, verb, doc):
     register(Op(name=name, arity=2, symbol=word, callable_by_name=False,
                 signature="a %s b -> broadcast shape" % word, doc=doc,
                 shape=lambda a, b, _v=verb: broadcast(_v, a, b), evaluate=make,
-                tags=("elementwise", "logical", "operator"), lowering=lower.logical(word)))
+                tags=("elementwise", "logical", "operator"), lowering=lower.logical(word),
+                kernel="({0} != 0 %s {1} != 0) ? (T)1 : (T)0" % {"and": "&&", "or": "||"}[word]))
 
 
 _logical("logical_and", "and", "logical_and", "apply 'and' to",
@@ -193,14 +201,15 @@ _logical("logical_or", "or", "logical_or", "apply 'or' to",
 register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
             signature="not a -> same shape",
             doc="1 where a is 0, else 0 (a NaN counts as non-zero, as in C)", shape=_same,
-            evaluate=lambda be: (lambda x, _f=be.xp.equal, _d=be.xp.float64: _f(x, 0.0).astype(_d)),
-            tags=("elementwise", "logical", "operator"), lowering=lower.logical("not")))
+            evaluate=lambda be: (lambda x, _f=be.xp.equal, _d=be.dtype: _f(x, 0.0).astype(_d)),
+            tags=("elementwise", "logical", "operator"), lowering=lower.logical("not"),
+            kernel="({0} == 0) ? (T)1 : (T)0"))
 
 # a % b = a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) = -(a - a%b)/b (almost everywhere)
 _binary("remainder", "%", "take the remainder of", "remainder",
         "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
         "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan",
-        lowering=lower.remainder,
+        lowering=lower.remainder, kernel="goat_remainder({0}, {1})", fresh_nan=False,
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(
             d.neg(d.mul(g, d.div(d.sub(a, out), b))), b)))
 
@@ -215,6 +224,7 @@ for _name, _verb, _doc in (
                 shape=lambda a, b, _v=_verb: broadcast(_v, a, b),
                 evaluate=lambda be, _n=_name: getattr(be, _n),
                 tags=("elementwise",), lowering=lower.extremum(_name == "maximum"),
+                kernel="goat_%s({0}, {1})" % _name,
                 vjp=lambda d, g, out, a, b, _n=_name: _extremum_vjp(
                     d, g, a, b, "gt" if _n == "maximum" else "lt")))
 
@@ -392,7 +402,7 @@ def _fill(name, value, doc):
                 signature="%s(tensor[S]) -> S" % name, doc=doc,
                 shape=lambda target, _n=name: _static_shape(_n, target),
                 evaluate=lambda be, target, _v=value: (
-                    lambda _f=be.xp.full: _f(target, _v, dtype=be.xp.float64)),
+                    lambda _f=be.xp.full: _f(target, _v, dtype=be.dtype)),
                 tags=("creation",), lowering=lower.fill(value)))
 
 
@@ -419,7 +429,7 @@ def _draw(name, method, doc):
         draw = getattr(rng, method)
 
         def run(seed):
-            return draw(xp, tuple(target), rng.check_seed(_scalar(seed)))
+            return be.cast(draw(xp, tuple(target), rng.check_seed(_scalar(be, seed))))
         return run
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
@@ -428,11 +438,18 @@ def _draw(name, method, doc):
                 vjp=lambda d, g, out, seed, target: (None,)))
 
 
-def _scalar(x):
-    """A one-element value as a Python float (a bigger one is passed on for the message)."""
+def _scalar(be, x):
+    """A one-element value as a Python float, read on the host (a bigger one is passed on
+    for the message)."""
     size = getattr(x, "size", 1)
     if size == 1:
-        return float(x.reshape(()) if hasattr(x, "reshape") else x)
+        v = be.scalar(x)
+        limit = be.exact_limit(x)
+        if limit is not None and v > limit:
+            raise OpError("a seed computed in float32 (--dtype f32) must be at most %d, where "
+                          "float32 holds every whole number exactly; got %s (write the seed "
+                          "as a number, or run in f64)" % (limit, "%.17g" % v))
+        return v
     return x
 
 
@@ -461,7 +478,7 @@ def _iota(be, target, axis):
     axis = axis % r
 
     def run():
-        idx = xp.arange(target[axis], dtype=xp.float64)
+        idx = xp.arange(target[axis], dtype=be.dtype)
         idx = idx.reshape((target[axis],) + (1,) * (r - axis - 1))
         return xp.broadcast_to(idx, tuple(target)).copy()
     return run
@@ -579,7 +596,7 @@ def _broadcast_to(be, target):
         cells *= d
     if cells > 65536:           # a view: no copy of a large array
         return lambda g: g if g.shape == target else xp.broadcast_to(g, target)
-    one = xp.ones(target)       # g * 1 is g exactly, and a small product is faster than the
+    one = xp.ones(target, dtype=be.dtype)   # g * 1 is g exactly, and a small product is faster than the
                                 # view broadcast_to builds
     return lambda g: g if g.shape == target else g * one
 
@@ -593,7 +610,8 @@ register(Op(name="broadcast_to", arity=2, params=(("x", "value"), ("shape", "typ
 
 
 def _dim_size(be, axis):
-    return lambda x: float(x.shape[axis])
+    const = be.constant
+    return lambda x: const(float(x.shape[axis]))
 
 
 register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
@@ -606,15 +624,17 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
 
 # ---------------------------------------------------------------- the trainer's verbs
 
-def _indices(xp, idx, count, name):
+def _indices(be, idx, count, name):
     """``idx`` (a column of class or token numbers, last axis 1) as integers, each checked to
-    be a whole number from 0 to count-1 (OpError naming the first that is not)."""
-    flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.asarray([idx])
+    be a whole number from 0 to count-1 (OpError naming the first that is not).  The check
+    reads one number on the host (on a GPU, a wait for the device)."""
+    xp = be.xp
+    flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.full((1,), idx, dtype=be.dtype)
     ok = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
-    if not bool(xp.all(ok)):
-        k = int(xp.argmin(ok))
+    if not be.scalar(xp.all(ok)):
+        k = int(be.scalar(xp.argmin(ok)))
         raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
-                      % (name, count - 1, repr(float(flat[k])), k))
+                      % (name, count - 1, repr(float(be.to_numpy(flat)[k])), k))
     return flat.astype(xp.intp)
 
 
@@ -633,10 +653,8 @@ def _gather_shape(table, idx):
 
 
 def _gather(be):
-    xp = be.xp
-
     def run(table, idx):
-        i = _indices(xp, idx, table.shape[0], "gather")
+        i = _indices(be, idx, table.shape[0], "gather")
         return table[i].reshape(tuple(idx.shape[:-1]) + (table.shape[1],))
     return run
 
@@ -662,9 +680,9 @@ def _scatter_add(be, target):
     target = tuple(target)
 
     def run(g, idx):
-        i = _indices(xp, idx, target[0], "gather")
-        out = xp.zeros(target)
-        xp.add.at(out, i, g.reshape(-1, target[1]))
+        i = _indices(be, idx, target[0], "gather")
+        out = xp.zeros(target, dtype=be.dtype)
+        be.add_at(out, i, g.reshape(-1, target[1]))
         return out
     return run
 
@@ -699,8 +717,8 @@ def _onehot(be, target):
     count = target[-1]
 
     def run(idx):
-        i = _indices(xp, idx, count, "onehot")
-        out = xp.zeros((i.size, count))
+        i = _indices(be, idx, count, "onehot")
+        out = xp.zeros((i.size, count), dtype=be.dtype)
         out[xp.arange(i.size), i] = 1.0
         return out.reshape(tuple(idx.shape[:-1]) + (count,))
     return run
@@ -717,14 +735,27 @@ register(Op(name="onehot", arity=2, params=(("indices", "value"), ("shape", "typ
 
 def _argmax_rows(be):
     xp = be.xp
-    return lambda x: xp.argmax(x, axis=-1)[..., None].astype(xp.float64)
+
+    def run(x):
+        if x.shape[-1] == 0:
+            raise OpError("argmax_rows needs rows of at least one column, got shape %s"
+                          % format_shape(x.shape))
+        return xp.argmax(x, axis=-1)[..., None].astype(be.dtype)
+    return run
+
+
+def _argmax_shape(s):
+    _rank_at_least("argmax_rows", 1, "a tensor (rank 1 or more)")(s)
+    if s[-1] == 0:
+        raise ShapeError("argmax_rows needs rows of at least one column, got shape %s"
+                         % format_shape(s))
+    return tuple(s[:-1]) + (1,)
 
 
 register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
             doc="the column of each row's largest value, counting from 0 (the first of equal "
-                "ones; a NaN counts as largest), as NumPy's argmax",
-            shape=lambda s: (_rank_at_least("argmax_rows", 1, "a tensor (rank 1 or more)")(s)
-                             or tuple(s[:-1]) + (1,)),
+                "ones; a NaN counts as largest), as NumPy's argmax; rows need a column at least",
+            shape=_argmax_shape,
             evaluate=_argmax_rows, tags=("reduction",), lowering=lower.argmax_rows))
 
 
@@ -737,11 +768,12 @@ def _sample_rows(be):
         n = 1
         for d in p.shape[:-1]:
             n *= d
-        u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(seed)))
+        u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(be, seed)))
         rows = p.reshape(n, p.shape[-1])
         bad = ~((rows >= 0).all(axis=-1) & (rows.sum(axis=-1) > 0))     # NaN fails both
-        if bool(bad.any()):
-            r = int(xp.argmax(bad))
+        if be.scalar(bad.any()):
+            r = int(be.scalar(xp.argmax(bad)))
+            rows = be.to_numpy(rows)
             raise OpError("sample_rows needs weights of 0 or more with a positive sum in every "
                           "row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
                           % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
@@ -749,7 +781,7 @@ def _sample_rows(be):
         c = xp.cumsum(rows, axis=-1)
         k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
         k = xp.minimum(k, p.shape[-1] - 1)
-        return k.astype(xp.float64).reshape(tuple(p.shape[:-1]) + (1,))
+        return k.astype(be.dtype).reshape(tuple(p.shape[:-1]) + (1,))
     return run
 
 

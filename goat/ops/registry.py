@@ -7,7 +7,8 @@ NumPy or CuPy), its vector-Jacobian product (``vjp``, below) and its LLVM loweri
 (``lowering``: one of the factories of goat/aot/kernels.py, called with a kernel builder for
 the op's actual shapes; ``kernels.ALIAS`` for an op whose result shares its argument's
 cells; ``kernels.VIEW`` for reshape, which shares them when goat run's array is row-major),
-which ``goat compile --aot`` uses.
+which ``goat compile --aot`` uses.  An elementwise op also gives its scalar body in C
+(``kernel``), from which a GPU back end generates its kernels and fuses chains of them.
 
 ``vjp`` is the op's vector-Jacobian product, used by ``grad`` (goat/autodiff/grad.py):
 ``vjp(d, g, out, *args, *attrs)`` gets an emitter ``d`` (which makes checked nodes: ``d.mul``,
@@ -53,6 +54,14 @@ class Op:
     # a type parameter that may also be written as a whole number (onehot(t, 5) for
     # onehot(t, tensor[Nx5])): (the value arguments' shapes, the number) -> the type
     count_type: Callable | None = None
+    # an elementwise op's scalar body in C (CUDA C++ and C alike), for back ends that generate
+    # kernels (the CuPy back end fuses chains of such ops into one kernel, goat/gpu/kernels.py):
+    # a format string over its operands, "{0} + {1}"; None: no kernel, the op runs unfused
+    kernel: str | None = None
+    # generated kernels give the op's NaN results x86's bits (a GPU's are its own canonical
+    # NaN): the first NaN operand's, or for a NaN made out of numbers (0/0, inf - inf,
+    # sqrt(-1)) x86's default NaN, sign bit set (printed -nan, as the book prints it)
+    fresh_nan: bool = False
 
     def __post_init__(self):
         if not self.params:

@@ -49,6 +49,7 @@ COMMANDS = {
     ":env": "every name with its shape (and every def with its signature)",
     ":load": ":load FILE  -- run a file into the session",
     ":reset": "forget every name",
+    ":backend": ":backend [NAME]  -- show or change the back end: numpy, cupy",
     ":quit": "leave (Ctrl-D does too)",
 }
 
@@ -673,6 +674,11 @@ class Repl:
         elif word == ":reset":
             self.session.reset()
             self.write("every name is forgotten\n", "note")
+        elif word == ":backend":
+            if rest:
+                self.session.set_backend(rest)
+            self.write("back end: %s (%s)\n" % (self.session.backend_name,
+                                                 self.session.evaluator.be.dtype_name), "note")
         else:
             self.write("no command %s; :help lists the commands\n" % word, "error")
         return None

@@ -170,8 +170,9 @@ class Session:
     # one (False: always by tracing the hint thread's calls; see _within)
     use_checker_hook = True
 
-    def __init__(self, backend: str = "numpy", out=None):
+    def __init__(self, backend: str = "numpy", out=None, dtype: str = "f64"):
         self.backend_name = backend
+        self.dtype = dtype
         self.out = out if out is not None else sys.stdout
         # whoever reads or changes the state holds the lock: the main thread (runs, :type,
         # :load, :reset) or the REPL's hint thread; ``_waiting`` counts the main thread's
@@ -209,8 +210,40 @@ class Session:
             self.program = Program()
             self.program.journal = []
             self.checker = Checker(self.program, allow_redefinition=True)
-            self.evaluator = Evaluator(self.program, get_backend(self.backend_name),
+            self.evaluator = Evaluator(self.program, get_backend(self.backend_name,
+                                                                 dtype=self.dtype),
                                        out=self.out, free=False)
+            self._changed()
+
+    def set_backend(self, name: str):
+        """Run from now on with the back end called ``name`` ("numpy" or "cupy"); every value
+        computed so far moves to it.  GoatError when it is unknown or cannot run here
+        (``auto`` chooses for a whole program, which a session is not)."""
+        from ..gpu import BACKENDS, BackendUnavailable
+        if name not in BACKENDS:
+            raise GoatError("no back end %s; the REPL's are %s%s" % (
+                name, " and ".join(sorted(BACKENDS)),
+                " (auto chooses for a whole program: goat run --backend auto FILE)"
+                if name == "auto" else ""), path="<repl>")
+        with self.exclusive():
+            old = self.evaluator.be
+            try:
+                new = get_backend(name, dtype=self.dtype)
+            except BackendUnavailable as e:
+                raise GoatError(str(e), path="<repl>") from None
+            def move(v):
+                if v is None or type(v) is float:
+                    return v
+                if type(v) is tuple:
+                    return tuple(move(x) for x in v)
+                if getattr(v, "ndim", 0):
+                    return new.asarray(old.to_numpy(v))
+                return new.constant(old.scalar(v))
+            ev = self.evaluator
+            ev.values[:] = [move(v) for v in ev.values]
+            ev.be = new
+            ev._fns.clear()
+            self.backend_name = name
             self._changed()
 
     def _snapshot(self):

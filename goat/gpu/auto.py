@@ -1,0 +1,180 @@
+"""``--backend auto``: CPU or GPU, chosen from the checked program's own cost.
+
+Every shape in a checked program is known before it runs, so its work is too: for each op,
+the floating-point operations (a matrix product ``2*M*N*K`` per batch, an elementwise op or a
+reduction one per cell read) and the bytes it reads and writes; a loop's body counts once per
+iteration when its bounds are numbers written in the program (a bound computed when it runs
+counts the body once, and the report says so); of an ``if``, the dearer branch.
+
+Each back end's time is then estimated by a simple roofline with a cost per launch:
+
+* NumPy (one core, the BLAS on one thread): ``2 us`` per op, ``10 GB/s``, ``30 GFLOP/s``
+  (f64; twice for f32);
+* CuPy: ``1 s`` to start (CUDA context, kernel compilation -- cached on disk after the first
+  run), ``10 us`` per launch (CuPy's Python-side dispatch; a fused elementwise chain is one
+  launch, counted with goat/interp/fusion.py's own groups), ``2 TB/s``, ``20 TFLOP/s`` (f64;
+  twice for f32).
+
+These are round figures for a current server CPU core and a data-centre GPU (an H200 does
+better on every count, which only moves large programs further towards it); what decides is
+the ratio, which is decided by the launch count on small models and by the FLOPs on large
+ones: the chapter's model (112 x 8 activations, ~60,000 ops) stays on the CPU, where a GPU
+spends its time launching; a batched GPT-style model (16 x 256 tokens, width 512) goes to the
+GPU.  ``goat run --time`` reports the choice and both estimates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..aot.kernels import ALIAS
+from ..typecheck.program import BRANCH, CAST, CONST, LOOP, OP
+
+CPU = {"launch": 2e-6, "bandwidth": 10e9, "flops": 30e9, "start": 0.0}
+GPU = {"launch": 10e-6, "bandwidth": 2e12, "flops": 20e12, "start": 1.0}
+
+
+@dataclass
+class Cost:
+    """The work of a program: ``flops``, ``bytes`` moved, ``ops`` (NumPy calls) and
+    ``launches`` (GPU kernels, fused chains counted once); ``unknown_loops``: loops whose
+    bounds are known only when they run (counted once); ``unknown_sizes``: ops with a size
+    known only when they run (a ``?``, counted as 1)."""
+    flops: float = 0.0
+    bytes: float = 0.0
+    ops: float = 0.0
+    launches: float = 0.0
+    unknown_loops: int = 0
+    unknown_sizes: int = 0
+
+    def add(self, other, times=1.0):
+        self.flops += other.flops * times
+        self.bytes += other.bytes * times
+        self.ops += other.ops * times
+        self.launches += other.launches * times
+        self.unknown_loops += other.unknown_loops
+        self.unknown_sizes += other.unknown_sizes
+
+    def seconds(self, rates, itemsize=8) -> float:
+        speed = 2.0 if itemsize == 4 else 1.0
+        return (rates["start"] + self.launches_for(rates) * rates["launch"]
+                + self.bytes * itemsize / 8 / rates["bandwidth"]
+                + self.flops / (rates["flops"] * speed))
+
+    def launches_for(self, rates):
+        return self.launches if rates is GPU else self.ops
+
+
+def _cells(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d if type(d) is int else 1
+    return n
+
+
+def _known(shape) -> bool:
+    return type(shape) is tuple and all(type(d) is int for d in shape)
+
+
+def _op_cost(node) -> tuple:
+    """(flops, bytes) of one op node, float64."""
+    out = _cells(node.shape) if type(node.shape) is tuple and all(
+        type(d) is not tuple for d in node.shape) else 1
+    ins = [_cells(a.shape) for a in node.args if type(a.shape) is tuple
+           and all(type(d) is not tuple for d in a.shape)]
+    moved = 8.0 * (out + sum(ins))
+    if node.op.name == "matmul" and len(node.args) == 2:
+        a, b = node.args[0].shape, node.args[1].shape
+        if len(a) >= 2 and len(b) >= 2:
+            k = a[-1] if type(a[-1]) is int else 1
+            return 2.0 * out * k, moved
+    return float(max(out, max(ins, default=0))), moved
+
+
+def region_cost(region) -> Cost:
+    """The cost of running ``region`` once (its loops as many times as their written bounds
+    say)."""
+    from ..interp.fusion import groups
+    c = Cost()
+    fused = groups(region, (), 1)
+    inner = set()
+    for _, _, members in fused.values():
+        inner |= members
+    for node in region.nodes:
+        if node.kind == OP and node.op.lowering is ALIAS:
+            continue                # a let's own name for a value, stop_gradient: no work
+        if node.kind == OP:
+            f, b = _op_cost(node)
+            if not (_known(node.shape) and all(_known(a.shape) for a in node.args)):
+                c.unknown_sizes += 1
+            c.flops += f
+            c.bytes += b
+            c.ops += 1
+            if node.id not in inner:
+                c.launches += 1
+        elif node.kind == LOOP:
+            body = node.value
+            trips, known = _trips(node)
+            c.unknown_loops += 0 if known else 1
+            c.add(region_cost(body.parent), 1.0 if trips else 0.0)
+            c.add(region_cost(body), trips)
+        elif node.kind == BRANCH:
+            a, b = (region_cost(r) for r in node.value)
+            c.add(a if a.flops + a.ops >= b.flops + b.ops else b)
+    return c
+
+
+def _constant(node):
+    """The node a value passes on unchanged from (a let's own copy, a checked cast)."""
+    while (node.kind == OP and node.op.name == "bind") or (node.kind == CAST and
+                                                            len(node.args) == 1):
+        node = node.args[0]
+    return node
+
+
+def _trips(node) -> tuple:
+    """(iterations, known) of a LOOP node from its bounds when they are constants."""
+    lo, hi = _constant(node.args[0]), _constant(node.args[1])
+    if lo.kind == CONST and hi.kind == CONST and isinstance(lo.value, float) \
+            and isinstance(hi.value, float):
+        return max(0.0, hi.value - lo.value), True
+    return 1.0, False
+
+
+@dataclass
+class Choice:
+    """What ``auto`` chose (``backend``) and why (``reason``, one line)."""
+    backend: str
+    reason: str
+    cpu_seconds: float
+    gpu_seconds: float
+
+
+def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choice:
+    """The back end ``auto`` runs ``program`` on: "cupy" when a GPU is usable
+    (``gpu_missing`` None) and the estimate on it is lower, else "numpy"."""
+    c = region_cost(program.main)
+    itemsize = 4 if dtype == "f32" else 8
+    cpu, gpu = c.seconds(CPU, itemsize), c.seconds(GPU, itemsize)
+    work = ("%.3g GFLOP, %.3g GB moved, %d ops, %d GPU launches"
+            % (c.flops / 1e9, c.bytes * itemsize / 8 / 1e9, c.ops, c.launches))
+    if c.unknown_loops:
+        work += "; %s known only when the program runs, counted once" % _plural(
+            c.unknown_loops, "loop with bounds", "loops with bounds")
+    if c.unknown_sizes:
+        work += "; %s, counted as 1" % _plural(c.unknown_sizes, "op with a ? size",
+                                              "ops with ? sizes")
+    estimate = "estimated %.3g s on the CPU, %.3g s on a GPU (%s)" % (cpu, gpu, work)
+    if gpu < cpu and gpu_missing is None:
+        return Choice("cupy", "auto chose cupy: " + estimate, cpu, gpu)
+    if gpu < cpu:
+        return Choice("numpy", "auto chose numpy: no GPU to run on (%s), though %s"
+                      % (_first_clause(gpu_missing), estimate), cpu, gpu)
+    return Choice("numpy", "auto chose numpy: " + estimate, cpu, gpu)
+
+
+def _plural(n, one, many):
+    return "%d %s" % (n, one if n == 1 else many)
+
+
+def _first_clause(text: str) -> str:
+    return text.split(";")[0].replace("the cupy back end ", "")

@@ -1,0 +1,166 @@
+"""The CuPy back end: goat's arrays on an NVIDIA GPU (``goat run --backend cupy``).
+
+It is the generic back end (goat/gpu/xp_backend.py) over CuPy, plus kernels generated from the
+op registry (goat/gpu/kernels.py):
+
+* **every elementwise op is a generated kernel**, and a chain of them whose intermediate
+  values nothing else reads is *one* kernel (goat/interp/fusion.py): a layer norm is a
+  handful of launches, not twenty.  The kernels keep goat's rules in themselves -- a NaN made
+  from numbers has x86's bits (``-nan``, as the book prints), ``maximum``/``minimum`` follow
+  IEEE 754-2019, ``%`` is NumPy's floor modulo -- and are compiled with ``--fmad=false`` (no
+  fused multiply-add: ``a * b + c`` rounds twice, as NumPy does);
+* **each reduction is one kernel**: max and min with the IEEE 754-2019 maximum as the reduce
+  step (associative, so any order of the GPU's threads gives the NumPy back end's bits); sums
+  and means in the GPU's order (their last bits differ from NumPy's pairwise sums: the
+  chapter's training is to stay within 1e-9 of the NumPy run, issue 8);
+* matrix products are CuPy's (cuBLAS), their NaNs given x86's sign;
+* the embedding gradient (``gather``'s derivative) is a one-hot matrix product, so repeated
+  tokens add up in a fixed order (GPU atomics would add them in a different order each run);
+  beyond 2**26 one-hot cells it uses ``cupyx.scatter_add`` (atomics);
+* random draws use goat's counter-based generator (goat/ops/rng.py), whose every operation
+  IEEE fixes exactly, on the device: the same bits as on the CPU.
+
+Values leave the device only to be printed or saved (:meth:`to_numpy`) and when a loop bound,
+an if condition, a seed or an index check is read (:meth:`scalar`): the test back end
+(guard.py) holds the evaluator to that without a GPU.
+
+Needs CuPy for CUDA 12 (``pip install '.[gpu]'`` in goat's folder, which brings
+``cupy-cuda12x``) and a CUDA
+device; :func:`load_cupy` says which is missing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from .xp_backend import XpBackend
+
+_CTYPE = {"f64": "double", "f32": "float"}
+_OPTIONS = ("--fmad=false",)
+_ONEHOT_CELLS = 1 << 26
+
+
+class BackendUnavailable(RuntimeError):
+    """The back end asked for cannot run here; the message says what is missing."""
+
+
+def load_cupy():
+    """The ``cupy`` module, once it has found a CUDA device; BackendUnavailable naming what is
+    missing otherwise (CuPy itself, the CUDA driver, a device)."""
+    try:
+        import cupy
+    except ImportError as e:
+        raise BackendUnavailable(
+            "the cupy back end needs CuPy, which is not installed (%s); install CuPy for "
+            "CUDA 12 with pip install cupy-cuda12x (or pip install '.[gpu]' in goat's "
+            "folder), or run on the CPU with --backend numpy"
+            % (e.msg if hasattr(e, "msg") else e)) from None
+    except Exception as e:          # a broken install: a missing CUDA library, say
+        raise BackendUnavailable("the cupy back end cannot load CuPy: %s: %s"
+                                 % (type(e).__name__, e)) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        raise BackendUnavailable("the cupy back end found no CUDA device: %s (is the NVIDIA "
+                                 "driver installed?); run on the CPU with --backend numpy"
+                                 % (str(e) or type(e).__name__)) from None
+    if count < 1:
+        raise BackendUnavailable("the cupy back end found no CUDA device; run on the CPU with "
+                                 "--backend numpy")
+    return cupy
+
+
+def cupy_usable() -> str | None:
+    """None when the cupy back end can run here, else why not (for --backend auto)."""
+    try:
+        load_cupy()
+    except BackendUnavailable as e:
+        return str(e)
+    return None
+
+
+class CupyBackend(XpBackend):
+    """goat's arrays as CuPy arrays on the current CUDA device, in ``dtype`` ("f64", the
+    book's, or "f32")."""
+
+    name = "cupy"
+    fuse_min = 1            # every elementwise op is a generated kernel
+
+    def __init__(self, dtype: str = "f64", threads: int = 1):
+        cupy = load_cupy()
+        super().__init__(cupy, dtype)
+        self._cupy = cupy
+        self._ctype = _CTYPE[dtype]
+        self._preamble = kernels.prefix("cuda", self._ctype)
+        self._kernels = {}
+        self._reductions = {}
+        self._signed = cupy.ElementwiseKernel(
+            "%s x" % self._ctype, "%s y" % self._ctype, kernels.SIGNED_NANS,
+            "goat_signed_nans", preamble=self._preamble, options=_OPTIONS)
+
+    # ------------------------------------------------------------ host round trips
+    def asarray(self, a):
+        with np.errstate(all="ignore"):
+            a = np.asarray(a, dtype=self.dtype)
+        return self._cupy.asarray(a)
+
+    def to_numpy(self, x):
+        if isinstance(x, self._cupy.ndarray):
+            return self._cupy.asnumpy(x).astype(self.dtype, copy=False)
+        return np.asarray(x, dtype=self.dtype)
+
+    def scalar(self, x) -> float:
+        if type(x) is float:
+            return x
+        if isinstance(x, self._cupy.ndarray):
+            return float(self._cupy.asnumpy(x.reshape(())))
+        return float(x)
+
+    # ------------------------------------------------------------ kernels
+    def fuse(self, spec):
+        """The fused group ``spec`` (goat/gpu/kernels.py) as one CuPy ElementwiseKernel,
+        compiled once per group and precision."""
+        k = self._kernels.get(spec)
+        if k is None:
+            n = spec[0]
+            k = self._kernels[spec] = self._cupy.ElementwiseKernel(
+                ", ".join("%s x%d" % (self._ctype, i) for i in range(n)),
+                "%s y" % self._ctype, kernels.body(spec), kernels.kernel_name(spec),
+                preamble=self._preamble, options=_OPTIONS)
+        cupy = self._cupy
+        dtype = self.dtype
+
+        def run(*inputs):
+            if not any(isinstance(x, cupy.ndarray) for x in inputs):
+                inputs = (cupy.asarray(inputs[0], dtype=dtype),) + inputs[1:]
+            return k(*inputs)
+        return run
+
+    @property
+    def matmul(self):
+        mm, signed = self._cupy.matmul, self._signed
+        return lambda a, b: signed(mm(a, b))
+
+    def reducer(self, kind: str, axis: int):
+        """One reduction kernel per kind (goat/gpu/kernels.py's REDUCTIONS): an empty axis
+        gives the identity (0, -inf, +inf; the mean 0/0, a NaN, as NumPy's)."""
+        if kind not in kernels.REDUCTIONS:
+            return super().reducer(kind, axis)
+        k = self._reductions.get(kind)
+        if k is None:
+            reduce_expr, identity, post = kernels.REDUCTIONS[kind]
+            k = self._reductions[kind] = self._cupy.ReductionKernel(
+                "%s x" % self._ctype, "%s y" % self._ctype, "x", reduce_expr, post,
+                identity, "goat_reduce_" + kind, preamble=self._preamble, options=_OPTIONS)
+        return lambda x: k(x, axis=axis, keepdims=True)
+
+    def add_at(self, out, rows, values):
+        cupy = self._cupy
+        n, v = rows.size, out.shape[0]
+        if n * v <= _ONEHOT_CELLS:
+            onehot = cupy.zeros((n, v), dtype=self.dtype)
+            onehot[cupy.arange(n), rows] = 1
+            out += onehot.T @ values
+        else:
+            import cupyx
+            cupyx.scatter_add(out, rows, values)

@@ -1,0 +1,246 @@
+"""The back-end interface over any NumPy-like array module, without a host round trip.
+
+:class:`XpBackend` implements goat's array semantics (see goat/gpu/__init__.py) with nothing
+but the array module's own functions, each result staying where the arrays live: no
+``float()``, ``bool()`` or ``.any()`` of a device value decides anything, since on a GPU each
+is a copy to the host and a wait for the device.  The CuPy back end (cupy_backend.py) is this
+class over CuPy; the test back end (guard.py) is this class over NumPy arrays that refuse to
+be read on the host, which is how CI checks, without a GPU, that the evaluator and the ops
+make no host round trip they should not.  The NumPy back end (numpy_backend.py) computes the
+same results with host shortcuts (it tests a small result before fixing it up).
+
+What NumPy alone leaves open, and this class fixes on the device:
+
+* **Fresh NaNs** (0/0, inf - inf, sqrt(-1), 0 * inf in a matrix product) get x86's bits, the
+  sign bit set, so that they print ``-nan`` as the book shows, whatever made them (a GPU's
+  default NaN is positive);
+* **maximum / minimum and the max / min reductions** by IEEE 754-2019: -0 < +0, and NaN
+  operands give the OR of their bits;
+* **the precision** (``dtype``): float64 (``f64``, the book's) or float32 (``f32``); every
+  array this back end makes is of it, and :meth:`constant` gives a number of it.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+DTYPES = {"f64": np.dtype(np.float64), "f32": np.dtype(np.float32)}
+
+# Ops that can make a NaN out of numbers, with how to tell which result cells had a NaN
+# operand: elementwise ops broadcast their operands; a matrix product's cell (i, j) reads
+# row i of a and column j of b.
+INVALID = ("add", "subtract", "multiply", "divide", "sqrt", "log", "matmul", "tanh", "sin",
+           "cos", "remainder")
+
+_INTS = {8: np.int64, 4: np.int32}
+_NEG_NAN_BITS = {8: np.int64(-0x0008000000000000), 4: np.int32(-0x00400000)}
+
+
+def int_type(dtype):
+    """The signed integer type as wide as ``dtype`` (to read a float's bits)."""
+    return _INTS[np.dtype(dtype).itemsize]
+
+
+def neg_nan(dtype):
+    """x86's NaN (0/0) in ``dtype``: quiet, sign bit set."""
+    return np.array([_NEG_NAN_BITS[np.dtype(dtype).itemsize]]).view(dtype)[0]
+
+
+def nan_operands(xp, name, args):
+    """A boolean array, broadcast like the result of op ``name`` on ``args``: True where some
+    operand of the cell is a NaN."""
+    if name == "matmul":
+        a, b = args
+        rows = xp.isnan(a).any(axis=-1, keepdims=True)          # ..., M, 1
+        cols = xp.isnan(b).any(axis=-2, keepdims=True)          # ..., 1, N
+        return rows | cols
+    m = xp.isnan(args[0])
+    for a in args[1:]:
+        m = m | xp.isnan(a)
+    return m
+
+
+class FreshNaN:
+    """The array module ``xp``, with the ops that can make a NaN out of numbers wrapped so that
+    such a NaN gets x86's bits (sign set); NaNs that came in keep theirs.  ``host``: the
+    arrays are on the host, so a quick test (is there a NaN at all?) may skip the fix."""
+
+    def __init__(self, xp, dtype, host: bool):
+        self._xp = xp
+        self._nan = neg_nan(dtype)
+        for name in INVALID:
+            setattr(self, name, self._wrap(name, getattr(xp, name), host))
+
+    def __getattr__(self, name):
+        return getattr(self._xp, name)
+
+    def _wrap(self, name, f, host):
+        xp = self._xp
+        isnan, where = xp.isnan, xp.where
+        nan = self._nan
+
+        def run(*args):
+            r = f(*args)
+            made = isnan(r)
+            if host and not made.any():
+                return r
+            made = made & ~nan_operands(xp, name, args)
+            if host and not getattr(r, "ndim", 0):      # two numbers: a NumPy scalar
+                return nan if made else r
+            return where(made, nan, r)
+        return run
+
+
+class XpBackend:
+    """goat's array semantics on the array module ``xp`` (NumPy's interface), in precision
+    ``dtype`` ("f64" or "f32"), with no host round trip but those the interface names
+    (:meth:`to_numpy`, :meth:`scalar`)."""
+
+    name = "xp"
+    fuse_min = 0            # fused groups of at least this many ops go to fuse(); 0: none
+    host = False            # arrays live on the host (quick host tests allowed)
+
+    def __init__(self, xp, dtype: str = "f64"):
+        if dtype not in DTYPES:
+            raise ValueError("unknown precision %r (known: f32, f64)" % (dtype,))
+        self.raw = xp
+        self.dtype_name = dtype
+        self.dtype = DTYPES[dtype]
+        self._ftype = getattr(xp, self.dtype.name)      # xp.float64 / xp.float32
+        self._itype = getattr(xp, np.dtype(int_type(self.dtype)).name)
+        self.xp = FreshNaN(xp, self.dtype, self.host)
+        self.maximum = self._extreme(True)
+        self.minimum = self._extreme(False)
+
+    # ------------------------------------------------------------ values
+    def constant(self, v: float):
+        """A number written in the program (or a loop's index) as this back end holds it: a
+        Python float in f64 (which NumPy and CuPy treat as a weak scalar); in f32 a float32
+        scalar, so that an op on two numbers keeps the precision -- except a whole number
+        beyond 2**24, where float32 no longer holds every whole number: it stays the exact
+        Python float, rounded only where it meets a float32 value, so that a seed or a loop
+        bound written as 20240101 is that number (one computed in f32 beyond 2**24 is an
+        error where it is read: :meth:`exact_limit`)."""
+        if self.dtype_name == "f64" or (v == v and abs(v) > 2 ** 24 and v == int(v)):
+            return v
+        with np.errstate(all="ignore"):
+            return self.dtype.type(v)
+
+    def exact_limit(self, x):
+        """The largest whole number ``x`` (a value read by :meth:`scalar`) is sure to hold
+        exactly, or None when it holds every one a float64 does: a float32 value computed
+        in f32 holds whole numbers exactly up to 2**24 only."""
+        if type(x) is float or self.dtype_name == "f64":
+            return None
+        return 2 ** 24
+
+    def asarray(self, a):
+        """A host (NumPy) array -> this back end's array in its precision (a number too
+        large for float32 becomes inf, as NumPy rounds it)."""
+        with np.errstate(all="ignore"):
+            return self.raw.asarray(a, dtype=self.dtype)
+
+    def cast(self, x):
+        """One of this back end's arrays (float64 random draws, say) in its precision."""
+        return x.astype(self.dtype, copy=False)
+
+    def to_numpy(self, x):
+        """A value as a NumPy array in the back end's precision: the copy to the host that
+        printing and ``save`` make."""
+        return np.asarray(x, dtype=self.dtype)
+
+    def scalar(self, x) -> float:
+        """A one-element value as a Python float: a loop bound, an if condition, a seed.
+        On a GPU this waits for the device: the evaluator reads a value on the host only
+        here and in :meth:`to_numpy`."""
+        if type(x) is float:
+            return x
+        return float(x.reshape(()))
+
+    def errstate(self):
+        return contextlib.nullcontext()
+
+    def add_at(self, out, rows, values):
+        """``out[rows[k]] += values[k]`` for each k in order, repeated rows adding up (NumPy's
+        ``add.at``): the embedding gradient (``gather``'s derivative)."""
+        self.raw.add.at(out, rows, values)
+
+    @property
+    def matmul(self):
+        return self.xp.matmul
+
+    # ------------------------------------------------------------ IEEE 754-2019 max, min
+    def _operand(self, a):
+        xp = self.raw
+        if isinstance(a, (float, int, np.generic)):
+            return xp.full((), a, dtype=self.dtype)
+        return a
+
+    def _extreme(self, larger: bool):
+        """maximum (``larger``) or minimum of two broadcasting operands, by IEEE 754-2019:
+        of two equal operands (zeros of two signs) the AND (maximum: +0 wins) or OR of their
+        bits; NaN operands give the OR of their bits."""
+        xp_ = self
+
+        def run(a, b):
+            xp = xp_.raw
+            it, ft = xp_._itype, xp_.dtype
+            a, b = xp_._operand(a), xp_._operand(b)
+            ab, bb = a.view(it), b.view(it)
+            pick = xp.where(a > b, a, b) if larger else xp.where(a < b, a, b)
+            tie = (ab & bb) if larger else (ab | bb)
+            r = xp.where(a == b, tie.view(ft), pick)
+            na, nb = xp.isnan(a), xp.isnan(b)
+            nan = xp.where(na, ab, 0) | xp.where(nb, bb, 0)
+            return xp.where(na | nb, nan.view(ft), r)
+        return run
+
+    # ------------------------------------------------------------ reductions
+    def reducer(self, kind: str, axis: int):
+        """``x -> reduce(x)`` along ``axis``, kept as size 1 (as the NumPy back end's): sum,
+        mean (the sum divided by the count), max and min (IEEE 754-2019; an empty axis gives
+        -inf / +inf)."""
+        xp = self.raw
+        if kind == "sum":
+            return lambda x: xp.sum(x, axis=axis, keepdims=True)
+        if kind == "mean":
+            return lambda x: xp.sum(x, axis=axis, keepdims=True) / x.shape[axis]
+        if kind in ("max", "min"):
+            return lambda x: self._reduce_extreme(x, axis, kind == "max")
+        raise ValueError("unknown reduction %r" % kind)
+
+    def _reduce_extreme(self, x, axis, larger):
+        xp = self.raw
+        if x.shape[axis] == 0:
+            shape = list(x.shape)
+            shape[axis] = 1
+            return xp.full(tuple(shape), -np.inf if larger else np.inf, dtype=self.dtype)
+        r = (xp.max if larger else xp.min)(x, axis=axis, keepdims=True)
+        xb = x.view(self._itype)
+        # a zero result: +0 for a maximum when the row holds a +0 (read as integers, +0 is 0
+        # and -0 and every negative number below it), -0 for a minimum when it holds a -0
+        if larger:
+            signed = xp.where(xp.max(xb, axis=axis, keepdims=True) == 0, 0.0, -0.0)
+        else:
+            signed = xp.where(xp.min(xb, axis=axis, keepdims=True) < 0, -0.0, 0.0)
+        r = xp.where(r == 0, signed.astype(self.dtype), r)
+        nanbits = self._or_reduce(xp.where(xp.isnan(x), xb, 0), axis)
+        return xp.where(xp.isnan(r), nanbits.view(self.dtype), r)
+
+    def _or_reduce(self, bits, axis):
+        """The OR of the integers along ``axis`` (kept): the NaNs' bits of a row."""
+        xp = self.raw
+        orr = getattr(getattr(xp, "bitwise_or", None), "reduce", None)
+        if orr is not None:
+            try:
+                return orr(bits, axis=axis, keepdims=True)
+            except (TypeError, NotImplementedError):
+                pass
+        # without ufunc.reduce: the sign bit if any NaN has it, with the largest payload (the
+        # OR itself whenever the row's NaNs share a payload, as goat's NaNs all do)
+        it = self._itype
+        top = it(np.iinfo(np.dtype(it)).min)
+        sign = xp.any(bits < 0, axis=axis, keepdims=True)
+        mag = xp.max(bits & ~top, axis=axis, keepdims=True)
+        return xp.where(sign, mag | top, mag)

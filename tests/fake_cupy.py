@@ -1,0 +1,122 @@
+"""A stand-in for the ``cupy`` module, to run goat's CuPy back end without a GPU.
+
+Arrays are NumPy's; the two things the back end generates, ``ElementwiseKernel`` and
+``ReductionKernel``, compile the very operation text the back end writes, with the C twin of
+its CUDA prefix (goat/gpu/kernels.py), by the host's C compiler, and run it over the
+broadcast inputs (an elementwise kernel) or along the reduced axis, in order (a reduction).
+So the back end's own code -- its kernels' text, their parameters, scalar inputs, the
+reductions' identities and post-maps, the one-hot embedding gradient -- runs for real; only
+CUDA is missing (its own math library, its NaNs, its order of additions).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from goat.gpu import kernels
+
+CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+_DIR = tempfile.mkdtemp(prefix="goat-fake-cupy-")
+_CTYPES = {"double": np.float64, "float": np.float32}
+
+
+def __getattr__(name):          # everything else is NumPy's
+    return getattr(np, name)
+
+
+ndarray = np.ndarray
+
+
+def asnumpy(x):
+    return np.asarray(x)
+
+
+class _Runtime:
+    @staticmethod
+    def getDeviceCount():
+        return 1
+
+
+class cuda:                     # noqa: N801 (cupy.cuda)
+    runtime = _Runtime
+
+
+def _build(source: str, name: str):
+    key = hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = os.path.join(_DIR, "%s_%s" % (name, key))
+    if not os.path.exists(path + ".so"):
+        with open(path + ".c", "w") as f:
+            f.write(source)
+        r = subprocess.run([CC, "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o",
+                            path + ".so", path + ".c", "-lm"], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError("fake cupy: the kernel does not compile:\n%s\n%s"
+                               % (r.stderr, source))
+    return getattr(ctypes.CDLL(path + ".so"), name)
+
+
+def _params(text):
+    """'double x0, double x1' -> [('double', 'x0'), ('double', 'x1')]"""
+    return [tuple(p.split()) for p in text.split(",") if p.strip()]
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+class ElementwiseKernel:
+    def __init__(self, in_params, out_params, operation, name="kernel", preamble="",
+                 options=(), **kw):
+        ins, outs = _params(in_params), _params(out_params)
+        assert "--fmad=false" in options
+        assert len(outs) == 1 and preamble == kernels.prefix("cuda", outs[0][0])
+        ctype = outs[0][0]
+        self.dtype = _CTYPES[ctype]
+        args = "".join(", const T *%s_p" % n for _, n in ins)
+        loads = "".join("T %s = %s_p[i]; " % (n, n) for _, n in ins)
+        src = (kernels.prefix("c", ctype) + "\nvoid %s(long n%s, T *y_p) {\n"
+               "for (long i = 0; i < n; i++) { %s T %s;\n%s\ny_p[i] = %s; }\n}\n"
+               % (name, args, loads, outs[0][1], operation, outs[0][1]))
+        self.fn = _build(src, name)
+        self.n_in = len(ins)
+
+    def __call__(self, *inputs):
+        assert len(inputs) == self.n_in
+        assert any(isinstance(x, np.ndarray) for x in inputs), "CuPy needs an array argument"
+        arrays = np.broadcast_arrays(*[np.asarray(x, dtype=self.dtype) for x in inputs])
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        out = np.empty(arrays[0].shape, dtype=self.dtype)
+        self.fn(ctypes.c_long(out.size), *[_ptr(a) for a in arrays], _ptr(out))
+        return out
+
+
+class ReductionKernel:
+    def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr,
+                 identity, name="reduce_kernel", preamble="", options=(), **kw):
+        (ctype, x), = _params(in_params)
+        (_, y), = _params(out_params)
+        assert "--fmad=false" in options and preamble == kernels.prefix("cuda", ctype)
+        self.dtype = _CTYPES[ctype]
+        post = re.sub(r"_in_ind\.size\(\)\s*/\s*_out_ind\.size\(\)", "n", post_map_expr)
+        src = (kernels.prefix("c", ctype) + "\nvoid %s(long rows, long n, const T *x_p, T *y_p) {\n"
+               "for (long r = 0; r < rows; r++) { T a = %s;\n"
+               "  for (long j = 0; j < n; j++) { T %s = x_p[r * n + j]; T b = %s; a = %s; }\n"
+               "  T %s; %s; y_p[r] = %s; }\n}\n"
+               % (name, identity, x, map_expr, reduce_expr, y, post, y))
+        self.fn = _build(src, name)
+
+    def __call__(self, x, axis, keepdims):
+        assert keepdims
+        moved = np.ascontiguousarray(np.moveaxis(np.asarray(x, self.dtype), axis, -1))
+        n = moved.shape[-1]
+        rows = moved.size // n if n else int(np.prod(moved.shape[:-1]))
+        out = np.empty(moved.shape[:-1], dtype=self.dtype)
+        self.fn(ctypes.c_long(rows), ctypes.c_long(n), _ptr(moved), _ptr(out))
+        return np.expand_dims(out, axis)

@@ -1,0 +1,532 @@
+"""The GPU back end's contract, tested without a GPU (issue 8, point 7).
+
+* the test back end (goat/gpu/guard.py: NumPy arrays that refuse to be read on the host) runs
+  the very code the CuPy back end runs, fusion included, and must print what the NumPy back
+  end prints, bit for bit, while making no host round trip but the ones named;
+* every elementwise op's generated kernel body (goat/gpu/kernels.py) is compiled as C by the
+  host's compiler and checked against NumPy on special values;
+* ``--backend cupy`` without CuPy is a clear error; ``auto`` chooses from the program's cost;
+* the tests that need CuPy and a CUDA device skip without them.
+"""
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import goat
+from goat.api import _load, read_source
+from goat.gpu import cupy_usable, get_backend
+from goat.gpu import kernels
+from goat.gpu.guard import GuardBackend, HostRoundTrip
+from goat.interp.evaluator import Evaluator
+from goat.ops.registry import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _run(program, be):
+    out = io.StringIO()
+    ev = Evaluator(program, be, out=out, keep_printed=True)
+    if isinstance(be, GuardBackend):
+        be.counter.watch_effects(ev)
+    ev.run()
+    return out.getvalue(), ev.printed
+
+
+def _program(text, tmp_path=None, name="p.mg"):
+    path = str(tmp_path / name) if tmp_path is not None else "<test>"
+    if tmp_path is not None:
+        Path(path).write_text(text)
+        return _load(read_source(path))
+    return goat.check_source(text, path)
+
+
+def _same_bits(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+# programs touching every op, the special values, blocks and the trainer's verbs
+OPS_PROGRAM = """
+let a = [[1.5, -2.0, 0.0], [3.0, -0.0, 4.0]]
+let z = [[0.0, 1.0, -1.0], [0.0, -0.0, 2.0]]
+print a + z
+print a - z * 2.0
+print a / z
+print z / z
+print -a
+print exp(a) + log(a) + sqrt(a)
+print abs(a) + floor(a * 0.7) + relu(a) + sigmoid(a) + tanh(a)
+print sin(a) * cos(a)
+print maximum(a, z)
+print minimum(a, z)
+print maximum(z, -z)
+print minimum(-z, z)
+print a % 2.5
+print (-a) % 2.5
+print a % z
+print (a > z) + (a >= z) * 2 + (a < z) * 4 + (a <= z) * 8 + (a == z) * 16 + (a != z) * 32
+print (a and z) + (a or z) * 2 + (not a) * 4
+print row_sum(a) + row_mean(a)
+print row_max(z)
+print row_min(z)
+print col_max(a / z)
+print col_min(a)
+print a @ transpose(a)
+print reshape(a, tensor[3x2])
+print iota(tensor[2x3], 1) + iota(tensor[2x3], 0)
+print rand(tensor[2x2], 3) + randn(tensor[2x2], 4)
+let emb = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+let ids = [[2.0], [0.0], [2.0]]
+print gather(emb, ids)
+print onehot(ids, 3)
+print argmax_rows(a)
+def softmax_like(x: tensor[2x3]) = exp(x) / row_sum(exp(x))
+print sample_rows(softmax_like(a), 5)
+"""
+
+CONTROL_PROGRAM = """
+var w = [[0.5, -0.25], [0.125, 1.0]]
+var total = [[0.0]]
+for step in 0 .. 12 {
+  let x = [[1.0, 2.0], [3.0, 4.0]] * (step + 1)
+  let h = tanh(x @ w)
+  let loss = row_sum(col_sum(h * h)) / 4.0
+  let g = grad(loss, w)
+  w = w - 0.05 * g
+  if step % 4 == 0 {
+    total = total + loss
+  } else {
+    total = total - 0.001 * loss
+  }
+}
+print w
+print total
+"""
+
+LAYER_NORM = """
+let x = [[1.0, 2.0, 4.0, 8.0], [0.5, -1.0, 3.0, 2.0]]
+let g = [[1.0, 0.5, 2.0, 1.5]]
+let b = [[0.1, 0.2, 0.3, 0.4]]
+let mean = row_mean(x)
+let centered = x - mean
+let variance = row_mean(centered * centered)
+print (x - mean) / sqrt(variance + 0.00001) * g + b
+"""
+
+
+@pytest.fixture(scope="module")
+def lm35_programs():
+    return [EXAMPLES / "tour.mg", EXAMPLES / "lm35" / "train_10.mg",
+            EXAMPLES / "lm35" / "train_grad.mg", EXAMPLES / "batched_trainer.mg"]
+
+
+# ---------------------------------------------------------------- the test back end
+
+@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM],
+                         ids=["ops", "control", "layer_norm"])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_guard_prints_numpy_bits(text, dtype):
+    """The generic device code (what CuPy runs, fused) gives the NumPy back end's bits."""
+    program = _program(text)
+    text_np, printed_np = _run(program, get_backend("numpy", dtype=dtype))
+    text_g, printed_g = _run(program, GuardBackend(dtype))
+    assert text_g == text_np
+    assert len(printed_g) == len(printed_np)
+    for a, b in zip(printed_g, printed_np):
+        assert _same_bits(a, b)
+        if not isinstance(a, str):
+            assert a.dtype == np.dtype({"f64": np.float64, "f32": np.float32}[dtype])
+
+
+def test_guard_runs_the_examples_bit_for_bit(lm35_programs):
+    for path in lm35_programs:
+        program = _load(read_source(str(path)))
+        text_np, printed_np = _run(program, get_backend("numpy"))
+        be = GuardBackend()
+        text_g, printed_g = _run(program, be)
+        assert text_g == text_np, path
+        assert all(_same_bits(a, b) for a, b in zip(printed_g, printed_np)), path
+        assert max(len(spec[1]) for spec in be.groups) > 1, path      # chains were fused
+        # values leave the device only to be printed (a format string's fields each)
+        assert be.counter.stray_downloads == 0, path
+        assert be.counter.downloads >= len(printed_np), path
+
+
+def test_host_reads_are_the_named_ones_only():
+    """An if reads its condition (12 times here), a loop its bounds when they are computed
+    (numbers written in the program are no read), a draw its seed; printing copies once per
+    print; nothing else crosses to the host."""
+    program = _program(CONTROL_PROGRAM)
+    be = GuardBackend()
+    _run(program, be)
+    assert be.counter.reads == 12
+    assert be.counter.downloads == 2
+    program = _program("let r = randn(tensor[3x3], 9)\nprint r @ r\n")
+    be = GuardBackend()
+    _run(program, be)
+    assert (be.counter.reads, be.counter.downloads) == (0, 1)      # the seed is written
+    program = _program("let s = row_sum([[2.0, 3.0]])\nprint rand(tensor[2], s)\n")
+    be = GuardBackend()
+    _run(program, be)
+    assert (be.counter.reads, be.counter.downloads) == (1, 1)      # the seed is computed
+
+
+def test_guard_refuses_host_round_trips():
+    be = GuardBackend()
+    x = be.asarray(np.ones((2, 2)))
+    for read in (float, bool, int, len, list, np.asarray, lambda v: v.tolist()):
+        with pytest.raises(HostRoundTrip):
+            read(be.xp.sum(x))
+    with pytest.raises(HostRoundTrip):        # a host array handed to a device op
+        be.xp.add(x, np.ones((2, 2)))
+    assert be.scalar(be.xp.sum(x)) == 4.0
+    assert be.to_numpy(x).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_layer_norm_is_one_kernel_after_its_reductions():
+    """(x - mean) / sqrt(variance + eps) * g + b after the reductions: one fused group of
+    five ops (x - mean is the value centered, read three times: an input of the group)."""
+    program = _program(LAYER_NORM)
+    be = GuardBackend()
+    text, _ = _run(program, be)
+    names = sorted([[op.name for op, _ in spec[1]] for spec in be.groups], key=len)
+    assert names == [["subtract"], ["multiply"], ["add", "sqrt", "divide", "multiply", "add"]]
+    # 2 row_means (a sum and a division each), x - mean, its square, the group: 7 launches
+    # where NumPy makes 10 calls
+    assert be.counter.launches == 7
+    assert text == _run(program, get_backend("numpy"))[0]
+
+
+def test_fusion_keeps_values_read_elsewhere():
+    """A value printed, read twice, carried by a loop or read inside a block is never inside
+    a group."""
+    text = """
+let a = [[1.0, 2.0]]
+let b = exp(a) + 1.0
+print b
+let c = b * 2.0 + 3.0
+var s = a
+for i in 0 .. 3 {
+  let t = s * 0.5 + c
+  s = tanh(t) - 1.0
+}
+print s
+"""
+    program = _program(text)
+    be = GuardBackend()
+    out, _ = _run(program, be)
+    assert out == _run(program, get_backend("numpy"))[0]
+    names = sorted(tuple(op.name for op, _ in spec[1]) for spec in be.groups)
+    # b (printed) ends a group and starts the next; t (read once, by tanh) is inside one
+    assert names == [("exp", "add"), ("multiply", "add"),
+                     ("multiply", "add", "tanh", "subtract")]
+
+
+# ---------------------------------------------------------------- generated kernels as C
+
+_CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, -7.0, 1e300, -1e-300, 5e-324,
+            np.inf, -np.inf, np.nan, -np.nan, 2.0 ** 52 + 1, 0.1]
+
+
+def _c_kernel(tmp_path, spec, ctype):
+    """The group's C twin compiled and loaded: f(*inputs) -> output array."""
+    src = tmp_path / ("%s_%s.c" % (kernels.kernel_name(spec), ctype))
+    src.write_text(kernels.c_source(spec, ctype))
+    lib_path = src.with_suffix(".so")
+    r = subprocess.run([_CC, "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o",
+                        str(lib_path), str(src), "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    fn = getattr(ctypes.CDLL(str(lib_path)), kernels.kernel_name(spec))
+    dt = np.float64 if ctype == "double" else np.float32
+
+    def run(*inputs):
+        arrays = np.broadcast_arrays(*[np.asarray(x, dtype=dt) for x in inputs])
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        out = np.empty(arrays[0].shape, dtype=dt)
+        fn(ctypes.c_long(out.size), *[a.ctypes.data_as(ctypes.c_void_p) for a in arrays],
+           out.ctypes.data_as(ctypes.c_void_p))
+        return out
+    return run
+
+
+EXACT = {"add", "subtract", "multiply", "divide", "negate", "sqrt", "abs", "floor", "relu",
+         "ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or", "logical_not",
+         "remainder", "maximum", "minimum"}
+
+
+def _numpy_op(op, dtype, *args):
+    be = get_backend("numpy", dtype=dtype)
+    with be.errstate():
+        return np.asarray(op.evaluate(be)(*[np.asarray(a, be.dtype) for a in args]))
+
+
+@pytest.mark.skipif(_CC is None, reason="no C compiler")
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_every_kernel_body_matches_numpy(tmp_path, dtype):
+    """Each elementwise op's kernel body, compiled as C, against the NumPy back end on every
+    pair of special values: the same bits for the exact ops (NaN signs, -0 and the IEEE
+    maximum included); for the library functions (exp, log, tanh, sin, cos) the same NaNs,
+    infinities and signs and values within a few ulps."""
+    ctype = "double" if dtype == "f64" else "float"
+    dt = np.float64 if dtype == "f64" else np.float32
+    v = np.array(SPECIALS, dtype=dt)
+    ops = [op for op in REGISTRY.values() if op.kernel is not None]
+    assert len(ops) >= 27
+    for op in ops:
+        spec = (op.arity, ((op, tuple(range(op.arity))),))
+        k = _c_kernel(tmp_path, spec, ctype)
+        args = (v[:, None], v[None, :]) if op.arity == 2 else (v,)
+        got = k(*args)
+        want = _numpy_op(op, dtype, *args)
+        assert got.shape == want.shape
+        if op.name in EXACT:
+            bits = int if dt is np.float64 else np.int32
+            assert np.array_equal(got.view(np.int64 if dt is np.float64 else np.int32),
+                                  want.view(np.int64 if dt is np.float64 else np.int32)), (
+                op.name, args, got, want)
+        else:
+            assert np.array_equal(np.isnan(got), np.isnan(want)), op.name
+            assert np.array_equal(np.signbit(got), np.signbit(want)), op.name
+            ok = ~np.isnan(want)
+            np.testing.assert_allclose(got[ok], want[ok], rtol=4 * np.finfo(dt).eps,
+                                       atol=0, err_msg=op.name)
+
+
+@pytest.mark.skipif(_CC is None, reason="no C compiler")
+def test_fused_kernel_matches_numpy(tmp_path):
+    """The layer norm's fused group as the C twin of its kernel: NumPy's bits."""
+    program = _program(LAYER_NORM)
+    be = GuardBackend()
+    _run(program, be)
+    spec = max(be.groups, key=lambda s: len(s[1]))
+    n = spec[0]
+    rng = np.random.default_rng(1)
+    inputs = [rng.normal(size=(5, 4)) if k % 2 == 0 else rng.normal(size=(5, 1)) ** 2
+              for k in range(n)]
+    got = _c_kernel(tmp_path, spec, "double")(*inputs)
+    vals = list(inputs)
+    npb = get_backend("numpy")
+    for op, refs in spec[1]:
+        vals.append(op.evaluate(npb)(*[vals[r] for r in refs]))
+    assert got.tobytes() == np.ascontiguousarray(np.broadcast_to(vals[-1], got.shape)).tobytes()
+
+
+# ---------------------------------------------------------------- choosing, and errors
+
+def test_auto_keeps_the_chapter_on_the_cpu_and_sends_a_big_model_to_the_gpu(tmp_path):
+    from goat.gpu.auto import choose
+    chapter = _load(read_source(str(EXAMPLES / "lm35" / "train.mg")))
+    c = choose(chapter, "f64", None)
+    assert c.backend == "numpy" and c.gpu_seconds > 3 * c.cpu_seconds, c.reason
+    big = """
+var w = randn(tensor[512x512], 1) * 0.02
+let x = randn(tensor[16x256x512], 2)
+for step in 0 .. 100 {
+  let h = relu(x @ w) @ transpose(w)
+  let loss = row_sum(reshape(h * h, tensor[1x2097152])) / 4096.0
+  w = w - 0.001 * grad(loss, w)
+}
+print row_sum(col_sum(w))
+"""
+    program = _program(big)
+    c = choose(program, "f32", None)
+    assert c.backend == "cupy" and c.gpu_seconds * 10 < c.cpu_seconds, c.reason
+    assert "GFLOP" in c.reason
+    c = choose(program, "f32", "the cupy back end needs CuPy, which is not installed; ...")
+    assert c.backend == "numpy" and "no GPU" in c.reason and "needs CuPy" in c.reason
+
+
+def test_auto_reports_its_choice_with_time(tmp_path):
+    p = tmp_path / "p.mg"
+    p.write_text("print [[1, 2]] @ [[3], [4]]\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--backend", "auto", "--time",
+                        str(p)], capture_output=True, text=True)
+    assert r.returncode == 0
+    assert "[[11]]" in r.stdout
+    assert "auto chose numpy: estimated" in r.stderr
+
+
+@pytest.mark.skipif(cupy_usable() is None, reason="CuPy and a device are here")
+def test_cupy_without_cupy_is_a_clear_error(tmp_path):
+    p = tmp_path / "p.mg"
+    p.write_text("print [[1, 2]]\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--backend", "cupy", str(p)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert r.stderr.startswith("goat run: error: the cupy back end ")
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    with pytest.raises(goat.gpu.BackendUnavailable, match="cupy back end"):
+        goat.run_source("print [[1]]\n", backend="cupy")
+    with pytest.raises(ValueError, match="unknown back end 'gpu'"):
+        goat.run_source("print [[1]]\n", backend="gpu")
+    with pytest.raises(ValueError, match="unknown precision 'f16'"):
+        goat.run_source("print [[1]]\n", dtype="f16")
+
+
+def test_aot_refuses_other_back_ends_and_f32(tmp_path):
+    p = tmp_path / "p.mg"
+    p.write_text("print [[1, 2]]\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "--dtype", "f32", str(p)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "float64 only" in r.stderr and "--dtype f32" in r.stderr
+
+
+def test_repl_switches_back_ends_keeping_values():
+    from goat.repl.session import Session
+    out = io.StringIO()
+    s = Session(out=out)
+    s.run("let a = [[1, 2], [3, 4]]")
+    s.set_backend("numpy")
+    s.run("print a @ a")
+    assert "[[7,   10], \n [15,   22]]" in out.getvalue()
+    with pytest.raises(goat.GoatError, match="auto chooses for a whole program"):
+        s.set_backend("auto")
+    if cupy_usable() is not None:
+        with pytest.raises(goat.GoatError, match="cupy back end"):
+            s.set_backend("cupy")
+    assert s.backend_name == "numpy"
+
+
+# ---------------------------------------------------------------- on a real GPU
+
+needs_gpu = pytest.mark.skipif(cupy_usable() is not None, reason="needs CuPy and a CUDA device")
+
+
+@needs_gpu
+@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM],
+                         ids=["ops", "control", "layer_norm"])
+def test_cupy_matches_numpy(text):
+    program = _program(text)
+    _, want = _run(program, get_backend("numpy"))
+    _, got = _run(program, get_backend("cupy"))
+    for a, b in zip(got, want):
+        if isinstance(a, str):
+            assert a == b
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+            assert np.array_equal(np.signbit(a[np.isnan(a)]), np.signbit(b[np.isnan(b)]))
+
+
+@needs_gpu
+def test_cupy_chapter_training_within_1e9():
+    program = _load(read_source(str(EXAMPLES / "lm35" / "train.mg")))
+    _, want = _run(program, get_backend("numpy"))
+    _, got = _run(program, get_backend("cupy"))
+    for a, b in zip(got, want):
+        if not isinstance(a, str):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------- the CuPy back end's own code
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    """The CuPy back end over tests/fake_cupy.py: NumPy arrays, and the kernels it generates
+    compiled as C by the host's compiler (needs one)."""
+    if _CC is None:
+        pytest.skip("no C compiler")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import fake_cupy as fake
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    return fake
+
+
+@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM],
+                         ids=["ops", "control", "layer_norm"])
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_cupy_backend_code_prints_what_numpy_prints(fake_cupy, text, dtype):
+    """The CuPy back end's generated kernels and reductions (compiled as C here) print the
+    NumPy back end's text, and hold its values to the last few bits (exp, log, tanh, sin, cos
+    are the C library's here, CUDA's on a GPU)."""
+    from goat.gpu.cupy_backend import CupyBackend
+    program = _program(text)
+    want_text, want = _run(program, get_backend("numpy", dtype=dtype))
+    be = CupyBackend(dtype)
+    got_text, got = _run(program, be)
+    assert be._kernels                              # elementwise ops ran as kernels
+    if dtype == "f64":          # in f32 a last printed digit may differ (exp, sums)
+        assert got_text == want_text
+    tol = 1e-12 if dtype == "f64" else 1e-5
+    for a, b in zip(got, want):
+        if isinstance(a, str):
+            assert a == b
+            continue
+        assert a.dtype == b.dtype
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        assert np.array_equal(np.signbit(a), np.signbit(b)) or dtype == "f32"
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_cupy_backend_code_trains_the_chapter_model(fake_cupy):
+    """Ten steps of the chapter's training through the CuPy back end's code: the NumPy run's
+    values to 1e-9 (the embedding gradient as a one-hot product, sums in sequence)."""
+    from goat.gpu.cupy_backend import CupyBackend
+    program = _load(read_source(str(EXAMPLES / "lm35" / "train_10.mg")))
+    _, want = _run(program, get_backend("numpy"))
+    _, got = _run(program, CupyBackend())
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+def test_cupy_backend_code_reductions_of_special_rows(fake_cupy):
+    """Row max/min/sum/mean kernels on rows of zeros of both signs, NaNs and empty rows:
+    the NumPy back end's bits (max and min exactly, whatever the order)."""
+    from goat.gpu.cupy_backend import CupyBackend
+    x = np.array([[0.0, -0.0, -0.0], [-0.0, -0.0, -0.0], [1.0, np.nan, -np.nan],
+                  [np.inf, -np.inf, 2.0], [-np.inf, -1.0, -5.0]])
+    cb, nb = CupyBackend(), get_backend("numpy")
+    for kind in ("max", "min", "sum", "mean"):
+        for axis in (-1, -2):
+            got = cb.reducer(kind, axis)(x)
+            with nb.errstate():
+                want = nb.reducer(kind, axis)(x)
+            assert got.view(np.int64).tolist() == want.view(np.int64).tolist(), (kind, axis)
+    empty = np.zeros((2, 0))
+    assert cb.reducer("max", -1)(empty).tolist() == [[-np.inf], [-np.inf]]
+    assert cb.reducer("sum", -1)(empty).tolist() == [[0.0], [0.0]]
+
+
+def test_auto_counts_written_bounds_and_says_what_it_could_not_count(tmp_path):
+    """A bound written through a let is known; a computed bound, or a ? size, is counted
+    once and the reason says so."""
+    from goat.gpu.auto import choose, region_cost
+    known = _program("let n = 10\nvar s = [[1.0]]\nfor i in 0..n { s = s * 2.0 }\nprint s\n")
+    c = region_cost(known.main)
+    assert (c.ops, c.unknown_loops) == (10, 0)
+    computed = _program("let n = row_sum([[4.0, 6.0]])\nvar s = [[1.0]]\n"
+                        "for i in 0..n { s = s * 2.0 }\nprint s\n")
+    reason = choose(computed).reason
+    assert "1 loop with bounds known only when the program runs, counted once" in reason
+    np.save(tmp_path / "x.npy", np.ones((3, 3)))
+    sized = _program('let x = load("x.npy", tensor[?x3])\nprint x @ transpose(x)\n', tmp_path)
+    assert "3 ops with ? sizes, counted as 1" in choose(sized).reason     # load, transpose, @
+
+
+def test_argmax_of_empty_rows_is_an_error_not_a_crash(tmp_path):
+    with pytest.raises(goat.GoatError, match="argmax_rows needs rows of at least one column"):
+        goat.check_source("print argmax_rows(zeros(tensor[2x0]))\n")
+    np.save(tmp_path / "e.npy", np.zeros((2, 0)))
+    with pytest.raises(goat.GoatError, match=r"p.mg:2: error: argmax_rows needs rows .* 2x0"):
+        goat.run_file(_write(tmp_path, 'let x = load("e.npy", tensor[2x?])\n'
+                                       'print argmax_rows(x)\n'))
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "p.mg"
+    p.write_text(text)
+    return str(p)
