@@ -1,7 +1,8 @@
 """A stand-in for the ``cupy`` module, to run goat's CuPy back end without a GPU.
 
 Arrays are NumPy's; the two things the back end generates, ``ElementwiseKernel`` and
-``ReductionKernel``, compile the very operation text the back end writes, with the C twin of
+``ReductionKernel``, compile the very operation text the back end writes, pasted as CuPy 13
+pastes it (cupy/_core/_kernel.pyx, _reduction.pyx, _cub_reduction.pyx), with the C twin of
 its CUDA prefix (goat/gpu/kernels.py), by the host's C compiler, and run it over the
 broadcast inputs (an elementwise kernel) or along the reduced axis, in order (a reduction).
 So the back end's own code -- its kernels' text, their parameters, scalar inputs, the
@@ -24,7 +25,7 @@ from goat.gpu import kernels
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 _DIR = tempfile.mkdtemp(prefix="goat-fake-cupy-")
-_CTYPES = {"double": np.float64, "float": np.float32}
+_C = {"float64": "double", "float32": "float"}      # CuPy's parameter types -> C's
 
 
 def __getattr__(name):          # everything else is NumPy's
@@ -63,8 +64,13 @@ def _build(source: str, name: str):
 
 
 def _params(text):
-    """'double x0, double x1' -> [('double', 'x0'), ('double', 'x1')]"""
-    return [tuple(p.split()) for p in text.split(",") if p.strip()]
+    """'float64 x0, float64 x1' -> [('float64', 'x0'), ('float64', 'x1')], the types checked
+    as CuPy 13 checks them (cupy/_core/_kernel.pyx, ParameterInfo: a NumPy dtype's name)."""
+    out = [tuple(p.split()) for p in text.split(",") if p.strip()]
+    for t, _ in out:
+        if np.dtype(t).name != t:
+            raise ValueError("Wrong type %s" % t)
+    return out
 
 
 def _ptr(a):
@@ -76,13 +82,13 @@ class ElementwiseKernel:
                  options=(), **kw):
         ins, outs = _params(in_params), _params(out_params)
         assert "--fmad=false" in options
-        assert len(outs) == 1 and preamble == kernels.prefix("cuda", outs[0][0])
-        ctype = outs[0][0]
-        self.dtype = _CTYPES[ctype]
+        ctype = _C[outs[0][0]]
+        assert len(outs) == 1 and preamble in ("", kernels.prefix("cuda", ctype))
+        self.dtype = np.dtype(outs[0][0])
         args = "".join(", const T *%s_p" % n for _, n in ins)
         loads = "".join("T %s = %s_p[i]; " % (n, n) for _, n in ins)
         src = (kernels.prefix("c", ctype) + "\nvoid %s(long n%s, T *y_p) {\n"
-               "for (long i = 0; i < n; i++) { %s T %s;\n%s\ny_p[i] = %s; }\n}\n"
+               "for (long i = 0; i < n; i++) { %s T %s;\n%s;\ny_p[i] = %s; }\n}\n"
                % (name, args, loads, outs[0][1], operation, outs[0][1]))
         self.fn = _build(src, name)
         self.n_in = len(ins)
@@ -98,25 +104,43 @@ class ElementwiseKernel:
 
 
 class ReductionKernel:
+    """Two variants, as CuPy 13 has (cupy/_core/_reduction.pyx and _cub_reduction.pyx): the
+    plain one, and CUB's for a reduction along the last axis, where CuPy renames the map's
+    ``x`` and the post-map's ``y`` by text replacement and gives ``_in_ind.size()`` a value
+    only in a kernel named "...mean...".  Both paste the post-map into an expression."""
+
     def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr,
                  identity, name="reduce_kernel", preamble="", options=(), **kw):
-        (ctype, x), = _params(in_params)
+        (ptype, x), = _params(in_params)
         (_, y), = _params(out_params)
+        ctype = _C[ptype]
         assert "--fmad=false" in options and preamble == kernels.prefix("cuda", ctype)
-        self.dtype = _CTYPES[ctype]
-        post = re.sub(r"_in_ind\.size\(\)\s*/\s*_out_ind\.size\(\)", "n", post_map_expr)
-        src = (kernels.prefix("c", ctype) + "\nvoid %s(long rows, long n, const T *x_p, T *y_p) {\n"
-               "for (long r = 0; r < rows; r++) { T a = %s;\n"
-               "  for (long j = 0; j < n; j++) { T %s = x_p[r * n + j]; T b = %s; a = %s; }\n"
-               "  T %s; %s; y_p[r] = %s; }\n}\n"
-               % (name, identity, x, map_expr, reduce_expr, y, post, y))
-        self.fn = _build(src, name)
+        self.dtype = np.dtype(ptype)
+        prefix = kernels.prefix("c", ctype)
+        template = ("\nvoid %s(long rows, long n, const T *x_p, T *y_p) {\n"
+                    "for (long r = 0; r < rows; r++) { T a = %s;\n"
+                    "  for (long j = 0; j < n; j++) { T %s = x_p[r * n + j]; T b = %s; a = %s; }\n"
+                    "  T %s; (%s); y_p[r] = %s; }\n}\n")
+        plain = (post_map_expr.replace("_in_ind.size()", "(n * rows)")
+                 .replace("_out_ind.size()", "(T)rows"))
+        self.plain = _build(prefix + template % (name, identity, x, map_expr, reduce_expr, y,
+                                                 plain, y), name)
+        cub = post_map_expr
+        if "mean" in name:
+            cub = cub.replace("_in_ind.size()", "n").replace("_out_ind.size()", "1.0")
+        cub_name = name + "_cub"
+        self.cub = _build(prefix + template % (cub_name, identity, "in0",
+                                               map_expr.replace(x, "in0"), reduce_expr,
+                                               "out0", cub.replace(y, "out0"), "out0"),
+                          cub_name)
 
     def __call__(self, x, axis, keepdims):
         assert keepdims
-        moved = np.ascontiguousarray(np.moveaxis(np.asarray(x, self.dtype), axis, -1))
+        x = np.asarray(x, self.dtype)
+        fn = self.cub if axis in (-1, x.ndim - 1) and x.shape[axis] else self.plain
+        moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))
         n = moved.shape[-1]
         rows = moved.size // n if n else int(np.prod(moved.shape[:-1]))
         out = np.empty(moved.shape[:-1], dtype=self.dtype)
-        self.fn(ctypes.c_long(rows), ctypes.c_long(n), _ptr(moved), _ptr(out))
+        fn(ctypes.c_long(rows), ctypes.c_long(n), _ptr(moved), _ptr(out))
         return np.expand_dims(out, axis)

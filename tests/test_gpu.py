@@ -530,3 +530,20 @@ def _write(tmp_path, text):
     p = tmp_path / "p.mg"
     p.write_text(text)
     return str(p)
+
+
+def test_cupy_embedding_gradient_puts_infinities_where_add_at_does(fake_cupy):
+    """The one-hot product of the CuPy back end's add_at must not spread 0 * inf to rows
+    that no token hit; repeated rows add up; inf + -inf is a NaN."""
+    from goat.gpu.cupy_backend import CupyBackend
+    values = np.array([[1.0, 2.0], [np.inf, 4.0], [3.0, -np.inf], [np.nan, 1.0],
+                       [-np.inf, 0.5]])
+    rows = np.array([0, 0, 2, 3, 0])
+    got = np.zeros((5, 2))
+    CupyBackend().add_at(got, rows, values)
+    want = np.zeros((5, 2))
+    with np.errstate(all="ignore"):
+        np.add.at(want, rows, values)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+    assert got[1].tolist() == [0.0, 0.0] and got[4].tolist() == [0.0, 0.0]

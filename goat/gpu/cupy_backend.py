@@ -15,8 +15,11 @@ op registry (goat/gpu/kernels.py):
   chapter's training is to stay within 1e-9 of the NumPy run, issue 8);
 * matrix products are CuPy's (cuBLAS), their NaNs given x86's sign;
 * the embedding gradient (``gather``'s derivative) is a one-hot matrix product, so repeated
-  tokens add up in a fixed order (GPU atomics would add them in a different order each run);
-  beyond 2**26 one-hot cells it uses ``cupyx.scatter_add`` (atomics);
+  tokens add up in a fixed order (GPU atomics would add them in a different order each run),
+  infinities and NaNs put where NumPy's ``add.at`` puts them; beyond 2**26 one-hot cells it
+  uses ``cupyx.scatter_add`` (atomics);
+* in f32, CuPy compiles every kernel with ``-ftz=true``: float32 subnormals (below 1.2e-38)
+  are flushed to zero, where NumPy keeps them (float64 is not affected);
 * random draws use goat's counter-based generator (goat/ops/rng.py), whose every operation
   IEEE fixes exactly, on the device: the same bits as on the CPU.
 
@@ -33,9 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from .xp_backend import XpBackend
+from .xp_backend import XpBackend, neg_nan
 
-_CTYPE = {"f64": "double", "f32": "float"}
 _OPTIONS = ("--fmad=false",)
 _ONEHOT_CELLS = 1 << 26
 
@@ -67,7 +69,23 @@ def load_cupy():
     if count < 1:
         raise BackendUnavailable("the cupy back end found no CUDA device; run on the CPU with "
                                  "--backend numpy")
+    global _PROBED
+    if not _PROBED:
+        # CuPy compiles kernels with CUDA's NVRTC, which a driver alone does not bring
+        try:
+            probe = cupy.ElementwiseKernel("float64 x", "float64 y", "y = x", "goat_probe",
+                                           options=_OPTIONS)
+            probe(cupy.zeros(1))
+        except Exception as e:
+            raise BackendUnavailable("the cupy back end cannot compile a kernel: %s: %s (CuPy "
+                                     "needs CUDA's NVRTC library, from the CUDA toolkit or "
+                                     "pip install nvidia-cuda-nvrtc-cu12)"
+                                     % (type(e).__name__, e)) from None
+        _PROBED = True
     return cupy
+
+
+_PROBED = False
 
 
 def cupy_usable() -> str | None:
@@ -90,12 +108,12 @@ class CupyBackend(XpBackend):
         cupy = load_cupy()
         super().__init__(cupy, dtype)
         self._cupy = cupy
-        self._ctype = _CTYPE[dtype]
-        self._preamble = kernels.prefix("cuda", self._ctype)
+        self._ptype = kernels.PARAM_TYPES[dtype]        # "float64": CuPy's name of the type
+        self._preamble = kernels.prefix("cuda", kernels.C_TYPES[dtype])
         self._kernels = {}
         self._reductions = {}
         self._signed = cupy.ElementwiseKernel(
-            "%s x" % self._ctype, "%s y" % self._ctype, kernels.SIGNED_NANS,
+            "%s x" % self._ptype, "%s y" % self._ptype, kernels.SIGNED_NANS,
             "goat_signed_nans", preamble=self._preamble, options=_OPTIONS)
 
     # ------------------------------------------------------------ host round trips
@@ -124,8 +142,8 @@ class CupyBackend(XpBackend):
         if k is None:
             n = spec[0]
             k = self._kernels[spec] = self._cupy.ElementwiseKernel(
-                ", ".join("%s x%d" % (self._ctype, i) for i in range(n)),
-                "%s y" % self._ctype, kernels.body(spec), kernels.kernel_name(spec),
+                ", ".join("%s x%d" % (self._ptype, i) for i in range(n)),
+                "%s y" % self._ptype, kernels.body(spec), kernels.kernel_name(spec),
                 preamble=self._preamble, options=_OPTIONS)
         cupy = self._cupy
         dtype = self.dtype
@@ -150,17 +168,30 @@ class CupyBackend(XpBackend):
         if k is None:
             reduce_expr, identity, post = kernels.REDUCTIONS[kind]
             k = self._reductions[kind] = self._cupy.ReductionKernel(
-                "%s x" % self._ctype, "%s y" % self._ctype, "x", reduce_expr, post,
+                "%s x" % self._ptype, "%s y" % self._ptype, "x", reduce_expr, post,
                 identity, "goat_reduce_" + kind, preamble=self._preamble, options=_OPTIONS)
         return lambda x: k(x, axis=axis, keepdims=True)
 
     def add_at(self, out, rows, values):
+        """``out[rows[k]] += values[k]``: a one-hot matrix product, in a fixed order.  Its
+        0 * inf would spread an infinity or a NaN to every row, so the finite values are
+        added by the product and the infinities and NaNs counted by it (four column blocks,
+        one product), then put where NumPy's add.at puts them: inf + -inf is a NaN."""
         cupy = self._cupy
         n, v = rows.size, out.shape[0]
-        if n * v <= _ONEHOT_CELLS:
-            onehot = cupy.zeros((n, v), dtype=self.dtype)
-            onehot[cupy.arange(n), rows] = 1
-            out += onehot.T @ values
-        else:
+        if n * v > _ONEHOT_CELLS:
             import cupyx
             cupyx.scatter_add(out, rows, values)
+            return
+        onehot = cupy.zeros((n, v), dtype=self.dtype)
+        onehot[cupy.arange(n), rows] = 1
+        c = values.shape[1]
+        inf = np.inf
+        parts = cupy.concatenate([cupy.where(cupy.isfinite(values), values, 0),
+                                  values == inf, values == -inf, cupy.isnan(values)],
+                                 axis=1).astype(self.dtype)
+        s = onehot.T @ parts
+        total, up, down, nan = s[:, :c], s[:, c:2 * c], s[:, 2 * c:3 * c], s[:, 3 * c:]
+        total = cupy.where((nan > 0) | ((up > 0) & (down > 0)), neg_nan(self.dtype),
+                           cupy.where(up > 0, inf, cupy.where(down > 0, -inf, total)))
+        out += total.astype(self.dtype, copy=False)

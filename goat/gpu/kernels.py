@@ -104,6 +104,12 @@ GOAT_FN T goat_add(T a, T b) {
     return s;
 }
 
+/* a mean: the sum s divided by the count n, its NaN x86's (0/0 of an empty row: -nan) */
+GOAT_FN T goat_mean(T s, T n) {
+    T m = s / n;
+    return isnan(s) ? s : isnan(m) ? goat_fresh_nan() : m;
+}
+
 /* IEEE 754-2019 maximum: -0 < +0, so of two zeros +0 (the AND of their bits) */
 GOAT_FN T goat_maximum(T a, T b) {
     if (isnan(a) || isnan(b)) return goat_nan_of(a, b);
@@ -150,14 +156,26 @@ GOAT_FN T goat_remainder(T a, T b) {
 # back end's.  A sum is added in the GPU's order (its last bits differ from NumPy's pairwise
 # sums), each addition giving its NaN x86's bits; the mean is the sum divided by the count,
 # as NumPy's (0/0 for an empty row: x86's -nan).
+#
+# What CuPy makes of them (cupy/_core/_reduction.pyx, _cub_reduction.pyx, v13): the post-map
+# is pasted into an expression, ``(POST)``, so it must be one expression; on CUB's path
+# (a contiguous input reduced along its last axis) CuPy renames by plain text replacement,
+# every ``y`` of the post-map to ``out0`` and every ``x`` of the map to ``in0``, and replaces
+# ``_in_ind.size()`` by the segment's size only for a kernel whose name holds "mean" -- so
+# no other y in a post-map, no other x in a map, and the mean's kernel is named
+# goat_reduce_mean.  The elementwise body (:func:`body`) is pasted as it is.
 _COUNT = "(T)(_in_ind.size() / _out_ind.size())"
 REDUCTIONS = {
     "max": ("goat_maximum(a, b)", "goat_neg_inf()", "y = a"),
     "min": ("goat_minimum(a, b)", "goat_inf()", "y = a"),
     "sum": ("goat_add(a, b)", "0", "y = a"),
-    "mean": ("goat_add(a, b)", "0",
-             "T m = a / %s; y = isnan(a) ? a : isnan(m) ? goat_fresh_nan() : m" % _COUNT),
+    "mean": ("goat_add(a, b)", "0", "y = goat_mean(a, %s)" % _COUNT),
 }
+
+# CuPy's names of the precisions in a kernel's parameters (NumPy's dtype names; CuPy maps
+# them to C's double and float), and the C types of goat's prefix
+PARAM_TYPES = {"f64": "float64", "f32": "float32"}
+C_TYPES = {"f64": "double", "f32": "float"}
 
 # a matrix product's NaNs with x86's sign (the BLAS's own NaN for 0 * inf may be positive)
 SIGNED_NANS = "y = isnan(x) ? goat_fresh_nan() : x;"
