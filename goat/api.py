@@ -43,7 +43,7 @@ import time
 from contextlib import contextmanager
 
 from .diagnostics import GoatError, Loc, Source
-from .gpu import CHOICES, BackendUnavailable, get_backend, resolve
+from .gpu import CHOICES, get_backend, resolve
 from .gpu.xp_backend import DTYPES
 from .interp.evaluator import Evaluator
 from .lexer import ast
