@@ -544,3 +544,19 @@ def test_cupy_embedding_gradient_puts_infinities_where_add_at_does(fake_cupy):
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
     assert got[1].tolist() == [0.0, 0.0] and got[4].tolist() == [0.0, 0.0]
+
+
+def test_the_stdlib_layer_norm_is_a_handful_of_kernels(tmp_path):
+    """nn.layer_norm: two means (one reduction kernel each on CuPy; a sum and a division
+    here), x - mean, its square, then one fused kernel: 7 launches, where one launch per op
+    would be 10 (h - row_mean(h) is one value, shared by hash-consing)."""
+    text = ("import nn\nlet h = [[1.0, 2.0, 4.0, 8.0], [0.5, -1.0, 3.0, 2.0]]\n"
+            "let g = [[1.0, 0.5, 2.0, 1.5]]\nlet t = [[0.1, 0.2, 0.3, 0.4]]\n"
+            "print nn.layer_norm(h, g, t)\n")
+    program = _program(text, tmp_path)
+    be = GuardBackend()
+    out, _ = _run(program, be)
+    assert out == _run(program, get_backend("numpy"))[0]
+    assert sorted([op.name for op, _ in s[1]] for s in be.groups) == [
+        ["add", "sqrt", "divide", "multiply", "add"], ["multiply"], ["subtract"]]
+    assert be.counter.launches == 7
