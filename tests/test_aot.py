@@ -467,3 +467,17 @@ def test_errors_show_the_path_as_given(env, tmp_path):
         compiled = goat_cmd(["run", "--aot", shown], env, cwd=tmp_path)
         same(interp, compiled)
         assert compiled.stderr.startswith(shown + ":2: error")
+
+
+def test_remainder_of_nans_compiled_equals_interpreted(env, tmp_path):
+    """NaN operands of % of both signs, one or both, in arrays (NumPy's loop) and scalars:
+    the compiled program picks the NaN goat run picks (fmod's own choice differs)."""
+    path = tmp_path / "r.mg"
+    path.write_text("let n = 0.0 / 0.0\nlet a = [[1.0, 2.0, 3.0]] * n\nlet b = -a\n"
+                    "print a % b\nprint b % a\nprint a % a\nprint b % b\n"
+                    "print a % [[0.0, 1.0, -2.0]]\nprint [[3.0, 5.0, -0.0]] % b\n"
+                    "print n % -n\nprint -n % n\n")
+    interp, compiled = both(str(path), env)
+    assert interp.returncode == 0, interp.stderr
+    assert "[[nan,   nan,   nan]]" in interp.stdout and "[[-nan,   -nan,   -nan]]" in interp.stdout
+    same(interp, compiled)

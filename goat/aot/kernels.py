@@ -312,7 +312,13 @@ def _remainder(k, a, b):
     signed_zero = k.intrinsic("llvm.copysign", zero, b)
     r = bld.select(nonzero, moved, signed_zero)
     # b = 0: fmod's NaN
-    return bld.select(bld.fcmp_ordered("==", b, zero), mod, r)
+    r = bld.select(bld.fcmp_ordered("==", b, zero), mod, r)
+    # NaN operands as NumPy's remainder gives them on x86 (fmod's choice between two NaNs is
+    # not NumPy's): the NaN one; of two, negative only when both are (the AND of their bits)
+    an, bn = k.isnan(a), k.isnan(b)
+    both = bld.bitcast(bld.and_(bld.bitcast(a, k.i64), bld.bitcast(b, k.i64)), k.f64)
+    nan = bld.select(bld.and_(an, bn), both, bld.select(an, a, b))
+    return bld.select(bld.or_(an, bn), nan, r)
 
 
 remainder = elementwise(_remainder, fresh_nan=True)
