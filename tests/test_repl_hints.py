@@ -334,7 +334,9 @@ def test_enter_while_a_hint_is_in_flight_runs_the_statement_at_once(monkeypatch,
         start = time.time()
         d.inp.send_text(ENTER)
         done = d.wait_for_output("y : tensor[1x2]")
-        assert done - start < 2.0, done - start
+        # the hint would have run for 60 s: the statement did not wait for it (a tighter
+        # bound failed once on a loaded machine, 5.7 s, and a time is no value to assert)
+        assert done - start < 30.0, done - start
         assert d.repl.session.names() == [("a", "tensor[1x2]"), ("y", "tensor[1x2]")]
         (r,) = d.repl.session.run("y")
         assert r.value.tolist() == [[3.0, 6.0]]
