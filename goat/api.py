@@ -44,7 +44,6 @@ from contextlib import contextmanager
 
 from .diagnostics import GoatError, Loc, Source
 from .gpu import CHOICES, get_backend, resolve
-from .gpu.xp_backend import DTYPES
 from .interp.evaluator import Evaluator
 from .lexer import ast
 from .lexer.parser import parse
@@ -394,12 +393,29 @@ def _check_backend(backend, fn: str, dtype="f64"):
     if backend not in CHOICES:
         raise ValueError("goat.%s: unknown back end %r (the back ends: %s)"
                          % (fn, backend, ", ".join(CHOICES)))
+    return _precision(dtype, fn)
+
+
+_PRECISIONS = {"f64": "f64", "f32": "f32", "float64": "f64", "float32": "f32"}
+
+
+def _precision(dtype, fn: str) -> str:
+    """``dtype`` as "f64" or "f32": those names, NumPy's ("float64", np.float32, a
+    np.dtype) too; TypeError / ValueError naming the choices otherwise."""
+    import numpy as np
+    name = dtype
     if not isinstance(dtype, str):
-        raise TypeError("goat.%s: dtype must be the name of a precision (a str: f64, f32), "
-                        "not %s" % (fn, _type_name(dtype)))
-    if dtype not in DTYPES:
+        try:
+            name = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else None
+        except TypeError:
+            name = None
+        if name is None:
+            raise TypeError("goat.%s: dtype must be a precision: \"f64\" or \"f32\" (or "
+                            "NumPy's float64, float32), not %s" % (fn, _type_name(dtype)))
+    if name not in _PRECISIONS:
         raise ValueError("goat.%s: unknown precision %r (f64: float64, the default; f32: "
                          "float32)" % (fn, dtype))
+    return _PRECISIONS[name]
 
 
 def _check_timings(timings, fn: str):
@@ -586,7 +602,7 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
                         "goat.check_source), not %s; to run program text, use goat.run_source"
                         % _type_name(program))
     _check_stdout(stdout, "execute")
-    _check_backend(backend, "execute", dtype)
+    dtype = _check_backend(backend, "execute", dtype)
     _check_timings(timings, "execute")
     _check_threads(threads, "execute")
     return _execute(program, stdout, backend, timings, progress, threads, dtype)
@@ -601,12 +617,12 @@ def _check_threads(threads, fn: str):
 
 
 def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64"):
-    backend, why = resolve(backend, program, dtype)
-    if why is not None and timings is not None:
-        timings["backend"] = why
-    be = get_backend(backend, threads, dtype)
     with _phase(timings, "run"):
-        ev = Evaluator(program, be, out=stdout, keep_printed=True, progress=progress)
+        backend, why = resolve(backend, program, dtype)
+        if why is not None and timings is not None:
+            timings["backend"] = why
+        ev = Evaluator(program, get_backend(backend, threads, dtype), out=stdout,
+                       keep_printed=True, progress=progress)
         with gc_paused():
             if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
                 with_deep_stack(_run, ev)
@@ -650,7 +666,8 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     nothing.  ``backend`` names the array back end ("numpy", "cupy" or "auto") and ``dtype``
     the precision ("f64" or "f32"), as for :func:`execute`.  ``timings`` (a dict) receives
     the seconds each phase took, under "parse", "check" and "run"; when a phase fails, its
-    time until then is there too and ``timings["failed"]`` names it.  ``threads``: the BLAS's
+    time until then is there too and ``timings["failed"]`` names it; with ``backend="auto"``,
+    ``timings["backend"]`` is the line saying which back end it chose and why.  ``threads``: the BLAS's
     threads for matrix products (default 1, the same bits whatever the machine's settings;
     see :func:`execute`).
 
@@ -661,7 +678,7 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     _check_text(text, "run_source")
     _check_shown_path(path, "run_source")
     _check_stdout(stdout, "run_source")
-    _check_backend(backend, "run_source", dtype)
+    dtype = _check_backend(backend, "run_source", dtype)
     _check_timings(timings, "run_source")
     _check_threads(threads, "run_source")
     program = _load_text(text, path, timings)
@@ -674,7 +691,7 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
     _check_stdout(stdout, "run_file")
-    _check_backend(backend, "run_file", dtype)
+    dtype = _check_backend(backend, "run_file", dtype)
     _check_timings(timings, "run_file")
     _check_threads(threads, "run_file")
     source = read_source(path)

@@ -38,7 +38,7 @@ COMMANDS = ("run", "check", "compile", "repl")
 
 USAGE = """\
 goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
-            [--aot [--portable]] FILE
+            [--threads N] [--aot [--portable]] FILE
        goat check [--shapes] FILE
        goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable]
        goat [repl]
@@ -227,8 +227,14 @@ def _parser() -> argparse.ArgumentParser:
                            "to print goat run's bits exactly, and uses its own code where they "
                            "are gone")
 
-    sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a terminal)",
-                   description="Start the REPL: type statements, see their shapes as you type.")
+    repl = sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a "
+                                       "terminal)",
+                          description="Start the REPL: type statements, see their shapes as "
+                                      "you type.")
+    repl.add_argument("--backend", default="numpy", choices=["numpy", "cupy"],
+                      help="the array back end to start with (:backend changes it)")
+    repl.add_argument("--dtype", default="f64", choices=["f64", "f32"],
+                      help="the precision of every value (:dtype changes it)")
 
     check = sub.add_parser("check", help="check a program without running it",
                            description="Check FILE without running it: syntax, names and every shape.")
@@ -270,6 +276,9 @@ def _with_command(argv: list) -> list:
             i += 1
         i += 1
     else:
+        # options only, a program piped in (echo 'print [[1]]' | goat --dtype f32): run it
+        if argv and not _isatty(sys.stdin):
+            return ["run"] + argv + ["-"]
         return argv
     word = argv[i]
     if word in COMMANDS:
@@ -341,7 +350,7 @@ def _cmd_run(args) -> int:
     try:
         _execute(program, out, args.backend, args.timings, progress, args.threads, args.dtype)
     except BackendUnavailable as e:
-        _say("goat run: error: %s\n" % e)
+        _say("goat run: error: %s; --backend numpy runs on the CPU\n" % e)
         return 1
     out.flush()
     return 0
@@ -516,7 +525,7 @@ def _dispatch(args) -> int:
     if args.command == "repl":
         from .repl.app import main as repl_main
         _ran_repl = True
-        return repl_main()
+        return repl_main(getattr(args, "backend", "numpy"), getattr(args, "dtype", "f64"))
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "compile":

@@ -170,6 +170,11 @@ def test_whole_numbers_beyond_2_24_written_in_the_program_stay_exact():
     np.testing.assert_array_equal(out[2], rng.normal(np, (2,), 100000000).astype(F32))
     with pytest.raises(goat.GoatError, match="a loop bound computed in float32 .* 16777216"):
         _f32("let n = row_sum([[16777216.0, 3.0]])\nfor i in 0..n { }\n")
+    # 2**24 + 1 computed in float32 is 2**24: that too is refused, not one iteration short
+    with pytest.raises(goat.GoatError, match="a loop bound computed in float32"):
+        _f32("var a = 0.0\nfor i in 16777210..(16777216 + 1) { a = a + 1.0 }\nprint a\n")
+    assert goat.run_source("var a = 0.0\nfor i in 16777210..(16777216 + 1) { a = a + 1.0 }\n"
+                           "print a\n")[0] == 7.0
     with pytest.raises(goat.GoatError, match="a seed computed in float32 .* got 16777220"):
         _f32("let n = row_sum([[16777216.0, 3.0]])\nprint rand(tensor[1], n)\n")
     assert goat.run_source("let n = row_sum([[16777216.0, 3.0]])\n"
@@ -183,3 +188,35 @@ def test_a_number_too_large_for_float32_is_inf_without_a_warning(recwarn):
         out = _f32("print 1e39\nprint [[1e39, -1e39]]\nprint 1e39 * 0.5\n")
     assert out[0] == np.inf and out[1].tolist() == [[np.inf, -np.inf]] and out[2] == np.inf
     assert all(v.dtype == F32 for v in out)
+
+
+def test_the_api_takes_numpy_names_of_the_precisions():
+    for d in ("float32", np.float32, np.dtype("float32")):
+        assert goat.run_source("print 0.1\n", dtype=d)[0].dtype == F32
+    with pytest.raises(ValueError, match="unknown precision 'int64'"):
+        goat.run_source("print 1\n", dtype="int64")
+    with pytest.raises(TypeError, match="dtype must be a precision"):
+        goat.run_source("print 1\n", dtype=32)
+
+
+def test_piped_program_with_options_only(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "goat", "--dtype", "f32"], input="print 1 / 3\n",
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.endswith("[0.333333]\n")
+
+
+def test_the_repl_session_changes_precision_keeping_values():
+    import io
+    from goat.repl.session import Session
+    out = io.StringIO()
+    s = Session(out=out)
+    s.run("let a = [[0.1, 16777217.0]]")
+    s.set_backend("numpy", "f32")
+    assert s.dtype == "f32"
+    (r,) = s.run("a")
+    assert r.value.dtype == F32 and r.value.tolist() == [[float(F32(0.1)), 16777216.0]]
+    with pytest.raises(goat.GoatError, match="no precision f16"):
+        s.set_backend("numpy", "f16")
+    s.set_backend("numpy", "f64")
+    assert s.run("a")[0].value.dtype == np.float64

@@ -177,4 +177,4 @@ def _plural(n, one, many):
 
 
 def _first_clause(text: str) -> str:
-    return text.split(";")[0].replace("the cupy back end ", "")
+    return text.split(";")[0].split(":")[0].split(" (")[0].replace("the cupy back end ", "")

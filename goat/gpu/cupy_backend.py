@@ -53,10 +53,8 @@ def load_cupy():
         import cupy
     except ImportError as e:
         raise BackendUnavailable(
-            "the cupy back end needs CuPy, which is not installed (%s); install CuPy for "
-            "CUDA 12 with pip install cupy-cuda12x (or pip install '.[gpu]' in goat's "
-            "folder), or run on the CPU with --backend numpy"
-            % (e.msg if hasattr(e, "msg") else e)) from None
+            "the cupy back end needs CuPy, which is not installed: pip install cupy-cuda12x "
+            "installs it for CUDA 12") from None
     except Exception as e:          # a broken install: a missing CUDA library, say
         raise BackendUnavailable("the cupy back end cannot load CuPy: %s: %s"
                                  % (type(e).__name__, e)) from None
@@ -64,11 +62,9 @@ def load_cupy():
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:
         raise BackendUnavailable("the cupy back end found no CUDA device: %s (is the NVIDIA "
-                                 "driver installed?); run on the CPU with --backend numpy"
-                                 % (str(e) or type(e).__name__)) from None
+                                 "driver installed?)" % (str(e) or type(e).__name__)) from None
     if count < 1:
-        raise BackendUnavailable("the cupy back end found no CUDA device; run on the CPU with "
-                                 "--backend numpy")
+        raise BackendUnavailable("the cupy back end found no CUDA device")
     global _PROBED
     if not _PROBED:
         # CuPy compiles kernels with CUDA's NVRTC, which a driver alone does not bring

@@ -118,19 +118,21 @@ class XpBackend:
         """A number written in the program (or a loop's index) as this back end holds it: a
         Python float in f64 (which NumPy and CuPy treat as a weak scalar); in f32 a float32
         scalar, so that an op on two numbers keeps the precision -- except a whole number
-        beyond 2**24, where float32 no longer holds every whole number: it stays the exact
+        of magnitude 2**24 or more, where float32 no longer holds every whole number (2**24
+        may be 2**24 + 1 rounded): it stays the exact
         Python float, rounded only where it meets a float32 value, so that a seed or a loop
         bound written as 20240101 is that number (one computed in f32 beyond 2**24 is an
         error where it is read: :meth:`exact_limit`)."""
-        if self.dtype_name == "f64" or (v == v and abs(v) > 2 ** 24 and v == int(v)):
+        if self.dtype_name == "f64" or (v == v and abs(v) >= 2 ** 24 and v == int(v)):
             return v
         with np.errstate(all="ignore"):
             return self.dtype.type(v)
 
     def exact_limit(self, x):
-        """The largest whole number ``x`` (a value read by :meth:`scalar`) is sure to hold
-        exactly, or None when it holds every one a float64 does: a float32 value computed
-        in f32 holds whole numbers exactly up to 2**24 only."""
+        """A bound below which the whole number ``x`` (a value read by :meth:`scalar`) is
+        sure to be exact, or None when it holds every one a float64 does: a float32 value
+        computed in f32 holds whole numbers exactly up to 2**24 only, and 2**24 itself may be
+        2**24 + 1 rounded."""
         if type(x) is float or self.dtype_name == "f64":
             return None
         return 2 ** 24

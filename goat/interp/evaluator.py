@@ -160,11 +160,11 @@ MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all float
 def _bound(be, x, node):
     v = _one_number(be, x, "a loop bound", node.loc)
     limit = be.exact_limit(x)
-    if limit is not None and abs(v) > limit:
+    if limit is not None and abs(v) >= limit:
         raise GoatError("a loop bound computed in float32 (--dtype f32) must be a whole number "
-                        "from -%d to %d, where float32 holds every whole number exactly; got "
-                        "%.17g (write it as a number, or run in f64)"
-                        % (limit, limit, v), node.loc)
+                        "of magnitude below 2**24 = %d (float32 holds every whole number only "
+                        "up to it, so %d may be %d + 1 rounded); got %.17g (write it as a "
+                        "number, or run in f64)" % (limit, limit, limit, v), node.loc)
     if not math.isfinite(v) or v != int(v):
         raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
     if abs(v) > MAX_BOUND:

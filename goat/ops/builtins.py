@@ -445,10 +445,10 @@ def _scalar(be, x):
     if size == 1:
         v = be.scalar(x)
         limit = be.exact_limit(x)
-        if limit is not None and v > limit:
-            raise OpError("a seed computed in float32 (--dtype f32) must be at most %d, where "
-                          "float32 holds every whole number exactly; got %s (write the seed "
-                          "as a number, or run in f64)" % (limit, "%.17g" % v))
+        if limit is not None and v >= limit:
+            raise OpError("a seed computed in float32 (--dtype f32) must be below 2**24 = %d "
+                          "(float32 holds every whole number only up to it); got %s (write "
+                          "the seed as a number, or run in f64)" % (limit, "%.17g" % v))
         return v
     return x
 

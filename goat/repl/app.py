@@ -50,6 +50,7 @@ COMMANDS = {
     ":load": ":load FILE  -- run a file into the session",
     ":reset": "forget every name",
     ":backend": ":backend [NAME]  -- show or change the back end: numpy, cupy",
+    ":dtype": ":dtype [f64|f32]  -- show or change the precision of every value",
     ":quit": "leave (Ctrl-D does too)",
 }
 
@@ -391,10 +392,13 @@ class Repl:
     ``out``: where results go (None: the terminal, with colours).
     """
 
-    def __init__(self, input=None, output=None, out=None, history=None):
+    def __init__(self, input=None, output=None, out=None, history=None, backend="numpy",
+                 dtype="f64"):
         self.out = out
         self.inputs = 0
         self.session = Session(out=_Writer(self))
+        if backend != "numpy" or dtype != "f64":
+            self.session.set_backend(backend, dtype)
         self.hints = HintWorker(self._session_hint, done=self._hint_ready)
         self._shown = ("", HELP_LINE)       # what the toolbar shows now
         self.history_problem = None
@@ -674,11 +678,14 @@ class Repl:
         elif word == ":reset":
             self.session.reset()
             self.write("every name is forgotten\n", "note")
-        elif word == ":backend":
+        elif word in (":backend", ":dtype"):
             if rest:
-                self.session.set_backend(rest)
-            self.write("back end: %s (%s)\n" % (self.session.backend_name,
-                                                 self.session.evaluator.be.dtype_name), "note")
+                if word == ":backend":
+                    self.session.set_backend(rest)
+                else:
+                    self.session.set_backend(self.session.backend_name, rest)
+            self.write("back end: %s, precision %s\n" % (self.session.backend_name,
+                                                          self.session.dtype), "note")
         else:
             self.write("no command %s; :help lists the commands\n" % word, "error")
         return None
@@ -752,9 +759,15 @@ def _history():
         return InMemoryHistory(), "history is not saved: cannot write %s (%s)" % (path, e.strerror or e)
 
 
-def main() -> int:
-    """Start the REPL on the terminal."""
-    return Repl().loop()
+def main(backend: str = "numpy", dtype: str = "f64") -> int:
+    """Start the REPL on the terminal, with the array back end ``backend`` in precision
+    ``dtype``."""
+    try:
+        repl = Repl(backend=backend, dtype=dtype)
+    except GoatError as e:
+        sys.stderr.write("goat repl: error: %s\n" % e.message)
+        return 1
+    return repl.loop()
 
 
 if __name__ == "__main__":

@@ -215,20 +215,27 @@ class Session:
                                        out=self.out, free=False)
             self._changed()
 
-    def set_backend(self, name: str):
-        """Run from now on with the back end called ``name`` ("numpy" or "cupy"); every value
-        computed so far moves to it.  GoatError when it is unknown or cannot run here
-        (``auto`` chooses for a whole program, which a session is not)."""
+    def set_backend(self, name: str, dtype: str | None = None):
+        """Run from now on with the back end called ``name`` ("numpy" or "cupy"), in the
+        precision ``dtype`` ("f64" or "f32"; None: as now); every value computed so far
+        moves to it (rounded to float32 when the precision becomes f32).  GoatError when it
+        is unknown or cannot run here (``auto`` chooses for a whole program, which a session
+        is not)."""
         from ..gpu import BACKENDS, BackendUnavailable
+        from ..gpu.xp_backend import DTYPES
         if name not in BACKENDS:
             raise GoatError("no back end %s; the REPL's are %s%s" % (
                 name, " and ".join(sorted(BACKENDS)),
                 " (auto chooses for a whole program: goat run --backend auto FILE)"
                 if name == "auto" else ""), path="<repl>")
+        dtype = self.dtype if dtype is None else dtype
+        if dtype not in DTYPES:
+            raise GoatError("no precision %s; the precisions are f64 (float64, the book's) and "
+                            "f32 (float32)" % dtype, path="<repl>")
         with self.exclusive():
             old = self.evaluator.be
             try:
-                new = get_backend(name, dtype=self.dtype)
+                new = get_backend(name, dtype=dtype)
             except BackendUnavailable as e:
                 raise GoatError(str(e), path="<repl>") from None
             def move(v):
@@ -244,6 +251,7 @@ class Session:
             ev.be = new
             ev._fns.clear()
             self.backend_name = name
+            self.dtype = dtype
             self._changed()
 
     def _snapshot(self):
