@@ -560,3 +560,20 @@ def test_the_stdlib_layer_norm_is_a_handful_of_kernels(tmp_path):
     assert sorted([op.name for op, _ in s[1]] for s in be.groups) == [
         ["add", "sqrt", "divide", "multiply", "add"], ["multiply"], ["subtract"]]
     assert be.counter.launches == 7
+
+
+def test_a_broken_cupy_is_told_apart_from_a_missing_one(monkeypatch, tmp_path):
+    """CuPy installed but unable to load (a CUDA library missing) says so, not that CuPy is
+    not installed."""
+    from goat.gpu.cupy_backend import BackendUnavailable, load_cupy
+    (tmp_path / "cupy").mkdir()
+    (tmp_path / "cupy" / "__init__.py").write_text("import cupy_backends_cuda_libcudart\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    with pytest.raises(BackendUnavailable, match="cannot load CuPy: No module named "
+                                                 "'cupy_backends_cuda_libcudart'"):
+        load_cupy()
+    (tmp_path / "cupy" / "__init__.py").write_text("raise OSError('libnvrtc.so.12: cannot open')\n")
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    with pytest.raises(BackendUnavailable, match="cannot load CuPy: OSError: libnvrtc"):
+        load_cupy()

@@ -51,7 +51,9 @@ def load_cupy():
     missing otherwise (CuPy itself, the CUDA driver, a device)."""
     try:
         import cupy
-    except ImportError as e:
+    except ModuleNotFoundError as e:
+        if e.name != "cupy":        # CuPy is there, something it imports is not
+            raise BackendUnavailable("the cupy back end cannot load CuPy: %s" % e) from None
         raise BackendUnavailable(
             "the cupy back end needs CuPy, which is not installed: pip install cupy-cuda12x "
             "installs it for CUDA 12") from None
