@@ -39,7 +39,7 @@ COMMANDS = ("run", "check", "compile", "repl")
 USAGE = """\
 goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
             [--threads N] [--aot [--portable]] FILE
-       goat check [--shapes] FILE
+       goat check [--shapes] [--cost [--dtype f64|f32]] FILE
        goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable]
        goat [repl]
        goat --help | --version"""
@@ -242,6 +242,13 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--shapes", action="store_true",
                        help="print the shape of every let and var (in blocks too, indented) and "
                             "the signature of every def")
+    check.add_argument("--cost", action="store_true",
+                       help="print the program's work, known from its shapes (FLOPs, bytes, "
+                            "ops, GPU launches), the time it would take on the CPU and on a "
+                            "GPU, whether a GPU can run here, and what --backend auto would "
+                            "choose")
+    check.add_argument("--dtype", default="f64", choices=["f64", "f32"],
+                       help="with --cost: the precision to count bytes and FLOP rates in")
     return p
 
 
@@ -429,10 +436,22 @@ def _cmd_check(args) -> int:
     from .api import _load, with_deep_stack
     source = _read(args.file)
     program = with_deep_stack(_load, source)
+    out = []
     if args.shapes:
-        out = ["  " * depth + text for depth, text in program.outline]
+        out += ["  " * depth + text for depth, text in program.outline]
+    if args.cost:
+        from .gpu import cupy_usable
+        from .gpu.auto import choose
+        missing = cupy_usable()
+        c = choose(program, args.dtype, missing)
+        out += ["work: " + c.work,
+                "estimated: %.3g s on the CPU (numpy), %.3g s on a GPU (cupy)"
+                % (c.cpu_seconds, c.gpu_seconds),
+                "GPU here: %s" % ("yes" if missing is None else "no: " + missing),
+                "--backend auto would choose %s" % c.backend]
+    if out:
         stdout = _Output()
-        stdout.write("\n".join(out) + ("\n" if out else ""))
+        stdout.write("\n".join(out) + "\n")
         stdout.flush()
     return 0
 

@@ -577,3 +577,21 @@ def test_a_broken_cupy_is_told_apart_from_a_missing_one(monkeypatch, tmp_path):
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
     with pytest.raises(BackendUnavailable, match="cannot load CuPy: OSError: libnvrtc"):
         load_cupy()
+
+
+def test_check_cost_says_the_work_the_estimates_and_the_choice(tmp_path):
+    """goat check --cost runs nothing and prints four lines: the work, both estimates,
+    whether a GPU can run here, and auto's choice."""
+    p = tmp_path / "p.mg"
+    p.write_text("let a = [[1.0, 2.0], [3.0, 4.0]]\nprint a @ a\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "check", "--cost", str(p)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4 and "[[" not in r.stdout            # nothing was run
+    # 2x2 @ 2x2: 2*M*N*K = 16 FLOPs; three arrays of 4 float64 cells = 96 bytes
+    assert lines[0] == "work: 1.6e-08 GFLOP, 9.6e-08 GB moved, 1 ops, 1 GPU launches"
+    assert lines[1].startswith("estimated: ") and "on the CPU (numpy)" in lines[1]
+    gpu = cupy_usable()
+    assert lines[2] == ("GPU here: yes" if gpu is None else "GPU here: no: " + gpu)
+    assert lines[3] == "--backend auto would choose numpy"

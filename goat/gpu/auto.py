@@ -142,11 +142,13 @@ def _trips(node) -> tuple:
 
 @dataclass
 class Choice:
-    """What ``auto`` chose (``backend``) and why (``reason``, one line)."""
+    """What ``auto`` chose (``backend``) and why (``reason``, one line); ``work``: the
+    counts it estimated from."""
     backend: str
     reason: str
     cpu_seconds: float
     gpu_seconds: float
+    work: str = ""
 
 
 def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choice:
@@ -155,8 +157,8 @@ def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choic
     c = region_cost(program.main)
     itemsize = 4 if dtype == "f32" else 8
     cpu, gpu = c.seconds(CPU, itemsize), c.seconds(GPU, itemsize)
-    work = ("%.3g GFLOP, %.3g GB moved, %d ops, %d GPU launches"
-            % (c.flops / 1e9, c.bytes * itemsize / 8 / 1e9, c.ops, c.launches))
+    work = ("%s GFLOP, %s GB moved, %d ops, %d GPU launches"
+            % (_num(c.flops / 1e9), _num(c.bytes * itemsize / 8 / 1e9), c.ops, c.launches))
     if c.unknown_loops:
         work += "; %s known only when the program runs, counted once" % _plural(
             c.unknown_loops, "loop with bounds", "loops with bounds")
@@ -165,11 +167,16 @@ def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choic
                                               "ops with ? sizes")
     estimate = "estimated %.3g s on the CPU, %.3g s on a GPU (%s)" % (cpu, gpu, work)
     if gpu < cpu and gpu_missing is None:
-        return Choice("cupy", "auto chose cupy: " + estimate, cpu, gpu)
+        return Choice("cupy", "auto chose cupy: " + estimate, cpu, gpu, work)
     if gpu < cpu:
         return Choice("numpy", "auto chose numpy: no GPU to run on (%s), though %s"
-                      % (_first_clause(gpu_missing), estimate), cpu, gpu)
-    return Choice("numpy", "auto chose numpy: " + estimate, cpu, gpu)
+                      % (_first_clause(gpu_missing), estimate), cpu, gpu, work)
+    return Choice("numpy", "auto chose numpy: " + estimate, cpu, gpu, work)
+
+
+def _num(x: float) -> str:
+    """3 significant digits, whole numbers from 1000 up (3410, not 3.41e+03)."""
+    return "%.0f" % x if x >= 1000 else "%.3g" % x
 
 
 def _plural(n, one, many):
