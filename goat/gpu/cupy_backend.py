@@ -115,11 +115,6 @@ class CupyBackend(XpBackend):
             "goat_signed_nans", preamble=self._preamble, options=_OPTIONS)
 
     # ------------------------------------------------------------ host round trips
-    def asarray(self, a):
-        with np.errstate(all="ignore"):
-            a = np.asarray(a, dtype=self.dtype)
-        return self._cupy.asarray(a)
-
     def to_numpy(self, x):
         if isinstance(x, self._cupy.ndarray):
             return self._cupy.asnumpy(x).astype(self.dtype, copy=False)

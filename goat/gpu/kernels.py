@@ -34,8 +34,6 @@ No floating-point contraction: NVRTC is given ``--fmad=false`` and the host comp
 """
 from __future__ import annotations
 
-import hashlib
-
 # ---------------------------------------------------------------- prefixes: T, U and bits
 
 _CUDA = {
@@ -230,6 +228,7 @@ def describe(spec) -> str:
 
 def kernel_name(spec) -> str:
     """A C identifier naming the group: its ops, then a hash of its whole expression."""
+    import hashlib          # here: OpenSSL's library costs every goat run 2 MB and 4 ms
     ops = "_".join(op.name for op, _ in spec[1][:4])
     digest = hashlib.sha1(describe(spec).encode()).hexdigest()[:10]
     return "goat_%s_%s" % (ops, digest)

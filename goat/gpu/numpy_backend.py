@@ -303,11 +303,6 @@ class NumpyBackend(XpBackend):
             self._blas_pinned = True
         return self.xp.matmul
 
-    def scalar(self, x) -> float:
-        if type(x) is float:
-            return x
-        return float(x.reshape(()) if hasattr(x, "reshape") else x)
-
     def reducer(self, kind: str, axis: int):
         """``x -> reduce(x)`` along ``axis``, keeping it as size 1.
 

@@ -140,8 +140,9 @@ class XpBackend:
     def asarray(self, a):
         """A host (NumPy) array -> this back end's array in its precision (a number too
         large for float32 becomes inf, as NumPy rounds it)."""
-        with np.errstate(all="ignore"):
-            return self.raw.asarray(a, dtype=self.dtype)
+        with np.errstate(all="ignore"):     # rounded on the host, then copied over
+            a = np.asarray(a, dtype=self.dtype)
+        return a if self.raw is np else self.raw.asarray(a)
 
     def cast(self, x):
         """One of this back end's arrays (float64 random draws, say) in its precision."""
@@ -158,7 +159,7 @@ class XpBackend:
         here and in :meth:`to_numpy`."""
         if type(x) is float:
             return x
-        return float(x.reshape(()))
+        return float(x.reshape(()) if hasattr(x, "reshape") else x)
 
     def errstate(self):
         return contextlib.nullcontext()
