@@ -181,6 +181,20 @@ def test_whole_numbers_beyond_2_24_written_in_the_program_stay_exact():
                            "print rand(tensor[1], n)\n")[0].shape == (1,)      # f64: fine
 
 
+@pytest.mark.parametrize("use", ["gather(zeros(tensor[16777218x1]), i)",
+                                 "onehot(i, 16777218)"])
+def test_an_index_beyond_2_24_in_f32_is_refused_not_rounded_to_a_neighbour(use):
+    """float32 stores 16777217 as 16777216: a lookup into a table (or classes) bigger than
+    2**24 would read the neighbouring row.  In f32 it is an error; in f64 it is the row."""
+    text = "let i = [[3], [16777217]]\nprint %s\n" % use
+    with pytest.raises(goat.GoatError, match=r"indices in float32 .* below 2\*\*24 = 16777216 "
+                                             r".*got 16777216.0 at position 1"):
+        _f32(text)
+    _f32("let i = [[3], [16777215]]\nprint %s\n" % use)       # below 2**24: exact, fine
+    if use.startswith("onehot"):
+        out = goat.run_source(text)[0]
+        assert out.shape == (2, 16777218) and out[1, 16777217] == 1 and out.sum() == 2
+
 def test_a_number_too_large_for_float32_is_inf_without_a_warning(recwarn):
     import warnings
     with warnings.catch_warnings():
@@ -220,3 +234,11 @@ def test_the_repl_session_changes_precision_keeping_values():
         s.set_backend("numpy", "f16")
     s.set_backend("numpy", "f64")
     assert s.run("a")[0].value.dtype == np.float64
+
+
+def test_argmax_beyond_2_24_columns_in_f32_is_refused_not_rounded():
+    text = "print argmax_rows(%siota(tensor[1x16777218], 1))\n"
+    with pytest.raises(goat.GoatError, match=r"argmax_rows found a column of 2\*\*24"):
+        _f32(text % "")
+    assert goat.run_source(text % "")[0].tolist() == [[16777217.0]]
+    assert _f32(text % "-")[0].tolist() == [[0.0]]

@@ -635,6 +635,13 @@ def _indices(be, idx, count, name):
         k = int(be.scalar(xp.argmin(ok)))
         raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
                       % (name, count - 1, repr(float(be.to_numpy(flat)[k])), k))
+    if be.dtype_name == "f32" and count > 2 ** 24 and be.scalar(xp.any(flat >= 2 ** 24)):
+        # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24,
+        # so a larger index may be a neighbour's, rounded; refused rather than read wrongly
+        k = int(be.scalar(xp.argmax(flat >= 2 ** 24)))
+        raise OpError("%s's indices in float32 (--dtype f32) must be below 2**24 = %d (float32 "
+                      "holds every whole number only up to it), got %s at position %d (run in "
+                      "f64)" % (name, 2 ** 24, repr(float(be.to_numpy(flat)[k])), k))
     return flat.astype(xp.intp)
 
 
@@ -740,7 +747,12 @@ def _argmax_rows(be):
         if x.shape[-1] == 0:
             raise OpError("argmax_rows needs rows of at least one column, got shape %s"
                           % format_shape(x.shape))
-        return xp.argmax(x, axis=-1)[..., None].astype(be.dtype)
+        i = xp.argmax(x, axis=-1)[..., None]
+        if be.dtype_name == "f32" and x.shape[-1] > 2 ** 24 and be.scalar(xp.any(i >= 2 ** 24)):
+            raise OpError("argmax_rows found a column of 2**24 = %d or more, which float32 "
+                          "(--dtype f32) cannot hold exactly (it holds every whole number "
+                          "only up to 2**24); run in f64" % 2 ** 24)
+        return i.astype(be.dtype)
     return run
 
 
