@@ -89,8 +89,29 @@ def test_redefinition():
     e = error("let a = [[1]]\nlet b = a\nlet a = [[2]]")
     assert str(e) == "t.mg:3: error: 'a' is already defined on line 1; a name can be defined only once in a file"
     assert error("def f(x: tensor[1x1]) = x\nlet f = [[1]]").line == 2
-    assert "built-in function" in error("let exp = [[1]]").message
     assert "appears twice" in error("def f(x: tensor[1x1], x: tensor[1x1]) = x").message
+    assert error("let ones = [[1]]\nlet ones = [[2]]").line == 2
+
+
+def test_a_program_may_name_its_own_values_after_built_ins():
+    """A program written for the book's language may define sigmoid, tanh or ones itself
+    (the book has none of them): its own name wins in its own file; a module's defs still
+    call the built-in; a value named like a function is not callable."""
+    out = goat.run_source("import nn\n"
+                          "def sigmoid(x: tensor[1x2]) = x * 10\n"
+                          "let ones = [[1, 2]]\n"
+                          "def scale(x: tensor[1x2], tanh: tensor[1x2]) = x * tanh\n"
+                          "var grad = 0.5\n"
+                          "grad = grad * 2\n"
+                          "print sigmoid(ones)\nprint scale(ones, [[3, 4]])\n"
+                          "print nn.gelu([[0, 1]])\nprint grad\n")
+    assert [v.tolist() for v in out[:2]] == [[[10.0, 20.0]], [[3.0, 8.0]]]
+    x = np.array([0.0, 1.0])        # nn.gelu still calls the built-in tanh (GELU's tanh form)
+    want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(out[2][0], want, rtol=1e-15)
+    assert float(out[3]) == 1.0
+    e = error("let exp = [[1]]\nprint exp([[2]])")
+    assert e.line == 2 and e.message == "'exp' is a value, not a function"
 
 
 def test_recursion_is_an_error():

@@ -295,7 +295,7 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
      "grad cannot differentiate through the for loop on line 3"),
     ("def f(w: tensor[1x2]) = grad(w, w)\n", 1,
      "grad needs a loss of one element, got shape 1x2"),
-    ("let grad = 1\n", 1, "cannot define 'grad': it is the name of a built-in function"),
+    ("let grad = 1\nlet w = [[1]]\nprint grad(w, w)\n", 3, "'grad' is a value, not a function"),
 ])
 def test_errors(src, line, words):
     e = error(src)

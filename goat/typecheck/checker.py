@@ -892,8 +892,6 @@ class Checker:
     def _new_name(self, scope: Scope, name, loc):
         if "." in name:
             raise GoatError("cannot define '%s': a name cannot contain '.'" % name, loc)
-        if lookup(name) is not None or name in TRANSFORMS:
-            raise GoatError("cannot define '%s': it is the name of a built-in function" % name, loc)
         s = scope
         while s is not None:
             if name in s.names:
@@ -1204,9 +1202,6 @@ class Checker:
             for p in stmt.params:
                 if p.name in seen:
                     raise GoatError("parameter '%s' appears twice in %s" % (p.name, stmt.name), p.loc)
-                if lookup(p.name) is not None or p.name in TRANSFORMS:
-                    raise GoatError("cannot name a parameter '%s': it is the name of a built-in "
-                                    "function" % p.name, p.loc)
                 seen.add(p.name)
                 dims = self._dims(p.type, fscope, rest_ok=True)
                 generic.append((p.name, dims, p.loc))
