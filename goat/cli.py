@@ -436,6 +436,14 @@ def _cmd_check(args) -> int:
     from .api import _load, with_deep_stack
     source = _read(args.file)
     program = with_deep_stack(_load, source)
+    if program.deferred:
+        # sure to fail when it runs: a ? size that a call's known shapes do not fit (goat run
+        # reports it there, after the output before it, as the book's compiler does)
+        from .diagnostics import GoatError, GoatErrors
+        when = ("goat run reports this when the operation runs (a ? size is checked then), "
+                "after the output before it")
+        raise GoatErrors([GoatError(e.message, e.loc, notes=tuple(e.notes) + (when,))
+                          for e in program.deferred])
     out = []
     if args.shapes:
         out += ["  " * depth + text for depth, text in program.outline]

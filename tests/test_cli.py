@@ -109,14 +109,25 @@ def test_runtime_error_keeps_earlier_output(tmp_path):
     assert ":1: error: cannot add shapes 2x2 and 3x2" in err.splitlines()[0]
 
 
-def test_a_question_mark_parameter_given_a_known_shape_is_checked_before_running(tmp_path):
+def test_a_question_mark_parameter_is_checked_when_it_runs_and_by_goat_check(tmp_path):
+    """As in the book, a def's operation on a ? size is checked when it runs, even where the
+    call's arguments are literals of known shape: the output before it stays.  goat check,
+    which runs nothing, reports it (status 1), saying when goat run will."""
     src = ("def add_rows(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint [[7]]\n"
            "print add_rows([[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]])\n")
-    status, out, err = cli("run", write(tmp_path, "r.mg", src))
-    assert (status, out) == (1, "")
-    assert err.splitlines()[0].endswith("r.mg:1: error: cannot add shapes 2x2 and 3x2: "
-                                        "dimensions 2 and 3 differ and neither is 1")
+    path = write(tmp_path, "r.mg", src)
+    status, out, err = cli("run", path)
+    assert (status, out) == (1, MEMREF_11.replace("[[11]]", "[[7]]"))
+    first = "r.mg:1: error: cannot add shapes 2x2 and 3x2: dimensions 2 and 3 differ and neither is 1"
+    assert err.splitlines()[0].endswith(first)
     assert "note: in add_rows, called on line 3" in err
+    status, out, err = cli("check", path)
+    assert (status, out) == (1, "")
+    assert err.splitlines()[0].endswith(first)
+    assert "note: goat run reports this when the operation runs" in err
+    # the same def on fitting arguments: nothing to report
+    ok = write(tmp_path, "ok.mg", src.replace("[[1, 2], [3, 4], [5, 6]]", "[[5, 6], [7, 8]]"))
+    assert cli("check", ok)[:2] == (0, "")
 
 
 def test_internal_error_is_one_line_and_status_2(monkeypatch, capsys):

@@ -468,8 +468,11 @@ class Builder:
 
     def _recheck(self, n, args, attrs, shape):
         """A def's op that a ``?`` left to be checked when it runs, instantiated on arguments
-        whose shapes are known: checked now (an error names the def's line and the calls it
-        came through), with its exact shape.  Returns (shape, still to check when it runs)."""
+        whose shapes are known: checked now, with its exact shape.  Returns (shape, still to
+        check when it runs).  Where the known shapes do not fit, the op stays as the def
+        declared it, checked when it runs -- as in the book, a ``?`` size is checked then, so
+        output printed before it stays -- and the error is kept for ``goat check``
+        (:meth:`_defer`)."""
         shapes = [a.shape for a in args]
         if _unknown(shapes) or any(type(d) is RunDim for s in attrs if type(s) is tuple
                                    for d in s):
@@ -477,18 +480,27 @@ class Builder:
         try:
             return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
         except ShapeError as e:
-            raise GoatError(e.message, n.loc, notes=self.checker.call_notes(n.loc)) from None
+            self._defer(e.message, n.loc)
+            return shape, True
 
     def _recheck_cast(self, n, x, declared):
-        """A def's cast (an argument, an annotation) whose value's shape is now known."""
+        """A def's cast (an argument, an annotation) whose value's shape is now known: False
+        when it fits, True (checked when it runs, the error kept for goat check) otherwise."""
         if _unknown([x.shape]):
             return True
         ok, _ = compatible(declared, x.shape)
         if not ok:
             from ..interp.evaluator import _mismatch
-            raise GoatError(_mismatch(n.what, x.shape, declared), n.loc,
-                            notes=self.checker.call_notes(n.loc))
+            self._defer(_mismatch(n.what, x.shape, declared), n.loc)
+            return True
         return False
+
+    def _defer(self, message, loc):
+        """An error that the run will meet at ``loc``: kept in the program's ``deferred``."""
+        e = GoatError(message, loc, notes=self.checker.call_notes(loc))
+        if all((d.loc, d.message, d.notes) != (e.loc, e.message, e.notes)
+               for d in self.program.deferred):
+            self.program.deferred.append(e)
 
     def _copy_region(self, src: Region, mapping: dict, env: dict):
         """Copy the nodes and effects of ``src`` into this builder's region, ``mapping`` taking

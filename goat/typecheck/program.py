@@ -194,6 +194,10 @@ class Program:
         self.outline: list = []       # (depth, text) for every binding, block and def, in order
         self.templates = 0            # defs checked so far (their memo keys)
         self.specializations = 0      # defs checked again for a call's leading sizes (keys < 0)
+        # errors of a def's operations on a ? size that a call's known argument shapes show
+        # will fail: as in the book, reported when the operation runs (goat run), and by
+        # goat check before it (GoatError, in the order found)
+        self.deferred: list = []
         # (dict, key) of every entry added to a hash-consing or memo table of the top region
         # since the last commit, so that a statement that fails can be taken back (the REPL);
         # None: off
