@@ -331,3 +331,14 @@ def test_a_shape_left_out_inside_a_larger_expression_says_where_it_may_be():
     assert "the shape may be left out only where the call is the whole value of an annotated " \
            "let or var" in e.message
     assert "randn(tensor[4x4], ...)" in e.message
+
+
+@pytest.mark.parametrize("call, written", [
+    ("reshape([1, 2, 3, 4])", "reshape(..., tensor[4x4])"),
+    ('load("f.npy")', 'load("file.npy", tensor[4x4])'),
+    ("zeros()", "zeros(tensor[4x4])"),
+    ("rand(3)", "rand(tensor[4x4], ...)"),
+])
+def test_a_missing_shape_hint_writes_the_arguments_in_their_order(call, written):
+    """The hint shows the shape where the built-in takes it (last for reshape and load)."""
+    assert error("print 1 + %s" % call).message.endswith("write it: " + written)

@@ -1686,9 +1686,12 @@ class Checker:
             n = len(params)
             hint = ""
             if any(kind == "type" for _, kind in params) and len(args) == n - 1:
+                written = ", ".join("tensor[4x4]" if kind == "type" else
+                                    '"file.npy"' if kind == "string" else "..."
+                                    for _, kind in params)
                 hint = ("; the shape may be left out only where the call is the whole value of "
                         "an annotated let or var (let x: tensor[4x4] = %s(...)); inside a "
-                        "larger expression, write it: %s(tensor[4x4], ...)" % (e.name, e.name))
+                        "larger expression, write it: %s(%s)" % (e.name, e.name, written))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc)
         nodes = []
