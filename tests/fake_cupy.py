@@ -72,6 +72,14 @@ def _params(text):
     return out
 
 
+def _same_dtype(inputs, dtype):
+    """CuPy refuses an array argument whose dtype is not the parameter's (cupy/_core/
+    _kernel.pyx, _decide_params_type_core: 'Type is mismatched'); it converts scalars only."""
+    for x in inputs:
+        if isinstance(x, np.ndarray) and x.dtype != dtype:
+            raise TypeError("Type is mismatched. %s %s" % (x.dtype, dtype))
+
+
 def _ptr(a):
     return a.ctypes.data_as(ctypes.c_void_p)
 
@@ -85,7 +93,9 @@ class ElementwiseKernel:
         assert len(outs) == 1 and preamble in ("", kernels.prefix("cuda", ctype))
         self.dtype = np.dtype(outs[0][0])
         args = "".join(", const T *%s_p" % n for _, n in ins)
-        loads = "".join("T %s = %s_p[i]; " % (n, n) for _, n in ins)
+        # CuPy pastes an input as a const reference (const double &x0 = _raw_x0[...]), so a
+        # body that assigns to one does not compile
+        loads = "".join("const T %s = %s_p[i]; " % (n, n) for _, n in ins)
         src = (kernels.prefix("c", ctype) + "\nvoid %s(long n%s, T *y_p) {\n"
                "for (long i = 0; i < n; i++) { %s T %s;\n%s;\ny_p[i] = %s; }\n}\n"
                % (name, args, loads, outs[0][1], operation, outs[0][1]))
@@ -95,6 +105,9 @@ class ElementwiseKernel:
     def __call__(self, *inputs):
         assert len(inputs) == self.n_in
         assert any(isinstance(x, np.ndarray) for x in inputs), "CuPy needs an array argument"
+        _same_dtype(inputs, self.dtype)
+        # a scalar is converted as CuPy 14 converts it, by NumPy's cast (which warns of an
+        # overflow to inf unless the caller's np.errstate says not to)
         arrays = np.broadcast_arrays(*[np.asarray(x, dtype=self.dtype) for x in inputs])
         arrays = [np.ascontiguousarray(a) for a in arrays]
         out = np.empty(arrays[0].shape, dtype=self.dtype)
@@ -135,6 +148,7 @@ class ReductionKernel:
 
     def __call__(self, x, axis, keepdims):
         assert keepdims
+        _same_dtype((x,), self.dtype)
         x = np.asarray(x, self.dtype)
         fn = self.cub if axis in (-1, x.ndim - 1) and x.shape[axis] else self.plain
         moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))

@@ -471,6 +471,20 @@ def test_cupy_backend_code_prints_what_numpy_prints(fake_cupy, text, dtype):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+def test_cupy_backend_code_in_f32_overflows_to_inf_without_a_warning(fake_cupy):
+    """A number beyond float32 (1e39, kept a Python float) passed to a kernel is converted by
+    NumPy's cast, as CuPy 14 converts it, and that warns of the overflow unless the back end's
+    errstate says not to: inf, as NumPy's float32, and no warning."""
+    import warnings
+    from goat.gpu.cupy_backend import CupyBackend
+    program = _program("let x = [[1, -2]]\nprint x * 1e39\nprint x + 1e39 * 10\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, got = _run(program, CupyBackend("f32"))
+    assert [a.tolist() for a in got] == [[[np.inf, -np.inf]], [[np.inf, np.inf]]]
+    assert all(a.dtype == np.float32 for a in got)
+
+
 def test_cupy_backend_code_trains_the_chapter_model(fake_cupy):
     """Ten steps of the chapter's training through the CuPy back end's code: the NumPy run's
     values to 1e-9 (the embedding gradient as a one-hot product, sums in sequence)."""

@@ -27,9 +27,9 @@ Values leave the device only to be printed or saved (:meth:`to_numpy`) and when 
 an if condition, a seed or an index check is read (:meth:`scalar`): the test back end
 (guard.py) holds the evaluator to that without a GPU.
 
-Needs CuPy for CUDA 12 (``pip install '.[gpu]'`` in goat's folder, which brings
-``cupy-cuda12x``) and a CUDA
-device; :func:`load_cupy` says which is missing.
+Needs CuPy (``pip install '.[gpu]'`` in goat's folder brings ``cupy-cuda12x[ctk]``, CuPy for
+CUDA 12 with the CUDA libraries it needs; an installed ``cupy-cuda13x`` serves as well) and a
+CUDA device; :func:`load_cupy` says which is missing.  Checked against CuPy 13.6 and 14.2.
 """
 from __future__ import annotations
 
@@ -55,8 +55,9 @@ def load_cupy():
         if e.name != "cupy":        # CuPy is there, something it imports is not
             raise BackendUnavailable("the cupy back end cannot load CuPy: %s" % e) from None
         raise BackendUnavailable(
-            "the cupy back end needs CuPy, which is not installed: pip install cupy-cuda12x "
-            "installs it for CUDA 12") from None
+            "the cupy back end needs CuPy, which is not installed: pip install "
+            "'cupy-cuda12x[ctk]' installs it with the CUDA 12 libraries it needs "
+            "('cupy-cuda13x[ctk]' for CUDA 13)") from None
     except Exception as e:          # a broken install: a missing CUDA library, say
         raise BackendUnavailable("the cupy back end cannot load CuPy: %s: %s"
                                  % (type(e).__name__, e)) from None
@@ -76,8 +77,9 @@ def load_cupy():
             probe(cupy.zeros(1))
         except Exception as e:
             raise BackendUnavailable("the cupy back end cannot compile a kernel: %s: %s (CuPy "
-                                     "needs CUDA's NVRTC library, from the CUDA toolkit or "
-                                     "pip install nvidia-cuda-nvrtc-cu12)"
+                                     "needs CUDA's NVRTC library and headers, from the CUDA "
+                                     "toolkit or pip install 'cupy-cuda12x[ctk]', "
+                                     "'cupy-cuda13x[ctk]' for CUDA 13)"
                                      % (type(e).__name__, e)) from None
         _PROBED = True
     return cupy

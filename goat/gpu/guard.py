@@ -229,9 +229,6 @@ class GuardBackend(XpBackend):
             return float(x._a.reshape(()))
         return float(x)
 
-    def errstate(self):
-        return np.errstate(all="ignore")
-
     def fuse(self, spec):
         """A fused group as one launch: here the ops' own evaluations composed (the CuPy
         back end compiles the group's kernel instead)."""

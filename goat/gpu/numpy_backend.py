@@ -325,9 +325,6 @@ class NumpyBackend(XpBackend):
             return lambda x: div(red(x, axis=axis, keepdims=True), x.shape[axis])
         raise ValueError("unknown reduction %r" % kind)
 
-    def errstate(self):
-        return np.errstate(all="ignore")
-
 
 __all__ = ["NumpyBackend", "DTYPES", "fresh_nan_is_negative", "ieee_maximum", "ieee_minimum",
            "pin_blas_threads"]
