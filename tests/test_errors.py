@@ -342,3 +342,8 @@ def test_a_shape_left_out_inside_a_larger_expression_says_where_it_may_be():
 def test_a_missing_shape_hint_writes_the_arguments_in_their_order(call, written):
     """The hint shows the shape where the built-in takes it (last for reshape and load)."""
     assert error("print 1 + %s" % call).message.endswith("write it: " + written)
+
+
+def test_save_with_an_empty_file_name_is_a_static_error():
+    e = error('print [[1]]\nsave([[1]], "")')
+    assert (e.line, e.message) == (2, 'save needs a file name, such as save(x, "x.npy"); got ""')

@@ -281,7 +281,7 @@ def test_a_wrong_call_of_a_modules_def_names_it_qualified(tmp_path):
 def test_missing_module_names_where_it_looked(tmp_path, monkeypatch):
     write(tmp_path, "p.mg", "print [[1]]\nimport nope\n")
     assert fails(tmp_path, "p.mg") == [
-        "p.mg:2: error: cannot find module 'nope': there is no nope.mg in the folder of p.mg, "
+        "p.mg:2: error: cannot find module 'nope': there is no nope.mg in the folder of p.mg or "
         "the standard library (GOAT_PATH adds folders)",
         "2 | import nope",
         "  | ^~~~~~~~~~~"]
@@ -289,7 +289,7 @@ def test_missing_module_names_where_it_looked(tmp_path, monkeypatch):
     monkeypatch.setenv("GOAT_PATH", os.pathsep.join([one, two]))
     assert fails(tmp_path, "p.mg")[0] == (
         "p.mg:2: error: cannot find module 'nope': there is no nope.mg in the folder of p.mg, "
-        "%s, %s, the standard library (GOAT_PATH adds folders)" % (one, two))
+        "%s, %s or the standard library (GOAT_PATH adds folders)" % (one, two))
 
 
 def test_missing_module_imported_by_a_module_names_the_modules_folder(tmp_path, monkeypatch):

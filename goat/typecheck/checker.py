@@ -830,6 +830,9 @@ class Checker:
         if t is ast.Save:
             node = self.value(stmt.expr, scope, b)
             if isinstance(stmt.path, str):
+                if not stmt.path:
+                    raise GoatError('save needs a file name, such as save(x, "x.npy"); got ""',
+                                    stmt.loc)
                 path = (resolve_path(stmt.path, stmt.loc), stmt.path)
             else:                       # "w_{step}.npy": the name is made when it runs
                 path = (resolve_path(".", stmt.loc), self._format_data(stmt.path, scope, b))

@@ -56,8 +56,9 @@ def find(name: str, loc: Loc) -> str:
         first = "the folder of %s" % os.path.basename(loc.source.path)
     else:
         first = "the current folder"
-    shown = ", ".join(first if i == 0 else "the standard library" if i == len(dirs) - 1 else d
-                      for i, d in enumerate(dirs))
+    places = [first if i == 0 else "the standard library" if i == len(dirs) - 1 else d
+              for i, d in enumerate(dirs)]
+    shown = places[0] if len(places) == 1 else "%s or %s" % (", ".join(places[:-1]), places[-1])
     known = set()
     for d in dirs:
         try:
