@@ -450,8 +450,8 @@ class Builder:
                 else:
                     shape = n.shape
                 check = n.check
-                if check:
-                    shape, check = self._recheck(n, argv, attrs, shape)
+                if check or None in shape:
+                    shape, check = self._recheck(n, argv, attrs, shape, check)
                 append(op_(n.op, argv, n.loc, attrs, shape, check))
             elif kind == CALL:
                 append(self.call(n.op, argv, n.loc))
@@ -466,9 +466,10 @@ class Builder:
         out = tuple([slots[s] if type(s) is int else s for s in result])
         return out if isinstance(tmpl.result, tuple) else out[0]
 
-    def _recheck(self, n, args, attrs, shape):
-        """A def's op that a ``?`` left to be checked when it runs, instantiated on arguments
-        whose shapes are known: checked now, with its exact shape.  Returns (shape, still to
+    def _recheck(self, n, args, attrs, shape, check=True):
+        """A def's op that a ``?`` left to be checked when it runs (``check``), or whose
+        result has a ``?`` size (a reshape to tensor[1x?]), instantiated on arguments whose
+        shapes are known: checked now, with its exact shape.  Returns (shape, still to
         check when it runs).  Where the known shapes do not fit, the op stays as the def
         declared it, checked when it runs -- as in the book, a ``?`` size is checked then, so
         output printed before it stays -- and the error is kept for ``goat check``
@@ -476,7 +477,7 @@ class Builder:
         shapes = [a.shape for a in args]
         if _unknown(shapes) or any(type(d) is RunDim for s in attrs if type(s) is tuple
                                    for d in s):
-            return shape, True
+            return shape, check
         try:
             return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
         except ShapeError as e:
@@ -525,8 +526,8 @@ class Builder:
                     attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
                 argv = [m(a.id, a) for a in n.args]
                 check = n.check
-                if check:
-                    shape, check = self._recheck(n, argv, attrs, shape)
+                if check or None in shape:
+                    shape, check = self._recheck(n, argv, attrs, shape, check)
                 new = self.op(n.op, argv, n.loc, attrs, shape, check)
             elif kind == CAST:
                 if len(n.args) == 2:
