@@ -347,9 +347,11 @@ def _reshape_shape(s, target):
         if src is None or src[1] or known[1]:
             return tuple(target)            # worked out when it runs
         n, k = src[0], known[0]
-        if k == 0 or n % k:
-            raise ShapeError("cannot reshape %s (%s) to %s: %d cells do not divide into rows "
-                             "of %d" % (format_shape(s), _count(src), format_type(target), n, k))
+        if k == 0 or n % k:         # the message goat run gives where it is found then
+            raise ShapeError("cannot reshape %s (%s) to %s: the ? size cannot be worked out "
+                             "(%s)" % (format_shape(s), _count(src), format_type(target),
+                                       "the other sizes hold no cells" if k == 0 else
+                                       "%d cells do not divide into rows of %d" % (n, k)))
         return tuple(n // k if d is None else d for d in target)
     if src is None:
         return tuple(target)                # checked when it runs
