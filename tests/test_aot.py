@@ -296,6 +296,10 @@ def test_loops_branches_grad_and_formats(env, tmp_path):
     'print 1\nlet z = load("missing.npy", tensor[2x2])\nprint z\n',
     'def f(a: tensor[?x2], b: tensor[?x2]) = a + b\nprint 7\nprint f([[1, 2], [3, 4], [5, 6]], [[1, 2], [3, 4]])\n',
     'def f(x: tensor[2x2]) = gather(x, [[5], [0]])\nprint f([[1, 2], [3, 4]])\n',
+    # a ? def's result used where its known sizes do not fit: the book's run-time errors
+    'def f(a: tensor[?x2]) = a * 2\nprint 7\nprint f([[1, 2], [3, 4], [5, 6]]) + [[1, 2], [3, 4]]\n',
+    'def f(a: tensor[?x2]) = a * 2\ndef g(b: tensor[2x2]) = b\nprint 7\nprint g(f([[1, 2], [3, 4], [5, 6]]))\n',
+    'def f(a: tensor[?x2]) = a * 2\nprint 7\nlet y: tensor[2x2] = f([[1, 2], [3, 4], [5, 6]])\nprint y\n',
     'for i in 0 .. 3 {\n    if i == 2 {\n        print onehot([[i]], 2)\n    }\n}\n',
     'print sample_rows(zeros(tensor[2x0]), 1)\n',
 ])

@@ -191,6 +191,56 @@ def test_runtime_check_of_unknown_dimensions_keeps_earlier_output(tmp_path):
     assert out.getvalue().endswith("[[4,   6]]\n")
 
 
+F = "def f(a: tensor[?x2]) = a @ [[1, 2, 3], [4, 5, 6]]\nprint 7\n"
+THREE = "f([[1, 2], [3, 4], [5, 6]])"
+
+
+@pytest.mark.parametrize("rest, line, message", [
+    ("print %s + [[1, 2, 3], [4, 5, 6]]\n" % THREE, 3,
+     "cannot add shapes 3x3 and 2x3: dimensions 3 and 2 differ and neither is 1"),
+    ("let y = %s * 2\nlet z = row_sum(y)\nprint z\nprint transpose(y) @ [[1], [2]]\n"
+     % THREE, 6, "cannot matrix-multiply shapes 3x3 and 2x1: the inner dimensions 3 and 2 differ"),
+    ("def g(b: tensor[2x3]) = b\nprint g(%s)\n" % THREE, 4,
+     "argument b of g must have shape 2x3, got 3x3"),
+    ("let y: tensor[2x3] = %s\n" % THREE, 3,
+     "'y' (declared tensor[2x3]) must have shape 2x3, got 3x3"),
+])
+def test_a_question_mark_defs_result_is_checked_when_it_runs(rest, line, message):
+    """The book types a ? def's result with its ? sizes (f gives ?x3), so where the call's
+    known sizes (3x3) do not fit, that is its run-time error: the output before it stays.
+    goat check reports it (Program.deferred) without running."""
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(F + rest, path="t.mg", stdout=out)
+    assert (info.value.line, info.value.message) == (line, message)
+    assert "[7]\n" in out.getvalue()              # the output before the error stays
+    deferred = goat.check_source(F + rest, path="t.mg").deferred
+    assert [(e.line, e.message) for e in deferred] == [(line, message)]
+
+
+@pytest.mark.parametrize("rest, message", [
+    # sizes the book knows too: still found before anything runs, naming the book's types
+    ("print %s + [[1, 2]]\n" % THREE,
+     "cannot add shapes ?x3 and 1x2: dimensions 3 and 2 differ and neither is 1"),
+    ("print %s @ [[1], [2]]\n" % THREE,
+     "cannot matrix-multiply shapes ?x3 and 2x1: the inner dimensions 3 and 2 differ"),
+])
+def test_what_the_book_finds_before_running_stays_a_static_error(rest, message):
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(F + rest, path="t.mg", stdout=out)
+    assert (info.value.line, info.value.message, out.getvalue()) == (3, message, "")
+
+
+def test_a_question_mark_defs_result_keeps_its_known_shape_where_it_fits():
+    program = goat.check_source(F + "let y = %s * 2\nlet w = [[1, 2]]\n"
+                                "let g = grad(row_sum(col_sum(f(w) * f(w))), w)\n" % THREE)
+    assert program.lets["y"].shape == (3, 3) and program.lets["g"].shape == (1, 2)
+    out = goat.run_source(F + "let w = [[1, 2]]\nprint grad(row_sum(col_sum(f(w) * f(w))), w)\n")
+    m = np.array([[1.0, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(out[1], 2 * (np.array([[1.0, 2]]) @ m) @ m.T)
+
+
 def test_runtime_check_of_an_argument():
     src = ("def rows(a: tensor[?x2]) = a\n"
            "def exact(m: tensor[3x2]) = row_sum(m)\n"

@@ -52,7 +52,7 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display", "scope")
+                 "display", "scope", "_book")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -75,6 +75,7 @@ class Template:
         self.specs = {}
         self.display = None         # a generic def's result with ... as written (signature)
         self.scope = None           # the names it saw when written (its later checks see them)
+        self._book = None
 
     def flat(self):
         """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
@@ -109,6 +110,15 @@ class Template:
         if isinstance(self.result, tuple):
             return tuple(n.shape for n in self.result)
         return self.result.shape
+
+    @property
+    def book_result(self) -> bool:
+        """Does the result's type have a ``?`` size (as the book types it: a def with a ``?``
+        parameter), which a call's known arguments may make known?"""
+        if self._book is None:
+            shapes = self.shape if isinstance(self.result, tuple) else (self.shape,)
+            self._book = any(None in s for s in shapes)
+        return self._book
 
     def signature(self) -> str:
         """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
@@ -265,6 +275,7 @@ class Builder:
             key = (op.name, args[0].id)
         else:
             key = (op.name,) + tuple([a.id for a in args])
+        book = None
         if shape is None:
             shapes = [a.shape for a in args]
             try:
@@ -272,7 +283,16 @@ class Builder:
                 if shape not in shapes:     # a new shape (broadcasting, @): can it be held?
                     check_size(shape)
             except ShapeError as e:
-                raise _shape_error(e, loc) from None
+                if not self.checker.soft or all(a.book is None for a in args):
+                    raise _shape_error(e, loc) from None
+                # a value whose sizes the book leaves ? (a ? def's result): an error only its
+                # exact sizes show is the book's run-time error, reported when the op runs
+                # (on the book's shapes it is still a static error, naming them)
+                node = self.op(op, self.widen(args, loc), loc, attrs)
+                self.defer(e.message, loc)
+                return node
+            if self.checker.soft and any(a.book is not None for a in args):
+                book = self.book_shape(op, args, attrs)
             # a ? size makes the static check incomplete; size variables do not (they are
             # checked symbolically, and each call binds them to sizes the call checks)
             check = _unknown(shapes) or op.checks_at_run_time
@@ -296,9 +316,46 @@ class Builder:
             self.checker.poll(loc)
         if not pure:
             self.checker.impure = True      # a def reading a file: each call reads it
-            return self.program.new_node(home, OP, op, tuple(args), shape, loc, check=check,
+            node = self.program.new_node(home, OP, op, tuple(args), shape, loc, check=check,
                                          via=via, attrs=attrs)
-        return self.program.intern(home, key, make)
+        else:
+            node = self.program.intern(home, key, make)
+        if book is not None and book != shape and node.book is None:
+            node.book = book
+        return node
+
+    @staticmethod
+    def book_shape(op, args, attrs):
+        """The shape of ``op`` on ``args`` as the book types it (a ``?`` where a ``?`` def's
+        result had one), or None where that is not a shape."""
+        try:
+            return op.shape(*[a.shape if a.book is None else a.book for a in args], *attrs)
+        except ShapeError:
+            return None
+
+    def widen(self, args, loc):
+        """``args`` with each value the book types with a ``?`` cast to that type (nothing
+        to check when it runs: the cast only forgets sizes)."""
+        return [a if a.book is None else self.cast(a, a.book, None, loc, False) for a in args]
+
+    def defer(self, message, loc):
+        """An error that the run will meet at ``loc``: kept in the program's ``deferred``
+        (goat check reports it; goat run meets it when the operation runs)."""
+        e = GoatError(message, loc, notes=self.checker.call_notes(loc))
+        if all((d.loc, d.message, d.notes) != (e.loc, e.message, e.notes)
+               for d in self.program.deferred):
+            self.program.deferred.append(e)
+
+    def mark_book(self, result, book, first_new):
+        """Mark the nodes of a ``?`` def's result made by this call (ids from ``first_new``)
+        with the shapes the book gives them (``book``: the def's result type)."""
+        nodes = result if isinstance(result, tuple) else (result,)
+        books = book if isinstance(result, tuple) else (book,)
+        for n, s in zip(nodes, books):
+            if (n.id >= first_new and n.book is None and type(s) is tuple
+                    and None in s and s != n.shape and len(s) == len(n.shape)):
+                n.book = s
+                self.checker.soft = True
 
     def cast(self, ref, declared, what, loc, check):
         if ref.shape == declared:
@@ -385,10 +442,19 @@ class Builder:
             args = [self.op(_BIND, (a,), loc, ("%s@%s:%d" % (p, loc.source.path, loc.start),),
                             shape=a.shape, check=False) for a, (p, _, _) in zip(args, tmpl.params)]
         checker.calls.append((tmpl.qualname, loc))
+        first_new = len(self.program.nodes)
         try:
             result = self.instantiate(tmpl, args, env)
         finally:
             checker.calls.pop()
+        if tmpl.book_result:
+            # the book types the result with the def's ? sizes: an error on it is found when
+            # it runs (Builder.op), as the book finds it
+            book = tmpl.shape
+            if env:
+                book = (tuple(_subst(s, env) for s in book) if isinstance(tmpl.result, tuple)
+                        else _subst(book, env))
+            self.mark_book(result, book, first_new)
         if tmpl.pure:
             nodes = result if isinstance(result, tuple) else (result,)
             home = max((n.region for n in nodes), key=lambda r: r.depth, default=self.region)
@@ -643,6 +709,7 @@ class Checker:
         self.main = Builder(self, self.program.main, symbolic=False)
         self._defining = None         # name of the def whose body is being checked
         self.impure = False           # the def being checked has effects
+        self.soft = False             # some value has a Node.book shape (Builder.op)
         self.later: dict = {}         # names the file defines further down -> their line
         self.gone: dict = {}          # names of blocks that have ended -> their line
         self.depth = 0                # block nesting, for the outline
@@ -966,6 +1033,12 @@ class Checker:
     def _annotate(self, stmt, declared, node, b):
         ok, runtime = compatible(declared, node.shape)
         what = "'%s'" % stmt.name
+        if not ok and node.book is not None and compatible(declared, node.book)[0]:
+            # a value the book types with a ? size (a ? def's result): checked when it runs
+            from ..interp.evaluator import _mismatch
+            what = "%s (declared %s)" % (what, format_type(declared))
+            b.defer(_mismatch(what, node.shape, declared), stmt.loc)
+            return b.cast(b.widen([node], stmt.loc)[0], declared, what, stmt.loc, True)
         if not ok:
             raise GoatError("%s is declared %s, but its value has shape %s"
                             % (what, format_type(declared), format_shape(node.shape)),
@@ -1617,7 +1690,17 @@ class Checker:
             target = self.specialize(target, shapes, [a.loc for a in e.args], e.loc)
             if target.has_vars or any(s != d for s, (_, d, _) in zip(shapes, target.params)):
                 # static mistakes are shown under the argument itself
-                self.check_arguments(target, shapes, [a.loc for a in e.args])
+                try:
+                    self.check_arguments(target, shapes, [a.loc for a in e.args])
+                except GoatError as err:
+                    if (not self.soft or target.generic is not None
+                            or all(a.book is None for a in args)):
+                        raise
+                    # an argument the book types with a ? size: checked when the call runs
+                    args = b.widen(args, e.loc)
+                    self.check_arguments(target, [a.shape for a in args],
+                                         [a.loc for a in e.args])
+                    b.defer(err.message, err.loc)
             if not target.pure:
                 self.impure = True
             return b.call(target, args, e.loc)

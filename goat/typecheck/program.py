@@ -64,10 +64,14 @@ class Node:
     runs again on the actual shapes at run time.  ``loc`` is where the expression was written
     (for a node shared by hash-consing, the first place).  ``attrs`` are an op's static
     attributes (a reshape's target shape, a file name), part of its hash-consing key.
+    ``book`` is None, or the shape the book's typing gives a value whose exact shape goat
+    knows but the book does not: the result of a def with a ``?`` parameter is ``?`` there, so
+    an operation on it that does not fit is the book's run-time error, not a static one
+    (Builder.op).
     """
 
     __slots__ = ("id", "kind", "op", "args", "shape", "loc", "check", "value", "what", "via",
-                 "attrs", "region")
+                 "attrs", "region", "book")
 
     def __init__(self, id, kind, op, args, shape, loc, check=False, value=None, what=None,
                  via=(), attrs=(), region=None):
@@ -83,6 +87,7 @@ class Node:
         self.via = via          # checked nodes made by expanding a def: ((def name, call Loc), ...)
         self.attrs = attrs
         self.region = region    # the Region this node belongs to
+        self.book = None
 
     def __repr__(self):
         name = getattr(self.op, "name", None) if self.kind in (OP, CALL) else KIND_NAMES[self.kind]
