@@ -231,6 +231,7 @@ def with_deep_stack(fn, *args, **kwargs):
 
     def target():
         try:
+            result["thread"] = threading.get_ident()
             go.wait()
             if cancelled:
                 return
@@ -257,7 +258,11 @@ def with_deep_stack(fn, *args, **kwargs):
         _enter_deep()
         entered = True
         go.set()
-        done.wait()
+        try:
+            done.wait()
+        except BaseException as e:      # Ctrl-C (or SIGTERM) reaches the main thread only
+            _stop_helper(result.get("thread"), type(e), done)
+            raise
     finally:
         if not go.is_set():         # interrupted before the helper could begin
             cancelled.append(True)
@@ -270,6 +275,31 @@ def with_deep_stack(fn, *args, **kwargs):
             raise MemoryError("no memory left for a deeper recursion") from None
         raise error
     return result.get("value")
+
+
+def _stop_helper(thread, error, done, wait: float = 3.0):
+    """Raise ``error`` (KeyboardInterrupt, say) in the helper thread too, and wait a little for
+    it to end, so that what it was doing unwinds there -- a half-written file removed, an
+    output left as it was -- before the process reports the interruption and exits.  A
+    helper inside a long call into C (LLVM, a large matrix product) notices only when it
+    returns; after ``wait`` seconds it is left."""
+    if thread is None or done.is_set():
+        return
+    import ctypes
+    before = sys.unraisablehook
+
+    def quiet(u):               # the interruption landing in a finalizer (__del__): no report
+        if not isinstance(u.exc_value, error):
+            before(u)
+    sys.unraisablehook = quiet
+    try:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread),
+                                                   ctypes.py_object(error))
+        done.wait(wait)
+    except BaseException:       # a second Ctrl-C: stop waiting
+        pass
+    if done.is_set() and sys.unraisablehook is quiet:
+        sys.unraisablehook = before
 
 
 def _plain_call(fn, args, kwargs):
@@ -736,7 +766,10 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
         if not isinstance(value, bool):
             raise TypeError("goat.compile_file: %s must be True or False, not %s"
                             % (name, _type_name(value)))
-    if type(opt) is not int or not 0 <= opt <= 3:
+    if type(opt) is not int:
+        raise TypeError("goat.compile_file: opt must be an int from 0 to 3, not %s"
+                        % _type_name(opt))
+    if not 0 <= opt <= 3:
         raise ValueError("goat.compile_file: opt must be an int from 0 to 3, not %r" % (opt,))
     _check_timings(timings, "compile_file")
     from .aot import build
@@ -744,6 +777,7 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     program = with_deep_stack(_load, source, timings)
     if output is None:
         output = build.default_output(path, emit_llvm)
+    build.check_output(output, path)
     if emit_llvm:
         with_deep_stack(build.emit_llvm, program, output, portable)
     else:

@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 an error in the program, its input, its output or the command line
 (reported as ``PATH:LINE: error: MESSAGE``); 2 a bug in goat itself (one line asking for a
-report); 130 interrupted (Ctrl-C).
+report); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM: kill, timeout, a job scheduler),
+unwound as Ctrl-C is, so that no half-written file is left.
 
 The standard streams may be closed, opened the wrong way, or full, and goat still ends with
 a status that says what happened:
@@ -375,7 +376,7 @@ def _time_report(args, status: int) -> str | None:
                                     and failed != "compile"):
             continue
         if phase == failed:
-            word = "interrupted" if status == 130 else "failed"
+            word = "interrupted" if status in (130, 143) else "failed"
             parts.append("%s %s after %.3f s" % (phase, word, timings[phase]))
             break
         parts.append("%s %.3f s" % (phase, timings[phase]))
@@ -418,10 +419,11 @@ def _cmd_compile(args) -> int:
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program
-    from .aot.build import build_executable, default_output, emit_llvm
+    from .aot.build import build_executable, check_output, default_output, emit_llvm
     output = args.output
     if output is None:
         output = default_output(args.file, args.emit_llvm)
+    check_output(output, args.file)
     if args.emit_llvm:
         with _timed(args.timings, "compile"):
             with_deep_stack(emit_llvm, program, output, args.portable)
@@ -474,7 +476,32 @@ def _isatty(stream) -> bool:
 _ran_repl = False
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, timeout, a job scheduler): unwinds as Ctrl-C does, so that nothing
+    half-written is left; status 143."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
+    import signal
+    import threading
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        try:
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):
+            previous = None
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = None
     try:
@@ -507,6 +534,9 @@ def main(argv=None) -> int:
             pass
         _say(e.render() + "\n")
         status = 1
+    except Terminated:
+        _say("goat: terminated\n")
+        status = 143
     except KeyboardInterrupt:
         _say("goat: interrupted\n")
         status = 130

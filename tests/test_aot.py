@@ -369,6 +369,95 @@ def test_compile_errors_are_clear_and_leave_nothing(env, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_outputs_that_cannot_be_written_are_errors_not_crashes(env, tmp_path):
+    """-o a folder, an empty name, the program itself, a cache that is a file: each a one-line
+    error, status 1, the program intact (it had been an internal error, or the program
+    silently replaced by its executable)."""
+    src = tmp_path / "p.mg"
+    src.write_text("print [[2]]\n")
+    (tmp_path / "adir").mkdir()
+    cases = [
+        (["compile", "--aot", str(src), "-o", str(tmp_path / "adir")], env,
+         "goat: error: cannot write %s: it is a directory" % (tmp_path / "adir")),
+        (["compile", "--aot", str(src), "-o", ""], env,
+         "goat: error: cannot write the output: the file name is empty"),
+        (["compile", "--aot", str(src), "-o", str(src)], env,
+         "goat: error: cannot write %s: it is the program being compiled" % src),
+        (["compile", "--aot", "--emit-llvm", str(src), "-o", str(src)], env,
+         "goat: error: cannot write %s: it is the program being compiled" % src),
+        (["run", "--aot", str(src)], dict(env, GOAT_CACHE=str(src)),
+         "goat: error: cannot use the cache folder %s: '%s' is not a directory" % (
+             os.path.join(str(src), "aot"), src)),
+    ]
+    for args, e, first in cases:
+        r = goat_cmd(args, e)
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert r.stderr.startswith(first), r.stderr
+        assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+        assert src.read_text() == "print [[2]]\n"
+    assert os.listdir(tmp_path / "adir") == [] and sorted(os.listdir(tmp_path)) == ["adir", "p.mg"]
+    with pytest.raises(goat.GoatError, match="it is the program being compiled"):
+        goat.compile_file(str(src), str(src))
+    with pytest.raises(TypeError, match="opt must be an int"):
+        goat.compile_file(str(src), str(tmp_path / "x"), opt="2")
+
+
+def test_a_damaged_cache_entry_is_built_again(env, tmp_path):
+    """An empty compiled program, a folder in its place, a runtime archive of garbage (a
+    disk that filled up, a copy cut short): built again, not failing on every run."""
+    e = dict(env, GOAT_CACHE=str(tmp_path / "cache"))
+    src = tmp_path / "p.mg"
+    src.write_text("print [[2]] * 21\n")
+    assert "[[42]]" in goat_cmd(["run", "--aot", str(src)], e).stdout
+    folder = tmp_path / "cache" / "aot"
+    prog = next(folder.glob("prog-*"))
+    runtime = next(folder.glob("runtime-*"))
+    for damage in (lambda: prog.write_bytes(b""), lambda: (prog.unlink(), prog.mkdir()),
+                   lambda: (runtime.write_bytes(b"garbage"), prog.unlink())):
+        damage()
+        r = goat_cmd(["run", "--aot", str(src)], e)
+        assert (r.returncode, r.stderr) == (0, "") and "[[42]]" in r.stdout
+    assert runtime.read_bytes().startswith((b"!<arch>\n", b"\x7fELF"))
+    assert not [f for f in os.listdir(folder) if f.startswith(".goat")]
+
+
+def test_cc_may_carry_options(env, tmp_path):
+    src = tmp_path / "p.mg"
+    src.write_text("print [[2]] + 1\n")
+    r = goat_cmd(["compile", "--aot", str(src), "-o", str(tmp_path / "p")],
+                 dict(env, CC="%s -O0" % (shutil.which("cc") or shutil.which("gcc"))))
+    assert r.returncode == 0, r.stderr
+    assert "[[3]]" in subprocess.run([str(tmp_path / "p")], capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
+def test_ctrl_c_while_compiling_leaves_nothing_half_written(env, tmp_path):
+    """Ctrl-C reaches goat and the linker it runs (one process group): whenever it comes,
+    the output folder ends with the executable whole or nothing, no temporary file."""
+    import signal
+    import time
+    src = tmp_path / "p.mg"
+    src.write_text("print [[2]] @ [[3]]\n")
+    out = tmp_path / "out"
+    for delay in (0.0, 0.01, 0.02, 0.03, 0.05, 0.1):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        p = subprocess.Popen([sys.executable, "-m", "goat", "compile", "--aot", str(src), "-o",
+                              str(out / "exe")], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.time() + 60
+        while not os.listdir(out) and p.poll() is None and time.time() < deadline:
+            time.sleep(0.001)
+        time.sleep(delay)
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        time.sleep(0.2)
+        assert p.returncode in (0, 130), err
+        assert b"Traceback" not in err and (p.returncode == 0 or err == b"goat: interrupted\n")
+        assert os.listdir(out) in ([], ["exe"]), (delay, os.listdir(out))
+
+
 def test_run_aot_uses_the_cache(env, tmp_path):
     src = tmp_path / "c.mg"
     src.write_text("print [[3]] * 2\n")

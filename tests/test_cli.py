@@ -217,3 +217,25 @@ def test_deep_stack_calls_in_threads_keep_the_recursion_limit():
         t.join()
     assert errors == []
     assert sys.getrecursionlimit() == before
+
+
+def test_sigterm_unwinds_a_save_and_says_terminated(tmp_path):
+    """kill, timeout and job schedulers send SIGTERM: goat stops as on Ctrl-C -- the
+    temporary file of a save in progress removed, the file saved before intact -- and says
+    so, with status 143 (128 + 15)."""
+    import signal
+    import time
+    import numpy as np
+    (tmp_path / "s.mg").write_text(
+        'let w = rand(tensor[3000x1000], 1)\nfor i in 0 .. 1000 {\n    save(w, "w.npy")\n}\n')
+    p = subprocess.Popen([sys.executable, "-m", "goat", "run", "s.mg"], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not (tmp_path / "w.npy").exists() and time.time() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == (143, b"goat: terminated\n")
+    assert sorted(os.listdir(tmp_path)) == ["s.mg", "w.npy"]
+    assert np.load(tmp_path / "w.npy").shape == (3000, 1000)

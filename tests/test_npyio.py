@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numpy.lib import format as npformat
 
+from goat.interp import npyio
 from goat.interp.npyio import read_npy, save_npy
 from goat.ops.registry import OpError
 
@@ -501,13 +502,13 @@ def test_a_read_only_file_is_not_replaced(tmp_path):
 
 
 def fail_halfway(error):
-    """A write_array that writes half of the real file, then fails."""
+    """save's writer (npyio._write_array) writing half of the real file, then failing."""
     real = npformat.write_array
 
     def write_array(f, array, **kwargs):
         import io
         buf = io.BytesIO()
-        real(buf, array, **kwargs)
+        real(buf, array, allow_pickle=False)
         data = buf.getvalue()
         f.write(data[:len(data) // 2])
         f.flush()
@@ -526,7 +527,7 @@ def test_an_interrupted_save_leaves_the_old_file_whole(tmp_path, monkeypatch, er
     old = np.arange(1000.0)
     np.save(p, old)
     before = p.read_bytes()
-    monkeypatch.setattr(npformat, "write_array", fail_halfway(error))
+    monkeypatch.setattr(npyio, "_write_array", fail_halfway(error))
     assert message(save_npy, str(p), np.zeros(1000), shown="w.npy") == "cannot save w.npy: " + why
     assert p.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["w.npy"]          # no temporary file left behind
@@ -536,7 +537,7 @@ def test_an_interrupt_during_save_removes_the_temporary_file(tmp_path, monkeypat
     p = tmp_path / "w.npy"
     np.save(p, np.arange(10.0))
     before = p.read_bytes()
-    monkeypatch.setattr(npformat, "write_array", fail_halfway(KeyboardInterrupt()))
+    monkeypatch.setattr(npyio, "_write_array", fail_halfway(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         save_npy(str(p), np.zeros(10))
     assert p.read_bytes() == before
@@ -604,3 +605,19 @@ def test_save_never_replaces_a_device_or_a_pipe(tmp_path):
         save_npy(str(link), np.zeros((1, 1)))
     assert e.value.message.endswith("it is a character device, not a regular file")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((0, 3), np.float64),
+                                          ((3, 4, 5), np.float64), ((7,), np.float32),
+                                          ((1,) * 40, np.float64)])
+def test_save_writes_the_bytes_numpy_writes(shape, dtype):
+    """save writes the cells with the file's own write (so a full disk is "the disk is
+    full", not tofile's "N requested and M written"): byte for byte NumPy's write_array."""
+    import io
+    from numpy.lib import format as npformat
+    from goat.interp.npyio import _write_array
+    a = np.asarray(np.random.default_rng(0).normal(size=shape), dtype=dtype, order="C")
+    want, got = io.BytesIO(), io.BytesIO()
+    npformat.write_array(want, a, allow_pickle=False)
+    _write_array(got, a)
+    assert got.getvalue() == want.getvalue()

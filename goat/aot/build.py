@@ -40,17 +40,64 @@ def cache_dir() -> str:
     return os.path.join(root, "aot")
 
 
-def find_cc() -> str:
-    """The system C compiler: $CC, else cc, gcc or clang on the PATH; GoatError if none."""
-    env = os.environ.get("CC")
-    candidates = [env] if env else ["cc", "gcc", "clang"]
+def find_cc() -> list:
+    """The system C compiler as a command (a list: $CC may carry options, ``CC="gcc -m64"``,
+    split as a shell splits it): $CC, else cc, gcc or clang on the PATH; GoatError if none."""
+    import shlex
+    env = os.environ.get("CC", "").strip()
+    try:
+        words = shlex.split(env) if env else []
+    except ValueError:
+        words = [env]
+    candidates = [words[0]] if words else ["cc", "gcc", "clang"]
     for name in candidates:
         path = shutil.which(name)
         if path:
-            return path
+            return [path] + words[1:]
     raise GoatError("goat compile --aot links with the system C compiler, but none was found "
-                    "(looked for %s on the PATH%s); install one (e.g. gcc) or set CC"
-                    % (", ".join(candidates), "" if env else ""), path="goat")
+                    "(looked for %s on the PATH); install one (e.g. gcc) or set CC"
+                    % ", ".join(candidates), path="goat")
+
+
+def _cache_folder(*parts) -> str:
+    """A folder of the cache, made if missing; GoatError saying so if it cannot be."""
+    folder = os.path.join(cache_dir(), *parts)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as e:
+        raise GoatError("%s; goat keeps compiled programs there (set GOAT_CACHE to a folder "
+                        "it can write)" % _write_error(folder, e, "use the cache folder"),
+                        path="goat") from None
+    return folder
+
+
+def _write_error(path: str, e: OSError, verb: str = "write") -> str:
+    """``cannot write x: permission denied`` and the like (as save words them)."""
+    from ..interp.npyio import _os_message
+    return _os_message(verb, os.path.abspath(path), path, e)
+
+
+def check_output(output: str, program_path: str | None) -> None:
+    """GoatError unless ``output`` can be written by goat compile: a file name, not a
+    folder, in a folder that exists, and not the program being compiled."""
+    if not output:
+        raise GoatError("cannot write the output: the file name is empty", path="goat")
+    if os.path.isdir(output):
+        raise GoatError("cannot write %s: it is a directory" % output, path="goat")
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise GoatError("cannot write %s: its folder %s does not exist" % (output, folder),
+                        path="goat")
+    if program_path and program_path != "-":
+        try:
+            same = os.path.samefile(output, program_path)
+        except OSError:
+            same = False
+        if same:
+            raise GoatError("cannot write %s: it is the program being compiled (name another "
+                            "output with -o)" % output, path="goat")
 
 
 def _host():
@@ -91,36 +138,57 @@ def host_key() -> str:
 @contextlib.contextmanager
 def _replacing(path: str, mode: int):
     """A temporary file next to ``path`` to write, given ``mode`` and renamed to ``path`` when
-    the block ends, removed when it fails: a failed build leaves nothing behind."""
-    fd, tmp = tempfile.mkstemp(prefix=".goat-", dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
+    the block ends, removed when it fails: a failed or interrupted build leaves nothing
+    behind.  It lies in a temporary folder of its own, removed at the end, so a linker still
+    finishing after Ctrl-C (which reaches it too) cannot create the file again.  An OSError
+    becomes GoatError naming ``path``."""
+    try:
+        work = tempfile.mkdtemp(prefix=".goat-", dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as e:
+        raise GoatError(_write_error(path, e), path="goat") from None
+    tmp = os.path.join(work, "out")
     try:
         yield tmp
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise GoatError(_write_error(path, e), path="goat") from None
+    finally:
+        _remove_folder(work)
+
+
+def _remove_folder(work: str) -> None:
+    try:
+        shutil.rmtree(work, ignore_errors=True)
+    except BaseException:           # Ctrl-C arriving in the middle: finish, then go on with it
+        shutil.rmtree(work, ignore_errors=True)
         raise
+    if os.path.exists(work):        # written into while it was removed: once more
+        time.sleep(0.05)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
     with _replacing(path, mode) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise GoatError(_write_error(path, e), path="goat") from None
 
 
 def _run_cc(args, what):
     try:
-        r = subprocess.run(args, capture_output=True, text=True)
+        r = subprocess.run(args, capture_output=True, text=True, errors="replace")
     except OSError as e:
         raise GoatError("cannot run the C compiler %s: %s" % (args[0], e.strerror or e),
                         path="goat") from None
     if r.returncode != 0:
         detail = (r.stderr or r.stdout).strip().splitlines()
-        raise GoatError("the C compiler failed %s: %s" % (what, detail[-1] if detail else
+        # the cause, not gcc's "collect2: error: ld returned 1 exit status" after it
+        cause = [line for line in detail if not line.startswith("collect2:")] or detail
+        raise GoatError("the C compiler failed %s: %s" % (what, cause[-1] if cause else
                                                           "status %d" % r.returncode),
                         path="goat")
 
@@ -129,25 +197,29 @@ def runtime_library(cc: str) -> str:
     """The compiled runtime (an archive of the C runtime's objects), built once per runtime
     source text and compiler, kept in the cache."""
     h = hashlib.sha256()
-    h.update(cc.encode())
+    h.update(" ".join(cc).encode())
     h.update(" ".join(C_FLAGS).encode())
     for name in RUNTIME_SOURCES + ("goat_rt.h", "npy.h", "fmt.h", "rng.h"):
         path = os.path.join(RUNTIME_DIR, name)
         if os.path.exists(path):
             with open(path, "rb") as f:
                 h.update(name.encode() + b"\0" + f.read())
-    folder = cache_dir()
-    os.makedirs(folder, exist_ok=True)
+    folder = _cache_folder()
     lib = os.path.join(folder, "runtime-%s.a" % h.hexdigest()[:20])
-    if os.path.exists(lib):
+    if _looks_built(lib, (b"!<arch>\n", b"\x7fELF")):
         return lib
-    work = tempfile.mkdtemp(prefix="goat-rt-", dir=folder)
+    _remove_bad(lib)
+    try:
+        work = tempfile.mkdtemp(prefix=".goat-rt-", dir=folder)
+    except OSError as e:
+        raise GoatError(_write_error(folder, e, "use the cache folder"), path="goat") from None
     try:
         objs = [os.path.join(work, name[:-2] + ".o") for name in RUNTIME_SOURCES]
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            jobs = [pool.submit(_run_cc, [cc, *C_FLAGS, "-c", os.path.join(RUNTIME_DIR, name),
-                                          "-o", obj], "on goat's runtime (%s)" % name)
+            jobs = [pool.submit(_run_cc, [*cc, *C_FLAGS, "-c",
+                                          os.path.join(RUNTIME_DIR, name), "-o", obj],
+                                "on goat's runtime (%s)" % name)
                     for name, obj in zip(RUNTIME_SOURCES, objs)]
             for job in jobs:
                 job.result()
@@ -156,11 +228,37 @@ def runtime_library(cc: str) -> str:
         if ar:
             _run_cc([ar, "rcs", tmp] + objs, "making the runtime archive")
         else:               # no ar: one relocatable object instead
-            _run_cc([cc, "-r", "-o", tmp] + objs, "making the runtime object")
+            _run_cc([*cc, "-r", "-o", tmp] + objs, "making the runtime object")
         os.replace(tmp, lib)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove_folder(work)
     return lib
+
+
+def _looks_built(path: str, magics) -> bool:
+    """Is ``path`` a file that begins as a finished build does?  (A cache entry left empty
+    or damaged -- a disk that filled up, a copy cut short -- is built again, not used.)"""
+    if sys.platform != "linux":
+        return os.path.isfile(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return any(head.startswith(m) for m in magics)
+
+
+def _remove_bad(path: str) -> None:
+    """Remove a damaged cache entry (a file, or a folder in its place)."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    except OSError as e:
+        raise GoatError("%s (remove it, or set GOAT_CACHE to another folder)"
+                        % _write_error(path, e, "replace the damaged cache entry"),
+                        path="goat") from None
 
 
 def optimise(llvm_ir: str, opt: int = 2, timings: dict | None = None):
@@ -214,19 +312,15 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
         timings["codegen"] = time.perf_counter() - t
     t = time.perf_counter()
     lib = runtime_library(cc)
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise GoatError("cannot write %s: its folder %s does not exist" % (output, folder),
-                        path="goat")
-    work = tempfile.mkdtemp(prefix="goat-link-")
-    try:
-        objpath = os.path.join(work, "program.o")
-        with open(objpath, "wb") as f:
-            f.write(obj)
-        with _replacing(output, 0o755 & ~_umask()) as tmp:
-            _run_cc([cc, "-o", tmp, objpath, lib, "-lm", "-ldl"], "linking the program")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    check_output(output, None)
+    with _replacing(output, 0o755 & ~_umask()) as tmp:
+        objpath = os.path.join(os.path.dirname(tmp), "program.o")
+        try:
+            with open(objpath, "wb") as f:
+                f.write(obj)
+        except OSError as e:
+            raise GoatError(_write_error(output, e), path="goat") from None
+        _run_cc([*cc, "-o", tmp, objpath, lib, "-lm", "-ldl"], "linking the program")
     if timings is not None:
         timings["link"] = time.perf_counter() - t
 
@@ -245,7 +339,8 @@ def emit_llvm(program, output: str, portable: bool = False) -> None:
     module = lower(program, numpy=_libraries(portable))
     llvm = _host()
     module.triple = llvm.get_process_triple()
-    _write_atomic(output, str(module).encode())
+    check_output(output, None)
+    _write_atomic(output, str(module).encode(), 0o666 & ~_umask())
 
 
 def _umask() -> int:
@@ -281,10 +376,10 @@ def cached_executable(program, source, timings: dict | None = None,
                       portable: bool = False) -> str:
     """The path of ``program`` compiled, from the cache or compiled into it now."""
     key = program_key(program, source, portable)
-    folder = cache_dir()
-    os.makedirs(folder, exist_ok=True)
+    folder = _cache_folder()
     exe = os.path.join(folder, "prog-%s" % key)
-    if not os.path.exists(exe):
+    if not (_looks_built(exe, (b"\x7fELF",)) and os.access(exe, os.X_OK)):
+        _remove_bad(exe)
         build_executable(program, exe, timings=timings, portable=portable)
     elif timings is not None:
         timings["cached"] = True

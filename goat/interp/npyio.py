@@ -368,7 +368,7 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".",
                                    suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            _format.write_array(f, arr, allow_pickle=False)
+            _write_array(f, arr)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
@@ -387,6 +387,15 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
             except OSError:
                 pass
     _fsync_directory(directory)
+
+
+def _write_array(f, arr) -> None:
+    """``arr`` (C-contiguous) in .npy format, the bytes NumPy's ``format.write_array`` writes
+    (version 1.0 header, then the cells), the cells by the file's own write (NumPy's
+    ``tofile`` reports a full disk only as "N requested and M written", without the reason;
+    this OSError says ENOSPC)."""
+    _format.write_array_header_1_0(f, _format.header_data_from_array_1_0(arr))
+    f.write(memoryview(arr.reshape(-1)).cast("B"))
 
 
 _umask_lock = threading.Lock()

@@ -18,8 +18,8 @@
  * (".NAME.XXXXXXXX.tmp", mode 0600) and given NumPy's header for a C-ordered '<f8' array and
  * the data, fsynced, given the target's mode (or 0666 less the umask), renamed onto the
  * target, and the folder fsynced; on any error the temporary file is removed and the target
- * is untouched.  A failed write of the data is worded as ndarray.tofile words it ("N requested
- * and M written", "not enough free space to write N bytes").
+ * is untouched.  A failed write of the data is an OS error like any other (ENOSPC: "the disk
+ * is full").
  *
  * OS errors are worded as _os_message words them (errno -> words; other errors strerror's text
  * with its first letter lowered, as Python's OSError.strerror is).
@@ -4034,15 +4034,15 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         sv_os_fail(&S, errno, NULL);
     }
     int err = 0;
-    goat_str why = {0};                 /* an OSError without an errno: its text */
 
     /* the header (save_npy's buffered writer: an OSError with the errno) */
     goat_str h = {0};
     npy_header(&h, rank, dims);
     write_all(fd, h.data, h.len, &err);
     sb_free(&h);
-    /* the data, little-endian, as ndarray.tofile writes it: its failures are worded
-     * "N requested and M written" (elements), and a large array's space is reserved first */
+    /* the data, little-endian, by the file's own writes (as save_npy writes it: a failure is
+     * an OSError with its errno, ENOSPC "the disk is full"); a large array's space is
+     * reserved first */
     int64_t count = 1;
     for (int64_t i = 0; i < rank; i++)
         count *= dims[i];
@@ -4051,13 +4051,12 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         off_t at = lseek(fd, 0, SEEK_CUR);
         if (fallocate(fd, 1 /* FALLOC_FL_KEEP_SIZE */, at, (off_t)(count * 8)) != 0
                 && errno == ENOSPC)
-            sb_f(&why, "not enough free space to write %lld bytes", (long long)(count * 8));
+            err = ENOSPC;
     }
 #endif
-    if (!err && !why.len) {
+    if (!err) {
         unsigned char buf[1 << 16];
         size_t per = sizeof buf / 8;
-        int64_t written = 0;            /* bytes */
         for (int64_t i = 0; i < count && !err;) {
             size_t n = (size_t)(count - i) < per ? (size_t)(count - i) : per;
             for (size_t k = 0; k < n; k++) {
@@ -4066,19 +4065,9 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
                 for (int b = 0; b < 8; b++)
                     buf[8 * k + (size_t)b] = (unsigned char)(bits >> (8 * b));
             }
-            written += (int64_t)write_all(fd, buf, 8 * n, &err);
+            write_all(fd, buf, 8 * n, &err);
             i += (int64_t)n;
         }
-        if (err) {
-            sb_f(&why, "%lld requested and %lld written", (long long)count,
-                 (long long)(written / 8));
-            err = 0;
-        }
-    }
-    if (why.len) {
-        close(fd);
-        unlink(sb_str(&tmp));
-        sv_os_fail(&S, 0, sb_str(&why));
     }
     if (!err && fsync(fd) != 0)
         err = errno;
