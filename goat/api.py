@@ -511,7 +511,10 @@ def read_source(path) -> Source:
     except IsADirectoryError:
         raise GoatError("cannot read %s: it is a directory" % path, path=path) from None
     except OSError as e:
-        raise GoatError("cannot read %s: %s" % (path, e.strerror or e), path=path) from None
+        from .interp.npyio import _os_message       # "no such file", as load says it
+        shown = path or "''"
+        raise GoatError(_os_message("read", os.path.abspath(path) if path else path, shown, e),
+                        path=shown) from None
     except ValueError:          # a path with a NUL byte in it
         raise GoatError("cannot read %r: a file name cannot contain a NUL character" % path,
                         path=repr(path)) from None

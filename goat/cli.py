@@ -227,6 +227,9 @@ def _parser() -> argparse.ArgumentParser:
                            "executable opens NumPy's BLAS and SVML (found now) when it runs, "
                            "to print goat run's bits exactly, and uses its own code where they "
                            "are gone")
+    comp.add_argument("--dtype", default="f64", choices=["f64", "f32"],
+                      help="the precision: f64 only (compiled programs compute as goat run "
+                           "does by default; --dtype f32 runs with goat run)")
 
     repl = sub.add_parser("repl", help="the interactive REPL (what plain goat starts on a "
                                        "terminal)",
@@ -327,7 +330,8 @@ def _read_problem(e: OSError) -> str:
         return "it is not open for reading"
     if e.errno == errno.EISDIR:
         return "it is a directory"
-    return e.strerror or str(e)
+    text = e.strerror or str(e)
+    return text[:1].lower() + text[1:]
 
 
 def _cmd_run(args) -> int:
@@ -415,6 +419,10 @@ def _cmd_compile(args) -> int:
     if not args.aot:
         _say("goat compile: error: say --aot (goat compile --aot FILE): ahead-of-time "
              "compilation to native code is the only kind goat does\n")
+        return 1
+    if args.dtype != "f64":
+        _say("goat compile: error: --aot compiles for this machine's processor, in float64 "
+             "only; --dtype f32 runs with goat run --dtype f32\n")
         return 1
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)

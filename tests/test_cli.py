@@ -68,7 +68,7 @@ def test_help_and_version():
 def test_missing_file():
     status, out, err = cli("run", "no/such/file.mg")
     assert status == 1 and out == ""
-    assert err.strip() == "no/such/file.mg: error: cannot read no/such/file.mg: No such file or directory"
+    assert err.strip() == "no/such/file.mg: error: cannot read no/such/file.mg: no such directory 'no/such'"
 
 
 def test_directory_is_not_a_program():
@@ -81,7 +81,7 @@ def test_unreadable_file(tmp_path):
     path = write(tmp_path, "secret.mg", CORE)
     os.chmod(path, 0)
     status, _, err = cli("run", path)
-    assert status == 1 and "Permission denied" in err
+    assert status == 1 and "permission denied" in err
 
 
 def test_binary_junk(tmp_path):
@@ -239,3 +239,15 @@ def test_sigterm_unwinds_a_save_and_says_terminated(tmp_path):
     assert (p.returncode, err) == (143, b"goat: terminated\n")
     assert sorted(os.listdir(tmp_path)) == ["s.mg", "w.npy"]
     assert np.load(tmp_path / "w.npy").shape == (3000, 1000)
+
+
+def test_compile_says_f32_is_for_goat_run(tmp_path):
+    status, out, err = cli("compile", "--aot", "--dtype", "f32", write(tmp_path, "a.mg", CORE))
+    assert (status, out) == (1, "")
+    assert err == ("goat compile: error: --aot compiles for this machine's processor, in "
+                   "float64 only; --dtype f32 runs with goat run --dtype f32\n")
+
+
+def test_an_empty_file_name_is_quoted(tmp_path):
+    status, out, err = cli("run", "")
+    assert (status, out, err) == (1, "", "'': error: cannot read '': no such file\n")

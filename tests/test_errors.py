@@ -397,3 +397,17 @@ def test_a_missing_shape_hint_writes_the_arguments_in_their_order(call, written)
 def test_save_with_an_empty_file_name_is_a_static_error():
     e = error('print [[1]]\nsave([[1]], "")')
     assert (e.line, e.message) == (2, 'save needs a file name, such as save(x, "x.npy"); got ""')
+
+
+def test_keyword_arguments_are_named_as_such():
+    e = error("import optim\nprint optim.cosine_lr(5, warmup=10)")
+    assert e.line == 2 and e.message.endswith(
+        "; goat has no keyword arguments (warmup=...): pass each argument by position, in the "
+        "order of the parameters")
+
+
+@pytest.mark.parametrize("src", ["for i in 0..1e300 { }\n",
+                                 "let n = row_sum([[1e300, 1]])\nfor i in 0..n { }\n"])
+def test_a_huge_loop_bound_is_spelled_as_python_spells_it(src):
+    """1e+300, not %.17g's 1.0000000000000001e+300 (before running, and when it runs)."""
+    assert error(src).message.endswith("exact up to 2**53), got 1e+300")

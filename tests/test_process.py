@@ -214,7 +214,7 @@ def test_a_word_that_is_neither_a_command_nor_a_file(files):
     # a name that looks like a file is taken for one, and its absence is reported
     status, _, err = shell("%s -m goat missing.mg" % PYTHON, d)
     assert status == 1
-    assert err == "missing.mg: error: cannot read missing.mg: No such file or directory\n"
+    assert err == "missing.mg: error: cannot read missing.mg: no such file\n"
     status, _, err = shell("%s -m goat %s" % (PYTHON, shlex.quote(ROOT)), d)
     assert status == 1 and "it is a directory" in err
 
@@ -263,7 +263,7 @@ def test_time_reports_the_phases_that_ran(files):
                         r"\(\d+ nodes\)\n", err)
     # nothing ran: no report
     status, _, err = shell("%s -m goat run --time missing.mg" % PYTHON, d)
-    assert status == 1 and err == "missing.mg: error: cannot read missing.mg: No such file or directory\n"
+    assert status == 1 and err == "missing.mg: error: cannot read missing.mg: no such file\n"
 
 
 def test_api_timings_name_the_phase_that_failed():

@@ -168,8 +168,10 @@ def _bound(be, x, node):
     if not math.isfinite(v) or v != int(v):
         raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
     if abs(v) > MAX_BOUND:
+        from ..ops.rng import _format_seed
         raise GoatError("a loop bound must be a whole number from -%d to %d (the loop index is "
-                        "a float, exact up to 2**53), got %.17g" % (MAX_BOUND, MAX_BOUND, v),
+                        "a float, exact up to 2**53), got %s" % (MAX_BOUND, MAX_BOUND,
+                                                                 _format_seed(v)),
                         node.loc)
     return int(v)
 

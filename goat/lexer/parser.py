@@ -564,6 +564,10 @@ _STATEMENT_HABITS = {
 }
 
 
+def _open_parens(tokens) -> int:
+    return sum(1 if t.type == "LPAR" else -1 if t.type == "RPAR" else 0 for t in tokens)
+
+
 def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
@@ -596,6 +600,10 @@ def _hint(tokens, tok) -> str:
         return "; there is no indexing: select with a matrix product, or by masking"
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"
+    if tok.type == "_EQUAL" and prev == "NAME" and i >= 2 and tokens[i - 2].type in (
+            "LPAR", "_COMMA") and _open_parens(tokens[:i]) > 0:
+        return ("; goat has no keyword arguments (%s=...): pass each argument by position, "
+                "in the order of the parameters" % tokens[i - 1].value)
     if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
         return "; a new name needs let: let %s = ..." % tokens[0].value
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":

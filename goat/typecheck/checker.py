@@ -1172,9 +1172,10 @@ class Checker:
             if v != int(v):
                 raise GoatError("a loop bound must be a whole number, got %g" % v, loc)
             if abs(v) > 2 ** 53:
+                from ..ops.rng import _format_seed
                 raise GoatError("a loop bound must be a whole number from -%d to %d (the loop "
-                                "index is a float, exact up to 2**53), got %.17g"
-                                % (2 ** 53, 2 ** 53, v), loc)
+                                "index is a float, exact up to 2**53), got %s"
+                                % (2 ** 53, 2 ** 53, _format_seed(v)), loc)
 
     def _for(self, stmt: ast.For, scope, b):
         lo = self.value(stmt.lo, scope, b)

@@ -18,6 +18,7 @@
 
 #include "goat_rt.h"
 #include "fmt.h"
+#include "rng.h"
 
 /* goat_head (goat_rt.h): a value's reference count and cells, and how goat run would hold
    it (which of goat run's arrays it is a view of, and its strides when not row-major) */
@@ -198,10 +199,13 @@ int64_t goat_bound(double v, const char *site)
         number(buf, sizeof buf, v);
         goat_fail(site, "a loop bound must be a whole number, got %s", buf);
     }
-    if (fabs(v) > 9007199254740992.0)
+    if (fabs(v) > 9007199254740992.0) {
+        char got[32];
+        goat_format_seed(v, got);       /* as Python spells it: 1e+300, not %.17g's digits */
         goat_fail(site, "a loop bound must be a whole number from -%lld to %lld (the loop "
-                  "index is a float, exact up to 2**53), got %.17g",
-                  9007199254740992LL, 9007199254740992LL, v);
+                  "index is a float, exact up to 2**53), got %s",
+                  9007199254740992LL, 9007199254740992LL, got);
+    }
     return (int64_t)v;
 }
 
