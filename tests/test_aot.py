@@ -203,6 +203,8 @@ print (a > 0) or (c < 0)
 print not a
 print maximum(a, b)
 print minimum(a, c)
+print where(a > 0, log(a), c)
+print where(transpose(a) > 0, transpose(a), 0 / 0)
 print row_sum(a)
 print row_max(a)
 print row_min(a)

@@ -75,6 +75,7 @@ print minimum(-z, z)
 print a % 2.5
 print (-a) % 2.5
 print a % z
+print where(a > 0, log(a), z / z) + where(z, 1.0, 2.0)
 print (a > z) + (a >= z) * 2 + (a < z) * 4 + (a <= z) * 8 + (a == z) * 16 + (a != z) * 32
 print (a and z) + (a or z) * 2 + (not a) * 4
 print row_sum(a) + row_mean(a)
@@ -264,7 +265,7 @@ def _c_kernel(tmp_path, spec, ctype):
 
 EXACT = {"add", "subtract", "multiply", "divide", "negate", "sqrt", "abs", "floor", "relu",
          "ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or", "logical_not",
-         "remainder", "maximum", "minimum"}
+         "remainder", "maximum", "minimum", "where"}
 
 
 def _numpy_op(op, dtype, *args):
@@ -289,7 +290,8 @@ def test_every_kernel_body_matches_numpy(tmp_path, dtype):
     for op in ops:
         spec = (op.arity, ((op, tuple(range(op.arity))),))
         k = _c_kernel(tmp_path, spec, ctype)
-        args = (v[:, None], v[None, :]) if op.arity == 2 else (v,)
+        args = ((v,), (v[:, None], v[None, :]), (v[:, None, None], v[None, :, None],
+                                                 v[None, None, :]))[op.arity - 1]
         got = k(*args)
         want = _numpy_op(op, dtype, *args)
         assert got.shape == want.shape

@@ -72,7 +72,7 @@ NOT_DIFFERENTIATED = {"ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logica
                       "stop_gradient", "bind", "sum_to", "broadcast_to", "dim_size",
                       "onehot", "argmax_rows", "sample_rows", "floor"}
 # differentiated against finite differences in tests/test_verbs.py
-TESTED_IN_TEST_VERBS = {"gather", "scatter_add"}
+TESTED_IN_TEST_VERBS = {"gather", "scatter_add", "where"}
 
 
 def test_every_op_is_tested_or_known_not_differentiable():

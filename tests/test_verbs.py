@@ -311,3 +311,38 @@ def test_sample_rows_of_rows_without_columns_is_a_clear_error():
     with pytest.raises(goat.GoatError) as e:
         goat.run_source("print sample_rows(zeros(tensor[2x0]), 1)\n")
     assert "row 0 is []" in str(e.value)
+
+
+def test_where_values_and_gradients():
+    """where(c, a, b) against NumPy's where (c non-zero, a NaN counting as non-zero, picks
+    a), broadcasting the three; the unchosen cell's NaN or inf does not get through, in the
+    value or the gradient (as c * a + (1 - c) * b lets it); the gradient against finite
+    differences of the same NumPy function."""
+    x = np.array([[0.0, 2.0, -1.0], [4.0, 0.5, 0.0]])
+    w = np.array([[1.0, -2.0, 3.0]])
+    c = np.array([[1.0], [0.0]])
+    got = run("let x = %s\nlet w = %s\nlet c = %s\n"
+              "print where(x > 0, log(x), 0)\n"
+              "print where(c, x, w)\n"
+              "print where(0 / 0, x, w)\n"
+              "print grad(row_sum(col_sum(where(x > 1, w * x, w * w * log(x)))), w)\n"
+              % (lit(x), lit(w), lit(c)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(got[0], np.where(x > 0, np.log(x), 0.0))
+        want = fd(lambda v: np.sum(np.where(x > 1, v * x, v * v * np.log(np.where(x > 1, 1, x)))),
+                  w)
+    np.testing.assert_array_equal(got[1], np.where(c != 0, x, w))
+    np.testing.assert_array_equal(got[2], np.broadcast_to(x, (2, 3)))
+    assert not np.isnan(got[0]).any()
+    # the cells x <= 1 hold log(0) = -inf and log(-1) = NaN: no gradient flows from them
+    # to w where x > 1; where x <= 1, 2 w log(x) is -inf or NaN, and goes to w as such
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[3][finite], want[finite], rtol=1e-7)
+
+
+def test_where_shapes_and_errors():
+    e = error("print where([[1, 0]], [[1], [2]], [[1, 2, 3]])\n")
+    assert e.message == ("cannot select with shapes 2x2 and 1x3: dimensions 2 and 3 differ "
+                         "and neither is 1")
+    assert "where takes 3 arguments, got 2" in error("print where([[1]], [[2]])\n").message
+    assert run("print where(1, [[1, 2]], 0)\n")[0].tolist() == [[1.0, 2.0]]

@@ -229,6 +229,38 @@ for _name, _verb, _doc in (
                     d, g, a, b, "gt" if _n == "maximum" else "lt")))
 
 
+def _where_shape(c, a, b):
+    return broadcast("select with", broadcast("select with", c, a), b)
+
+
+def _where(be):
+    xp = be.xp
+    dtype = be.dtype
+
+    def run(c, a, b):
+        r = xp.where(c != 0, a, b)
+        # row-major whatever the operands' layout (NumPy would follow a transposed one), in
+        # the precision (two numbers given as a and b are float64 to NumPy)
+        return xp.asarray(r, dtype=dtype, order="C")
+    return run
+
+
+# where(c, a, b): the gradient goes to the operand chosen, cell by cell; none to c
+register(Op(name="where", arity=3, params=(("c", "value"), ("a", "value"), ("b", "value")),
+            signature="where(c, a, b) -> broadcast shape",
+            doc="a where c is non-zero, b where c is 0, cell by cell (broadcasting the three; "
+                "a NaN in c counts as non-zero, as in C), as NumPy's where: unlike "
+                "c * a + (1 - c) * b, a NaN or inf in the cell not chosen does not get through "
+                "(where(x > 0, log(x), 0))",
+            shape=_where_shape, evaluate=_where, tags=("elementwise",),
+            lowering=lower.elementwise(
+                lambda k, c, a, b: k.b.select(lower._nonzero(k, c), a, b), layout=False),
+            kernel="({0} != 0) ? {1} : {2}",
+            vjp=lambda d, g, out, c, a, b: (
+                ZERO, d.unbroadcast(d.op("where", c, g, d.const(0.0)), a),
+                d.unbroadcast(d.op("where", c, d.const(0.0), g), b))))
+
+
 def _extremum_vjp(d, g, a, b, wins):
     """maximum/minimum: the gradient goes to the operand chosen; at a tie it is split in
     halves (as PyTorch's maximum does)."""
