@@ -527,9 +527,9 @@ def _main(argv=None) -> int:
                              "the REPL needs a terminal for its output too\n")
                     args = parser.parse_args(["run", "-"])
                     args.timings = None
-            if args.command == "repl" and not terminal:
-                _say("goat: error: the REPL needs a terminal; to run a program from standard "
-                     "input, pipe it into goat or use goat run -\n")
+            if args.command == "repl" and not terminal and _isatty(sys.stdin):
+                _say("goat: error: the REPL needs a terminal for its output; to keep a "
+                     "transcript, pipe its input too: goat repl < session.txt > log\n")
                 return 1
         except _Exit as e:
             return e.status
@@ -588,9 +588,14 @@ def _memory_text(text: str) -> bool:
 def _dispatch(args) -> int:
     global _ran_repl
     if args.command == "repl":
+        backend, dtype = getattr(args, "backend", "numpy"), getattr(args, "dtype", "f64")
+        if not _isatty(sys.stdin):      # goat repl < session.txt: a transcript
+            from .repl.app import main_piped
+            text = _read("-").text          # read as goat run - reads it
+            return main_piped(text.splitlines(), _Output(), backend, dtype)
         from .repl.app import main as repl_main
         _ran_repl = True
-        return repl_main(getattr(args, "backend", "numpy"), getattr(args, "dtype", "f64"))
+        return repl_main(backend, dtype)
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "compile":

@@ -85,7 +85,7 @@ COMMANDS = {
     "--help": ("--help", False, None, 0, ""),
     "an error in the program": ("run bad.mg", False, "", 1, "bad.mg:1: error: cannot add"),
     "a command-line mistake": ("frob", False, "", 1, "goat: error: 'frob' is neither"),
-    "repl without a terminal": ("repl", False, "", 1, "goat: error: the REPL needs a terminal"),
+    "repl, its input piped": ("repl", True, "goat> " + CORE + MEMREF_11, 0, ""),
 }
 
 

@@ -319,10 +319,37 @@ def test_no_hint_for_what_is_plainly_unfinished():
     assert s.hint("foo + ro") == "error: unknown name 'foo'"
 
 
-def test_repl_needs_a_terminal():
+def test_repl_with_its_input_piped_writes_a_transcript():
+    """goat repl < session.txt: each input echoed after the prompt (an open bracket or an if
+    that an else may follow joins lines, as Enter does on a terminal) and answered as on a
+    terminal; an error does not end the session, but makes the status 1."""
     from conftest import cli
-    status, out, err = cli("repl", stdin=b"print [[1]]\n")
-    assert status == 1 and "the REPL needs a terminal" in err
+    session = ("let q = [[1, 2]]\n"
+               "q @ transpose(q)\n"
+               "q + [[1, 2, 3]]\n"
+               "var s = 0\n"
+               "for i in 0..3 {\n  s = s + i\n}\n"
+               "if s > 2 {\n  print \"big\"\n}\n"
+               "else {\n  print \"small\"\n}\n"
+               "if s > 5 {\n  print \"huge\"\n}\n"
+               "def f(x: tensor[1x2]) = row_sum(x)\n"
+               ":type f\n")
+    status, out, err = cli("repl", stdin=session.encode())
+    assert (status, err) == (1, "")
+    assert out == (
+        "goat> let q = [[1, 2]]\nq : tensor[1x2]\n"
+        "goat> q @ transpose(q)\ntensor[1x1]\n[[5]]\n"
+        "goat> q + [[1, 2, 3]]\n<input 3>:1: error: cannot add shapes 1x2 and 1x3: dimensions 2 "
+        "and 3 differ and neither is 1\n1 | q + [[1, 2, 3]]\n  | ^~~~~~~~~~~~~~~\n"
+        "goat> var s = 0\nvar s : scalar\n"
+        "goat> for i in 0..3 {\n  ...   s = s + i\n  ... }\n"
+        "goat> if s > 2 {\n  ...   print \"big\"\n  ... }\n  ... else {\n  ...   print \"small\"\n"
+        "  ... }\nbig\n"
+        "goat> if s > 5 {\n  ...   print \"huge\"\n  ... }\n"
+        "goat> def f(x: tensor[1x2]) = row_sum(x)\ndef f(x: tensor[1x2]) -> tensor[1x1]\n"
+        "goat> :type f\ndef f(x: tensor[1x2]) -> tensor[1x1]\n")
+    assert cli("repl", stdin=b"let a = [[1]]\n:quit\nprint a + [[1, 2]]\n")[:2] == (
+        0, "goat> let a = [[1]]\na : tensor[1x1]\ngoat> :quit\n")
 
 
 def test_values_handed_out_are_copies():

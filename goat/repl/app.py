@@ -759,6 +759,83 @@ def _history():
         return InMemoryHistory(), "history is not saved: cannot write %s (%s)" % (path, e.strerror or e)
 
 
+class _NoHints:
+    def cancel(self):
+        pass
+
+    def stop(self):
+        pass
+
+
+class PipedRepl(Repl):
+    """The REPL reading its input from a pipe or a file (``goat repl < session.txt``): each
+    input, read as the terminal's Enter would take it (lines with an open bracket, or an if
+    that an else may follow, are one input), is echoed after the prompt and answered as on a
+    terminal -- a let's type, an expression's value, an error -- and the session goes on.
+    The exit status is 1 when an input failed, else 0."""
+
+    def __init__(self, lines, out, backend="numpy", dtype="f64"):
+        self.out = out
+        self.lines = lines
+        self.inputs = 0
+        self.failed = 0
+        self.session = Session(out=_Writer(self))
+        if backend != "numpy" or dtype != "f64":
+            self.session.set_backend(backend, dtype)
+        self.hints = _NoHints()
+
+    def write(self, text: str, style: str = ""):
+        if style == "error":
+            self.failed += 1
+        self.out.write(text)
+        self.out.flush()
+
+    def _width(self):
+        return 100
+
+    def _echo(self, text):
+        lines = text.split("\n")
+        self.out.write("goat> %s\n" % lines[0] + "".join("  ... %s\n" % x for x in lines[1:]))
+
+    def loop(self) -> int:
+        text = ""
+        for line in self.lines:
+            line = line.rstrip("\r\n")
+            if text and not open_brackets(text) and awaits_else(text) \
+                    and not line.lstrip().startswith("else"):
+                if self._run(text) == "quit":           # the if had no else: run it
+                    return self._status()
+                text = ""
+            text = line if not text else text + "\n" + line
+            if open_brackets(text) or awaits_else(text):
+                continue
+            if self._run(text) == "quit":
+                return self._status()
+            text = ""
+        if text.strip():
+            self._run(text)
+        return self._status()
+
+    def _run(self, text):
+        if not text.strip():
+            return None
+        self._echo(text.rstrip())
+        return self.handle(text.rstrip())
+
+    def _status(self) -> int:
+        return 1 if self.failed else 0
+
+
+def main_piped(lines, out, backend: str = "numpy", dtype: str = "f64") -> int:
+    """The REPL over ``lines`` (standard input that is not a terminal), writing to ``out``."""
+    try:
+        repl = PipedRepl(lines, out, backend=backend, dtype=dtype)
+    except GoatError as e:
+        sys.stderr.write("goat repl: error: %s\n" % e.message)
+        return 1
+    return repl.loop()
+
+
 def main(backend: str = "numpy", dtype: str = "f64") -> int:
     """Start the REPL on the terminal, with the array back end ``backend`` in precision
     ``dtype``."""
