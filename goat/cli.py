@@ -459,12 +459,12 @@ def _cmd_check(args) -> int:
         out += ["  " * depth + text for depth, text in program.outline]
     if args.cost:
         from .gpu import cupy_usable
-        from .gpu.auto import choose
+        from .gpu.auto import GPU, choose
         missing = cupy_usable()
         c = choose(program, args.dtype, missing)
         out += ["work: " + c.work,
-                "estimated: %.3g s on the CPU (numpy), %.3g s on a GPU (cupy)"
-                % (c.cpu_seconds, c.gpu_seconds),
+                "estimated: %.3g s on the CPU (numpy), %.3g s on a GPU (cupy; %.3g s of it "
+                "starting CUDA)" % (c.cpu_seconds, c.gpu_seconds, GPU["start"]),
                 "GPU here: %s" % ("yes" if missing is None else "no: " + missing),
                 "--backend auto would choose %s" % c.backend]
     if out:

@@ -175,8 +175,9 @@ def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choic
 
 
 def _num(x: float) -> str:
-    """3 significant digits, whole numbers from 1000 up (3410, not 3.41e+03)."""
-    return "%.0f" % x if x >= 1000 else "%.3g" % x
+    """3 significant digits, whole numbers from 1000 to a million (3410, not 3.41e+03;
+    8.11e+22, not 23 digits)."""
+    return "%.0f" % x if 1000 <= x < 1e6 else "%.3g" % x
 
 
 def _plural(n, one, many):
