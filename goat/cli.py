@@ -452,8 +452,9 @@ def _cmd_check(args) -> int:
         from .diagnostics import GoatError, GoatErrors
         when = ("goat run reports this when the operation runs (a ? size is checked then), "
                 "after the output before it")
+        shown = program.deferred[:20]           # as many as static errors show
         raise GoatErrors([GoatError(e.message, e.loc, notes=tuple(e.notes) + (when,))
-                          for e in program.deferred])
+                          for e in shown], len(program.deferred) - len(shown))
     out = []
     if args.shapes:
         out += ["  " * depth + text for depth, text in program.outline]

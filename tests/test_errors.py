@@ -218,6 +218,58 @@ def test_a_question_mark_defs_result_is_checked_when_it_runs(rest, line, message
     assert [(e.line, e.message) for e in deferred] == [(line, message)]
 
 
+G = "def f(a: tensor[?x2]) = a * 2\n"
+X3 = "[[1, 2], [3, 4], [5, 6]]"
+
+
+@pytest.mark.parametrize("src, line, message", [
+    # the value computed again outside the def is the same node (hash-consing): still f's
+    ("let z = %s * 2\nprint 7\nprint f(%s) + [[1, 2], [3, 4]]\n" % (X3, X3), 4,
+     "cannot add shapes 3x2 and 2x2: dimensions 3 and 2 differ and neither is 1"),
+    # a def that returns its argument itself
+    ("def h(a: tensor[?x2]) = a\nprint 7\nprint h(%s) + [[1, 2], [3, 4]]\n" % X3, 4,
+     "cannot add shapes 3x2 and 2x2: dimensions 3 and 2 differ and neither is 1"),
+    # bound by a let (its own node: a grad target, a constant argument)
+    ("let y = f(%s)\nlet g = grad(row_sum(col_sum(y)), y)\nprint 7\nprint y + [[1, 2], [3, 4]]\n"
+     % X3, 5, "cannot add shapes 3x2 and 2x2: dimensions 3 and 2 differ and neither is 1"),
+    # one of a tuple
+    ("def t(a: tensor[?x2]) {\n  return (a * 2, row_sum(a))\n}\nlet p, q = t(%s)\nprint 7\n"
+     "print q + [[1], [2]]\n" % X3, 7,
+     "cannot add shapes 3x1 and 2x1: dimensions 3 and 2 differ and neither is 1"),
+    # through a def with size variables
+    ("def id2(x: tensor[N, C]) = x * 1\nprint 7\nprint id2(f(%s)) + [[1, 2], [3, 4]]\n" % X3, 4,
+     "cannot add shapes 3x2 and 2x2: dimensions 3 and 2 differ and neither is 1"),
+    # a ? def calling a def of fixed shape
+    ("def g(b: tensor[2x2]) = b * 2\ndef k(a: tensor[?x2]) = g(a)\nprint k([[1, 2], [3, 4]])\n"
+     "print 7\nprint k(%s)\n" % X3, 3, "argument b of g must have shape 2x2, got 3x2"),
+    # one number expected
+    ("print 7\nif row_sum(f([[1, 2], [3, 4]])) > 2 {\n  print 1\n}\n", 3,
+     "an if condition must be a single number (one element), got shape 2x1"),
+    ('print 7\nprint "{row_sum(f([[1, 2], [3, 4]]))}"\n', 3,
+     "a {} field of a format string must hold a single number, but this value has shape 2x1"),
+])
+def test_a_question_mark_defs_result_is_its_own_value(src, line, message):
+    """The book's type belongs to the call's result, not to an equal value computed elsewhere
+    (hash-consing shares their nodes), and follows it through lets, tuples, defs and the
+    places that need one number: each is the book's run-time error, after the output."""
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(G + src, path="t.mg", stdout=out)
+    assert (info.value.line, info.value.message) == (line, message)
+    assert "[7]\n" in out.getvalue()
+
+
+def test_an_equal_value_computed_outside_keeps_its_static_error():
+    src = G + "let x = %s\nlet y = f(x)\nlet z = x * 2\nprint 7\nprint z + [[1, 2], [3, 4]]\n" % X3
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src, path="t.mg", stdout=out)
+    assert (info.value.line, out.getvalue()) == (6, "")
+    e = error("def f(a: tensor[?x2]) = a @ [[1, 2, 3], [4, 5, 6]]\nlet y: tensor[3x2] = f(%s)\n"
+              % X3)
+    assert e.message == "'y' is declared tensor[3x2], but its value has shape ?x3"
+
+
 @pytest.mark.parametrize("rest, message", [
     # sizes the book knows too: still found before anything runs, naming the book's types
     ("print %s + [[1, 2]]\n" % THREE,

@@ -462,7 +462,7 @@ class Lowering:
         is not one number (``what`` names it)."""
         shape = self.shapes[nid]
         if K.cells(shape) != 1:
-            self.fail(b, "%s must be a single number (a scalar), got shape %s"
+            self.fail(b, "%s must be a single number (one element), got shape %s"
                       % (what, format_shape(shape)), loc, notes)
             return self.ir.Constant(self.f64, 0.0)
         return b.load(self.get(b, nid))

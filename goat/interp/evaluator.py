@@ -149,7 +149,7 @@ def _one_number(be, x, what, loc):
     naming ``what`` otherwise."""
     size = getattr(x, "size", 1)
     if size != 1:
-        raise GoatError("%s must be a single number (a scalar), got shape %s"
+        raise GoatError("%s must be a single number (one element), got shape %s"
                         % (what, format_shape(_shape_of(x))), loc)
     return be.scalar(x)
 

@@ -342,20 +342,61 @@ class Builder:
         """An error that the run will meet at ``loc``: kept in the program's ``deferred``
         (goat check reports it; goat run meets it when the operation runs)."""
         e = GoatError(message, loc, notes=self.checker.call_notes(loc))
-        if all((d.loc, d.message, d.notes) != (e.loc, e.message, e.notes)
-               for d in self.program.deferred):
+        key = (loc.source.path, loc.start, loc.end, message, e.notes)
+        seen = self.program.deferred_keys
+        if key not in seen:
+            seen.add(key)
             self.program.deferred.append(e)
 
-    def mark_book(self, result, book, first_new):
-        """Mark the nodes of a ``?`` def's result made by this call (ids from ``first_new``)
-        with the shapes the book gives them (``book``: the def's result type)."""
-        nodes = result if isinstance(result, tuple) else (result,)
-        books = book if isinstance(result, tuple) else (book,)
+    def _book_result(self, tmpl, args, env):
+        """The call's result type as the book gives it: the def's result type, its size
+        variables bound by the arguments' book types (a ``?`` stays ``?``)."""
+        several = isinstance(tmpl.result, tuple)
+        shapes = tmpl.shape if several else (tmpl.shape,)
+        if tmpl.has_vars:
+            books = {}
+            try:
+                for (_, declared, _), a in zip(tmpl.params, args):
+                    bind(declared, a.shape if a.book is None else a.book, books, "")
+            except ShapeError:
+                books = env
+            shapes = tuple(_subst(s, books) for s in shapes)
+        return shapes if several else shapes[0]
+
+    def _soft(self, result, book, loc):
+        """``result`` with each value whose book type has a ``?`` where its shape has a size
+        as a node of its own (an identity, free when it runs) carrying that type: the node of
+        the value itself may be shared, by hash-consing, with an equal value computed
+        elsewhere, whose type is its exact shape."""
+        several = isinstance(result, tuple)
+        nodes = result if several else (result,)
+        books = book if several else (book,)
+        out = []
         for n, s in zip(nodes, books):
-            if (n.id >= first_new and n.book is None and type(s) is tuple
-                    and None in s and s != n.shape and len(s) == len(n.shape)):
-                n.book = s
+            if (type(s) is tuple and type(n.shape) is tuple and len(s) == len(n.shape)
+                    and None in s and s != n.shape):
+                w = self.op(_BIND, (n,), loc, ("?@%s:%d" % (loc.source.path, loc.start),),
+                            shape=n.shape, check=False)
+                if w.book is None:
+                    w.book = s
                 self.checker.soft = True
+                n = w
+            out.append(n)
+        return tuple(out) if several else out[0]
+
+    def _widen_to(self, args, books, loc):
+        """``args`` cast to the types ``books`` (a def body's, with ``?`` sizes) where those
+        have a ``?`` the exact shape fills; None where none has."""
+        if not books:
+            return None
+        out, any_ = [], False
+        for a, s in zip(args, books):
+            if (type(s) is tuple and len(s) == len(a.shape) and None in s and s != a.shape
+                    and all(x is None or x == y for x, y in zip(s, a.shape))):
+                a = self.cast(a, s, None, loc, False)
+                any_ = True
+            out.append(a)
+        return out if any_ else None
 
     def cast(self, ref, declared, what, loc, check):
         if ref.shape == declared:
@@ -405,7 +446,10 @@ class Builder:
                                                              node.loc, attrs=(index,),
                                                              region=home))
 
-    def call(self, tmpl: Template, args, loc):
+    def call(self, tmpl: Template, args, loc, books=None):
+        """The value of a call of ``tmpl`` on ``args`` (``books``: the argument types in the
+        def body this call is written in, where it is being instantiated: an argument error
+        that only the exact sizes show is then the book's run-time error)."""
         checker = self.checker
         if tmpl.generic is not None:
             tmpl = checker.specialize(tmpl, [a.shape for a in args], [loc] * len(args), loc)
@@ -436,25 +480,28 @@ class Builder:
                 if hit is not None:
                     return hit
                 r = r.parent
-        args, env = checker.bind_arguments(tmpl, args, loc, self)
+        given = args
+        try:
+            args, env = checker.bind_arguments(tmpl, args, loc, self)
+        except GoatError as err:
+            widened = self._widen_to(args, books, loc)
+            if widened is None:
+                raise
+            args, env = checker.bind_arguments(tmpl, widened, loc, self)
+            self.defer(err.message, err.loc)
         if tmpl.has_grad:
             # grad with respect to one parameter must not see another bound to the same value
             args = [self.op(_BIND, (a,), loc, ("%s@%s:%d" % (p, loc.source.path, loc.start),),
                             shape=a.shape, check=False) for a, (p, _, _) in zip(args, tmpl.params)]
         checker.calls.append((tmpl.qualname, loc))
-        first_new = len(self.program.nodes)
         try:
             result = self.instantiate(tmpl, args, env)
         finally:
             checker.calls.pop()
-        if tmpl.book_result:
+        if tmpl.book_result or (checker.soft and any(a.book is not None for a in given)):
             # the book types the result with the def's ? sizes: an error on it is found when
             # it runs (Builder.op), as the book finds it
-            book = tmpl.shape
-            if env:
-                book = (tuple(_subst(s, env) for s in book) if isinstance(tmpl.result, tuple)
-                        else _subst(book, env))
-            self.mark_book(result, book, first_new)
+            result = self._soft(result, self._book_result(tmpl, given, env), loc)
         if tmpl.pure:
             nodes = result if isinstance(result, tuple) else (result,)
             home = max((n.region for n in nodes), key=lambda r: r.depth, default=self.region)
@@ -520,7 +567,7 @@ class Builder:
                     shape, check = self._recheck(n, argv, attrs, shape, check)
                 append(op_(n.op, argv, n.loc, attrs, shape, check))
             elif kind == CALL:
-                append(self.call(n.op, argv, n.loc))
+                append(self.call(n.op, argv, n.loc, [a.shape for a in n.args]))
             elif kind == GET:
                 src = argv[0]
                 append(src[n.attrs[0]] if isinstance(src, tuple)
@@ -614,7 +661,8 @@ class Builder:
                 else:
                     new = self.get(src_val, n.attrs[0], shape)
             elif kind == CALL:
-                new = self.call(n.op, [m(a.id, a) for a in n.args], n.loc)
+                new = self.call(n.op, [m(a.id, a) for a in n.args], n.loc,
+                                [a.shape for a in n.args])
             elif kind == GRAD:
                 new = self.grad([m(a.id, a) for a in n.args], n.attrs, n.loc)
             elif kind == LOOP:
@@ -950,8 +998,11 @@ class Checker:
         if not (name in self.grad_targets or self.allow_redefinition or node.kind == CONST
                 or (node.kind == OP and node.op.pure and all(a.kind == CONST for a in node.args))):
             return node
-        return b.op(_BIND, (node,), loc, ("%s@%s:%d" % (name, loc.source.path, loc.start),),
-                    shape=node.shape, check=False)
+        own = b.op(_BIND, (node,), loc, ("%s@%s:%d" % (name, loc.source.path, loc.start),),
+                   shape=node.shape, check=False)
+        if node.book is not None and own.book is None:
+            own.book = node.book
+        return own
 
     def _block(self, stmts, scope: Scope, b: Builder):
         self.depth += 1
@@ -1041,7 +1092,8 @@ class Checker:
             return b.cast(b.widen([node], stmt.loc)[0], declared, what, stmt.loc, True)
         if not ok:
             raise GoatError("%s is declared %s, but its value has shape %s"
-                            % (what, format_type(declared), format_shape(node.shape)),
+                            % (what, format_type(declared),
+                               format_shape(node.shape if node.book is None else node.book)),
                             stmt.type.loc)
         return b.cast(node, declared, "%s (declared %s)" % (what, format_type(declared)),
                       stmt.loc, runtime)
@@ -1157,11 +1209,15 @@ class Checker:
                 out.append((name, binding, owner))
         return out
 
-    def _one_value(self, node, loc, what):
+    def _one_value(self, node, loc, what, b=None):
         cells = _cells(node.shape)
         if cells is not None and cells != 1:
-            raise GoatError("%s must be a single number (one element), got shape %s"
-                            % (what, format_shape(node.shape)), loc)
+            message = ("%s must be a single number (one element), got shape %s"
+                       % (what, format_shape(node.shape)))
+            if b is not None and node.book is not None and _cells(node.book) is None:
+                b.defer(message, loc)       # the book's type leaves it open: when it runs
+                return
+            raise GoatError(message, loc)
 
     def _whole_bound(self, node, loc):
         """A loop bound written as a number is checked now, not when the loop runs."""
@@ -1181,7 +1237,7 @@ class Checker:
         lo = self.value(stmt.lo, scope, b)
         hi = self.value(stmt.hi, scope, b)
         for node, expr in ((lo, stmt.lo), (hi, stmt.hi)):
-            self._one_value(node, expr.loc, "a loop bound")
+            self._one_value(node, expr.loc, "a loop bound", b)
             self._whole_bound(node, expr.loc)
         carried = self._carried(stmt.body, scope)
         self._outline(_header(stmt))
@@ -1219,7 +1275,7 @@ class Checker:
 
     def _if(self, stmt: ast.If, scope, b):
         cond = self.value(stmt.cond, scope, b)
-        self._one_value(cond, stmt.cond.loc, "an if condition")
+        self._one_value(cond, stmt.cond.loc, "an if condition", b)
         carried = self._carried(stmt.body + stmt.orelse, scope)
         regions = []
         shifted = False
@@ -1267,8 +1323,11 @@ class Checker:
             node = self.value(part.expr, scope, b)
             cells = _cells(node.shape)
             if cells is not None and cells != 1:
-                raise GoatError("a {} field of a format string must hold a single number, but "
-                                "this value has shape %s" % format_shape(node.shape), part.loc)
+                message = ("a {} field of a format string must hold a single number, but this "
+                           "value has shape %s" % format_shape(node.shape))
+                if node.book is None or _cells(node.book) is not None:
+                    raise GoatError(message, part.loc)
+                b.defer(message, part.loc)      # the book's type leaves it open: when it runs
             data.append((node, part.spec, part.loc))
         return data
 

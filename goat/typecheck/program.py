@@ -203,6 +203,7 @@ class Program:
         # will fail: as in the book, reported when the operation runs (goat run), and by
         # goat check before it (GoatError, in the order found)
         self.deferred: list = []
+        self.deferred_keys: set = set()
         # (dict, key) of every entry added to a hash-consing or memo table of the top region
         # since the last commit, so that a statement that fails can be taken back (the REPL);
         # None: off
