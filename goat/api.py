@@ -243,6 +243,9 @@ def with_deep_stack(fn, *args, **kwargs):
         finally:
             _helper_slots.release()
             done.set()
+            restore = result.pop("restore", None)
+            if restore is not None and sys.unraisablehook is restore[0]:
+                sys.unraisablehook = restore[1]     # stopped late: put the hook back now
 
     _helper_slots.acquire()
     try:
@@ -259,9 +262,10 @@ def with_deep_stack(fn, *args, **kwargs):
         entered = True
         go.set()
         try:
-            done.wait()
+            while not done.wait(0.1):   # a timed wait: _thread.interrupt_main() wakes it too
+                pass
         except BaseException as e:      # Ctrl-C (or SIGTERM) reaches the main thread only
-            _stop_helper(result.get("thread"), type(e), done)
+            _stop_helper(result.get("thread"), type(e), done, result)
             raise
     finally:
         if not go.is_set():         # interrupted before the helper could begin
@@ -277,7 +281,7 @@ def with_deep_stack(fn, *args, **kwargs):
     return result.get("value")
 
 
-def _stop_helper(thread, error, done, wait: float = 3.0):
+def _stop_helper(thread, error, done, result, wait: float = 3.0):
     """Raise ``error`` (KeyboardInterrupt, say) in the helper thread too, and wait a little for
     it to end, so that what it was doing unwinds there -- a half-written file removed, an
     output left as it was -- before the process reports the interruption and exits.  A
@@ -292,6 +296,7 @@ def _stop_helper(thread, error, done, wait: float = 3.0):
         if not isinstance(u.exc_value, error):
             before(u)
     sys.unraisablehook = quiet
+    result["restore"] = (quiet, before)         # the helper puts it back when it ends
     try:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread),
                                                    ctypes.py_object(error))
@@ -300,6 +305,7 @@ def _stop_helper(thread, error, done, wait: float = 3.0):
         pass
     if done.is_set() and sys.unraisablehook is quiet:
         sys.unraisablehook = before
+        result.pop("restore", None)
 
 
 def _plain_call(fn, args, kwargs):

@@ -32,6 +32,8 @@ import errno
 import os
 import sys
 
+from .diagnostics import Terminated
+
 from . import __version__
 from .diagnostics import GoatError, internal_error_line
 
@@ -485,29 +487,35 @@ def _isatty(stream) -> bool:
 _ran_repl = False
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (kill, timeout, a job scheduler): unwinds as Ctrl-C does, so that nothing
-    half-written is left; status 143."""
-
-
 def _on_sigterm(signum, frame):
     raise Terminated()
 
 
 def main(argv=None) -> int:
+    """Run the command line ``argv``; its exit status.  Ctrl-C raises KeyboardInterrupt and
+    SIGTERM :class:`Terminated` while it runs, so that what is under way unwinds."""
     import signal
     import threading
-    previous = None
+    previous = []
     if threading.current_thread() is threading.main_thread():
         try:
-            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+            previous = [(s, signal.signal(s, h)) for s, h in
+                        ((signal.SIGINT, signal.default_int_handler),
+                         (signal.SIGTERM, _on_sigterm))]
         except (ValueError, OSError):
-            previous = None
+            previous = []
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except Terminated:          # in the moment after the command ended (freeing it)
+            _say("goat: terminated\n")
+            return 143
+        except KeyboardInterrupt:
+            _say("goat: interrupted\n")
+            return 130
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for s, h in previous:
+            signal.signal(s, h)
 
 
 def _main(argv=None) -> int:
@@ -634,8 +642,19 @@ def _reserve_standard_descriptors() -> None:
             pass
 
 
+def _stop_quietly(signum, frame):
+    """Ctrl-C or SIGTERM while goat starts or ends (outside :func:`main`): one line, the
+    status, no traceback."""
+    import signal
+    os.write(2, b"goat: terminated\n" if signum == signal.SIGTERM else b"goat: interrupted\n")
+    os._exit(143 if signum == signal.SIGTERM else 130)
+
+
 def entry() -> None:
     """The console script."""
+    import signal
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _stop_quietly)
     _reserve_standard_descriptors()
     argv = sys.argv[1:]
     status = main(argv)

@@ -186,3 +186,8 @@ def internal_error_line(exc: BaseException) -> str:
         detail = detail[:300] + "..."
     return ("goat: internal error (%s); this is a bug in goat, please report it to %s "
             "with the program that caused it" % (detail, REPORT_URL))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, timeout, a job scheduler): unwinds as Ctrl-C does, so that nothing
+    half-written is left; status 143."""

@@ -412,15 +412,52 @@ def test_a_damaged_cache_entry_is_built_again(env, tmp_path):
     src.write_text("print [[2]] * 21\n")
     assert "[[42]]" in goat_cmd(["run", "--aot", str(src)], e).stdout
     folder = tmp_path / "cache" / "aot"
-    prog = next(folder.glob("prog-*"))
-    runtime = next(folder.glob("runtime-*"))
+    prog = next(f for f in folder.glob("prog-*") if f.suffix != ".sha256")
+    runtime = next(folder.glob("runtime-*.a"))
     for damage in (lambda: prog.write_bytes(b""), lambda: (prog.unlink(), prog.mkdir()),
-                   lambda: (runtime.write_bytes(b"garbage"), prog.unlink())):
+                   lambda: prog.write_bytes(prog.read_bytes()[:5000]),      # cut short
+                   lambda: (runtime.write_bytes(b"garbage"), prog.unlink()),
+                   lambda: (runtime.write_bytes(runtime.read_bytes()[:1000]), prog.unlink())):
         damage()
         r = goat_cmd(["run", "--aot", str(src)], e)
         assert (r.returncode, r.stderr) == (0, "") and "[[42]]" in r.stdout
     assert runtime.read_bytes().startswith((b"!<arch>\n", b"\x7fELF"))
     assert not [f for f in os.listdir(folder) if f.startswith(".goat")]
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_compiled_run_removes_the_save_in_progress(env, tmp_path, how):
+    """Ctrl-C or SIGTERM reaching goat run --aot during a save: goat passes it on, the
+    compiled program removes its temporary file and ends, goat says so (130 or 143); the
+    files saved before are whole."""
+    import signal
+    import time
+    (tmp_path / "s.mg").write_text('let a = randn(tensor[2000x2000], 1)\nfor i in 0 .. 200 {\n'
+                                   '    save(a, "w{i}.npy")\n}\n')
+    assert goat_cmd(["compile", "--aot", "s.mg", "-o", "warm"], env, cwd=str(tmp_path)).returncode == 0
+    p = subprocess.Popen([sys.executable, "-m", "goat", "run", "--aot", "s.mg"], env=env,
+                         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while not (tmp_path / "w1.npy").exists() and time.time() < deadline:
+        time.sleep(0.01)
+    p.send_signal(getattr(signal, how))
+    _, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == ((130, b"goat: interrupted\n") if how == "SIGINT"
+                                   else (143, b"goat: terminated\n"))
+    left = sorted(f for f in os.listdir(tmp_path) if f.startswith("."))
+    assert left == []
+    for f in tmp_path.glob("w*.npy"):
+        assert np.load(f).shape == (2000, 2000)
+
+
+def test_a_compiled_program_ended_by_a_signal_says_so(tmp_path, capsys):
+    from goat.aot.build import run_executable
+    exe = tmp_path / "prog"
+    exe.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    exe.chmod(0o755)
+    assert run_executable(str(exe)) == 128 + 11
+    assert capsys.readouterr().err == ("goat: error: the compiled program %s was ended by SIGSEGV\n"
+                                       % exe)
 
 
 def test_cc_may_carry_options(env, tmp_path):

@@ -251,3 +251,23 @@ def test_compile_says_f32_is_for_goat_run(tmp_path):
 def test_an_empty_file_name_is_quoted(tmp_path):
     status, out, err = cli("run", "")
     assert (status, out, err) == (1, "", "'': error: cannot read '': no such file\n")
+
+
+
+def test_the_library_is_interrupted_by_interrupt_main_and_stays_usable():
+    """A timer's _thread.interrupt_main() (no signal) stops a long run_source within a
+    moment; the hook for unraisable exceptions is as it was, and the next call works."""
+    import _thread
+    import threading
+    import time
+    import goat
+    hook = sys.unraisablehook
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    start = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        goat.run_source("var s = 0\nfor i in 0 .. 100000000 {\n    s = s + i\n}\nprint s\n")
+    assert time.time() - start < 10
+    time.sleep(0.2)
+    assert sys.unraisablehook is hook
+    assert goat.run_source("print [[1]] + 1\n")[0].tolist() == [[2.0]]

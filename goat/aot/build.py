@@ -206,7 +206,7 @@ def runtime_library(cc: str) -> str:
                 h.update(name.encode() + b"\0" + f.read())
     folder = _cache_folder()
     lib = os.path.join(folder, "runtime-%s.a" % h.hexdigest()[:20])
-    if _looks_built(lib, (b"!<arch>\n", b"\x7fELF")):
+    if _sealed(lib):
         return lib
     _remove_bad(lib)
     try:
@@ -230,22 +230,39 @@ def runtime_library(cc: str) -> str:
         else:               # no ar: one relocatable object instead
             _run_cc([*cc, "-r", "-o", tmp] + objs, "making the runtime object")
         os.replace(tmp, lib)
+        _seal(lib)
     finally:
         _remove_folder(work)
     return lib
 
 
-def _looks_built(path: str, magics) -> bool:
-    """Is ``path`` a file that begins as a finished build does?  (A cache entry left empty
-    or damaged -- a disk that filled up, a copy cut short -- is built again, not used.)"""
-    if sys.platform != "linux":
-        return os.path.isfile(path)
+def _digest(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
-            head = f.read(8)
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _seal(path: str) -> None:
+    """Record a finished cache entry's SHA-256 beside it (``PATH.sha256``)."""
+    digest = _digest(path)
+    if digest is not None:
+        try:
+            _write_atomic(path + ".sha256", digest.encode())
+        except GoatError:
+            pass                # unsealed: built again next time
+
+
+def _sealed(path: str) -> bool:
+    """Is ``path`` the cache entry as it was built?  (One left empty, cut short or damaged
+    -- a disk that filled up, an interrupted copy -- is built again, not used.)"""
+    try:
+        with open(path + ".sha256", "rb") as f:
+            want = f.read().decode("ascii", "replace").strip()
     except OSError:
         return False
-    return any(head.startswith(m) for m in magics)
+    return os.path.isfile(path) and _digest(path) == want
 
 
 def _remove_bad(path: str) -> None:
@@ -378,20 +395,50 @@ def cached_executable(program, source, timings: dict | None = None,
     key = program_key(program, source, portable)
     folder = _cache_folder()
     exe = os.path.join(folder, "prog-%s" % key)
-    if not (_looks_built(exe, (b"\x7fELF",)) and os.access(exe, os.X_OK)):
+    if not (_sealed(exe) and os.access(exe, os.X_OK)):
         _remove_bad(exe)
         build_executable(program, exe, timings=timings, portable=portable)
+        _seal(exe)
     elif timings is not None:
         timings["cached"] = True
     return exe
 
 
 def run_executable(exe: str) -> int:
-    """Run a compiled program with this process's standard streams; its exit status."""
+    """Run a compiled program with this process's standard streams; its exit status.  Ctrl-C
+    or SIGTERM reaching goat is passed on to the program (it removes a save's temporary file
+    and ends), waited for, and raised again here; a program ended by a signal of its own is
+    reported in one line, status 128 + the signal's number."""
+    import signal
+    from ..diagnostics import Terminated
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return subprocess.call([exe])
+        p = subprocess.Popen([exe])
     except OSError as e:
         raise GoatError("cannot run the compiled program %s: %s" % (exe, e.strerror or e),
                         path="goat") from None
+    try:
+        status = p.wait()
+    except BaseException as e:
+        sig = signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT
+        try:
+            p.send_signal(sig)
+            p.wait(timeout=10)
+        except BaseException:
+            p.kill()
+            p.wait()
+        raise
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "signal %d" % -status
+        if -status == signal.SIGINT:
+            raise KeyboardInterrupt
+        if -status == signal.SIGTERM:
+            raise Terminated()
+        sys.stderr.write("goat: error: the compiled program %s was ended by %s\n" % (exe, name))
+        sys.stderr.flush()
+        return 128 - status
+    return status

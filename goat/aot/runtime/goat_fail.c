@@ -1,8 +1,11 @@
-/* goat_fail and goat_str_append: the two runtime functions every other part uses. */
+/* goat_fail and goat_str_append: the two runtime functions every other part uses; and the
+ * removal of a save's temporary file when a signal ends the program. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "goat_rt.h"
 
@@ -43,4 +46,33 @@ void goat_str_append(goat_str *s, const char *text, size_t n)
     memcpy(s->data + s->len, text, n);
     s->len += n;
     s->data[s->len] = '\0';
+}
+
+/* The temporary file a save is writing (npy.c), removed if a signal ends the program there:
+ * Ctrl-C, kill, timeout or goat run --aot passing its own interruption on. */
+static char pending_file[4096];
+static volatile sig_atomic_t pending = 0;
+
+void goat_pending_file(const char *path)
+{
+    pending = 0;
+    if (path != NULL && strlen(path) < sizeof pending_file) {
+        strcpy(pending_file, path);
+        pending = 1;
+    }
+}
+
+static void on_stop(int sig)
+{
+    if (pending)
+        unlink(pending_file);           /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void goat_stop_handlers(void)
+{
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+    signal(SIGHUP, on_stop);
 }

@@ -79,6 +79,7 @@ void goat_start(void)
     if (digits != NULL && strcmp(digits, "17") == 0)
         number_format = "%.17g";
     signal(SIGPIPE, SIG_IGN);
+    goat_stop_handlers();
     /* a loop frees and allocates the same sizes every iteration: keep freed memory for
        reuse rather than giving it back to the system and faulting it in again */
 #if defined(__GLIBC__)

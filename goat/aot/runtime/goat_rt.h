@@ -49,6 +49,10 @@ void goat_release(double *p);
 
 /* the program's start and end; standard output */
 void goat_start(void);
+/* the temporary file a save is writing (NULL: none), removed if a signal ends the program */
+void goat_pending_file(const char *path);
+/* SIGINT, SIGTERM and SIGHUP remove that file, then end the program as the signal does */
+void goat_stop_handlers(void);
 void goat_folder(const char *dir);
 int goat_finish(void);
 void goat_print(const double *data, int64_t rank, const int64_t *dims);

@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "goat_rt.h"
 #include "npy.h"
 
 #define MAX_HEADER_SIZE 10000      /* NumPy's max_header_size */
@@ -4025,6 +4026,8 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         sb(&tmp, full);
         free(full);
         fd = open(sb_str(&tmp), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            goat_pending_file(sb_str(&tmp));
         if (fd >= 0 || errno != EEXIST)
             break;
     }
@@ -4077,10 +4080,11 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         err = errno;
     if (!err && rename(sb_str(&tmp), target) != 0)
         err = errno;
-    if (err) {
+    if (err)
         unlink(sb_str(&tmp));
+    goat_pending_file(NULL);
+    if (err)
         sv_os_fail(&S, err, NULL);
-    }
     /* make the rename durable (best effort) */
     int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
