@@ -642,19 +642,12 @@ def _reserve_standard_descriptors() -> None:
             pass
 
 
-def _stop_quietly(signum, frame):
-    """Ctrl-C or SIGTERM while goat starts or ends (outside :func:`main`): one line, the
-    status, no traceback."""
-    import signal
-    os.write(2, b"goat: terminated\n" if signum == signal.SIGTERM else b"goat: interrupted\n")
-    os._exit(143 if signum == signal.SIGTERM else 130)
-
-
 def entry() -> None:
     """The console script."""
     import signal
+    from .diagnostics import stop_quietly
     for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, _stop_quietly)
+        signal.signal(s, stop_quietly)
     _reserve_standard_descriptors()
     argv = sys.argv[1:]
     status = main(argv)

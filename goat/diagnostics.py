@@ -191,3 +191,14 @@ def internal_error_line(exc: BaseException) -> str:
 class Terminated(KeyboardInterrupt):
     """SIGTERM (kill, timeout, a job scheduler): unwinds as Ctrl-C does, so that nothing
     half-written is left; status 143."""
+
+
+def stop_quietly(signum, frame):
+    """A handler for Ctrl-C and SIGTERM while goat starts or ends (outside the command,
+    which unwinds on KeyboardInterrupt and :class:`Terminated`): one line, the status (130,
+    143), no traceback."""
+    import os
+    import signal
+    term = signum == signal.SIGTERM
+    os.write(2, b"goat: terminated\n" if term else b"goat: interrupted\n")
+    os._exit(143 if term else 130)
