@@ -283,12 +283,13 @@ class Builder:
                 if shape not in shapes:     # a new shape (broadcasting, @): can it be held?
                     check_size(shape)
             except ShapeError as e:
-                if not self.checker.soft or all(a.book is None for a in args):
-                    raise _shape_error(e, loc) from None
                 # a value whose sizes the book leaves ? (a ? def's result): an error only its
                 # exact sizes show is the book's run-time error, reported when the op runs
                 # (on the book's shapes it is still a static error, naming them)
-                node = self.op(op, self.widen(args, loc), loc, attrs)
+                widened = self.widen(args, loc) if self.checker.soft else None
+                if widened is None:
+                    raise _shape_error(e, loc) from None
+                node = self.op(op, widened, loc, attrs)
                 self.defer(e.message, loc)
                 return node
             if self.checker.soft and any(a.book is not None for a in args):
@@ -333,10 +334,19 @@ class Builder:
         except ShapeError:
             return None
 
-    def widen(self, args, loc):
-        """``args`` with each value the book types with a ``?`` cast to that type (nothing
-        to check when it runs: the cast only forgets sizes)."""
-        return [a if a.book is None else self.cast(a, a.book, None, loc, False) for a in args]
+    def widen(self, args, loc, books=None):
+        """``args`` cast to the types the book gives them -- each value's own ``book``, or
+        ``books`` (a def body's types) -- where those have a ``?`` the exact shape fills
+        (nothing to check when it runs: the cast only forgets sizes); None where none has."""
+        out, widened = [], False
+        for k, a in enumerate(args):
+            s = a.book if books is None else books[k]
+            if (type(s) is tuple and len(s) == len(a.shape) and None in s and s != a.shape
+                    and all(x is None or x == y for x, y in zip(s, a.shape))):
+                a = self.cast(a, s, None, loc, False)
+                widened = True
+            out.append(a)
+        return out if widened else None
 
     def defer(self, message, loc):
         """An error that the run will meet at ``loc``: kept in the program's ``deferred``
@@ -383,20 +393,6 @@ class Builder:
                 n = w
             out.append(n)
         return tuple(out) if several else out[0]
-
-    def _widen_to(self, args, books, loc):
-        """``args`` cast to the types ``books`` (a def body's, with ``?`` sizes) where those
-        have a ``?`` the exact shape fills; None where none has."""
-        if not books:
-            return None
-        out, any_ = [], False
-        for a, s in zip(args, books):
-            if (type(s) is tuple and len(s) == len(a.shape) and None in s and s != a.shape
-                    and all(x is None or x == y for x, y in zip(s, a.shape))):
-                a = self.cast(a, s, None, loc, False)
-                any_ = True
-            out.append(a)
-        return out if any_ else None
 
     def cast(self, ref, declared, what, loc, check):
         if ref.shape == declared:
@@ -484,7 +480,7 @@ class Builder:
         try:
             args, env = checker.bind_arguments(tmpl, args, loc, self)
         except GoatError as err:
-            widened = self._widen_to(args, books, loc)
+            widened = self.widen(args, loc, books) if books else None
             if widened is None:
                 raise
             args, env = checker.bind_arguments(tmpl, widened, loc, self)
@@ -1084,12 +1080,13 @@ class Checker:
     def _annotate(self, stmt, declared, node, b):
         ok, runtime = compatible(declared, node.shape)
         what = "'%s'" % stmt.name
-        if not ok and node.book is not None and compatible(declared, node.book)[0]:
+        widened = b.widen([node], stmt.loc) if not ok and node.book is not None else None
+        if widened is not None and compatible(declared, node.book)[0]:
             # a value the book types with a ? size (a ? def's result): checked when it runs
             from ..interp.evaluator import _mismatch
             what = "%s (declared %s)" % (what, format_type(declared))
             b.defer(_mismatch(what, node.shape, declared), stmt.loc)
-            return b.cast(b.widen([node], stmt.loc)[0], declared, what, stmt.loc, True)
+            return b.cast(widened[0], declared, what, stmt.loc, True)
         if not ok:
             raise GoatError("%s is declared %s, but its value has shape %s"
                             % (what, format_type(declared),
@@ -1753,11 +1750,12 @@ class Checker:
                 try:
                     self.check_arguments(target, shapes, [a.loc for a in e.args])
                 except GoatError as err:
-                    if (not self.soft or target.generic is not None
-                            or all(a.book is None for a in args)):
-                        raise
                     # an argument the book types with a ? size: checked when the call runs
-                    args = b.widen(args, e.loc)
+                    widened = b.widen(args, e.loc) if self.soft and target.generic is None \
+                        else None
+                    if widened is None:
+                        raise
+                    args = widened
                     self.check_arguments(target, [a.shape for a in args],
                                          [a.loc for a in e.args])
                     b.defer(err.message, err.loc)
