@@ -157,6 +157,27 @@ class GoatError(Exception):
         return "\n".join(out)
 
 
+def frame_notes(via, here) -> tuple:
+    """Notes saying where a failing expression was reached from, innermost first.
+
+    ``via`` lists the frames being expanded, outermost first: ``(NAME, Loc)`` for a def call,
+    read ``in f, called on line 4`` (``called at PATH:LINE`` when the call is in another file
+    than ``here``, the failing expression's Source), and ``(NAME, Loc, "import")`` for a
+    module's import, read ``in module nn, imported on line 1 of p.mg``.
+    """
+    notes = []
+    for frame in reversed(via):
+        name, loc = frame[0], frame[1]
+        if len(frame) > 2:
+            notes.append("in module %s, imported on line %d of %s"
+                         % (name, loc.line, loc.source.path))
+        elif loc.source is here:
+            notes.append("in %s, called on line %d" % (name, loc.line))
+        else:
+            notes.append("in %s, called at %s:%d" % (name, loc.source.path, loc.line))
+    return tuple(notes)
+
+
 class GoatErrors(GoatError):
     """Several independent errors of one file (a compiler's list): the first is this error's
     own message and position, ``errors`` holds them all (in order), and ``left_out`` counts

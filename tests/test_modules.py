@@ -395,6 +395,25 @@ def test_an_error_inside_a_module_is_reported_at_its_own_line(tmp_path):
                        "note: in module mid, imported on line 1 of p2.mg"]
 
 
+@pytest.mark.parametrize("aot", [False, True])
+def test_a_run_time_error_in_a_modules_let_names_the_import(tmp_path, aot):
+    """A let of a module fails only when it runs (a ? size); the error names each import
+    on the way to it, innermost first, as a static error in a module does."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    write(tmp_path, "bad.mg", "def g(x: tensor[?x2]) = x + [[1, 2], [3, 4]]\n"
+                              "let q = g([[1, 2], [1, 2], [1, 2]])\n")
+    write(tmp_path, "mid.mg", "# between\nimport bad\n")
+    write(tmp_path, "p.mg", "print [[7]]\nimport mid\n")
+    status, out, err = cli("run", *(["--aot"] if aot else []), "p.mg", cwd=str(tmp_path))
+    assert status == 1 and out == MEMREF % (1, 1, 1) + "[[7]]\n"
+    assert err.splitlines()[0] == ("bad.mg:1: error: cannot add shapes 3x2 and 2x2: "
+                                   "dimensions 3 and 2 differ and neither is 1")
+    assert err.splitlines()[3:] == ["note: in g, called on line 2",
+                                    "note: in module bad, imported on line 2 of mid.mg",
+                                    "note: in module mid, imported on line 2 of p.mg"]
+
+
 def test_a_syntax_error_or_bad_bytes_inside_a_module(tmp_path):
     write(tmp_path, "syn.mg", "let a = [[1]]\nlet x = [[1]\n")
     write(tmp_path, "p.mg", "print [[1]]\nimport syn\n")

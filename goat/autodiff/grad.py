@@ -37,7 +37,7 @@ import os
 
 import numpy as np
 
-from ..diagnostics import GoatError
+from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import REGISTRY, ZERO
 from ..typecheck.program import BRANCH, CAST, GET, LOOP, OP, Region, subregions
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
@@ -315,11 +315,7 @@ class _Pass:
         if here and ("comparison" in n.op.tags or "logical" in n.op.tags):
             hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "
                     "around the mask to say so")
-        notes = tuple("in %s, called %s" % (name, "on line %d" % l.line
-                                             if l.source is self.loc.source
-                                             else "at %s:%d" % (os.path.basename(l.source.path),
-                                                                l.line))
-                      for name, l in reversed(n.via))
+        notes = frame_notes(n.via, self.loc.source)
         return GoatError("grad cannot differentiate through %s %s: %s%s"
                          % (_op_words(n), where, why, hint), self.loc, notes=notes)
 

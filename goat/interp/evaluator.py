@@ -22,7 +22,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from ..diagnostics import GoatError
+from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import OpError, identity
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, subregions
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
@@ -34,16 +34,9 @@ def _shape_of(x):
 
 
 def _notes(node):
-    """Where a failing node (or effect) came from, when it was made by expanding defs
-    (innermost first).
-
-    A call in the same file as the failing expression is named by its line; one elsewhere (an
-    earlier input of the REPL, say) by its path and line.
-    """
-    here = node.loc.source
-    return tuple("in %s, called %s" % (name, "on line %d" % loc.line if loc.source is here
-                                       else "at %s:%d" % (loc.source.path, loc.line))
-                 for name, loc in reversed(node.via))
+    """Where a failing node (or effect) came from: the def calls and imports it was made in
+    (``diagnostics.frame_notes``)."""
+    return frame_notes(node.via, node.loc.source)
 
 
 def _checked(fn, node):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from ..diagnostics import GoatError, Loc
+from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, builtin_names
@@ -770,24 +770,20 @@ class Checker:
     def call_notes(self, loc):
         """Notes naming the def calls being expanded, innermost first, as run-time errors
         name them: ``in f, called on line 4``."""
-        here = loc.source
-        return tuple("in %s, called %s" % (name, "on line %d" % l.line if l.source is here
-                                           else "at %s:%d" % (l.source.path, l.line))
-                     for name, l in reversed(self.calls))
+        return frame_notes(self.calls, loc.source)
 
     def poll(self, loc):
         """Stop a check that has grown too large, or that ``cancel`` asks to stop."""
         if self.cancel is not None and self.cancel():
             raise CheckCancelled()
         if len(self.program.nodes) > self.max_nodes:
-            calls = self.calls
+            calls = [f for f in self.calls if len(f) == 2]      # def calls, not imports
             limit = format(self.max_nodes, ",")
             if calls:
                 e = GoatError("this call of %s needs more than %s operations to check, more "
                               "than goat checks (a def that calls defs on different values "
                               "doubles the work at each level)" % (calls[0][0], limit),
-                              calls[0][1], notes=tuple("in %s, called on line %d" % (name, l.line)
-                                                       for name, l in reversed(calls[1:4])))
+                              calls[0][1], notes=frame_notes(calls[1:4], calls[0][1].source))
             else:
                 what = "this grad" if self.grad_site is not None else "this statement"
                 e = GoatError("the program grows past %s operations at %s, more than goat "
@@ -1530,6 +1526,8 @@ class Checker:
         from ..lexer.parser import parse
         shared = self.shared
         shared.loading.append((real, path))
+        frame = (name, stmt.loc, "import")
+        shared.calls.append(frame)      # a run-time error in the module's lets names the import
         try:
             source = read_source(path)
             parsed = parse(source)
@@ -1542,12 +1540,14 @@ class Checker:
                                     "this belongs in a program", s.loc)
                 sub.check_stmt(s)
         except GoatError as e:
-            if e.loc is None or e.loc.source.path != stmt.loc.source.path:
-                e.notes = tuple(e.notes) + ("in module %s, imported on line %d of %s"
-                                            % (name, stmt.loc.line, stmt.loc.source.path),)
+            note = frame_notes((frame,), None)
+            if (e.loc is None or e.loc.source.path != stmt.loc.source.path) and \
+                    note[0] not in e.notes:
+                e.notes = tuple(e.notes) + note
             raise
         finally:
             shared.loading.pop()
+            shared.calls.pop()
         module = Module(name, path, dict(sub.globals))
         for v in module.names.values():
             if isinstance(v, Template) and v.qualname == v.name:
