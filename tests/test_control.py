@@ -694,6 +694,28 @@ def test_a_loop_bound_of_unknown_shape_is_checked_when_it_runs():
     assert scalars(run("def f(a: tensor[?x1]) = a\nfor i in 0..f([[2]]) { print i }")) == [0.0, 1.0]
 
 
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("stmt, marked", [
+    ("for i in 0..a {", "a"),                   # the bound, not the whole statement
+    ("for i in a * 1..3 {", "a * 1"),
+    ("if a {", "a"),
+    ("if 1 > 2 { print 0 } else if a {", "a {"),  # the a after else if
+])
+def test_a_run_time_error_in_a_loop_bound_or_condition_marks_that_expression(tmp_path, stmt,
+                                                                              marked, aot):
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "c.mg").write_text("def f(x: tensor[?x2]) = x\nlet a = f([[1, 2], [3, 4]])\n"
+                                   "print [[5]]\n%s\n  print [[6]]\n}\n" % stmt)
+    status, out, err = cli("run", *(["--aot"] if aot else []), "c.mg", cwd=str(tmp_path))
+    assert status == 1 and out.endswith("[[5]]\n")
+    what = "an if condition" if "if" in stmt else "a loop bound"
+    expr = marked.rstrip(" {")
+    caret = " " * stmt.rindex(marked) + "^" + "~" * (len(expr) - 1)
+    assert err.splitlines() == ["c.mg:4: error: %s must be a single number (one element), got "
+                                "shape 2x2" % what, "4 | " + stmt, "  | " + caret]
+
+
 def test_a_tuple_used_in_arithmetic_is_an_error():
     e = error("def f(a: scalar) = (a, a)\nprint f(1) + 1")
     assert e.line == 2 and "2 values, not one" in e.message

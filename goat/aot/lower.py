@@ -37,7 +37,7 @@ from ..diagnostics import GoatError
 from ..interp.evaluator import (_cast_check, _mismatch, _notes, _same_shape_check,
                                 _same_size_check, schedule)
 from ..ops.registry import REGISTRY
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, subregions
+from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, operand_loc, subregions
 from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
 
@@ -474,8 +474,9 @@ class Lowering:
         notes = _notes(node)
         site = self.site(b, node.loc, notes)
         bound = self.runtime("goat_bound", self.i64, [self.f64, self.i8p])
-        lo = b.call(bound, [self.scalar(b, node.args[0].id, "a loop bound", node.loc, notes), site])
-        hi = b.call(bound, [self.scalar(b, node.args[1].id, "a loop bound", node.loc, notes), site])
+        lo, hi = (b.call(bound, [self.scalar(b, node.args[k].id, "a loop bound", where, notes),
+                                 self.site(b, where, notes)])
+                  for k, where in ((0, operand_loc(node, 0)), (1, operand_loc(node, 1))))
         base = self.tuple_slots[node.id]
         carried = body.params[1:]
         for k, init in enumerate(node.args[2:]):
@@ -535,7 +536,7 @@ class Lowering:
     def branch_step(self, b, node):
         then, orelse = node.value
         notes = _notes(node)
-        cond = self.scalar(b, node.args[0].id, "an if condition", node.loc, notes)
+        cond = self.scalar(b, node.args[0].id, "an if condition", operand_loc(node, 0), notes)
         taken = b.fcmp_unordered("!=", cond, self.ir.Constant(self.f64, 0.0))   # NaN is true
         base = self.tuple_slots[node.id]
         fn = b.function

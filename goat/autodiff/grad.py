@@ -351,7 +351,7 @@ class _Pass:
             regions.append(region)
         new = program.new_node(b.region, BRANCH, None, (n.args[0],),
                                tuple(o.shape for o in outs), n.loc, value=tuple(regions),
-                               via=n.via)
+                               via=n.via, attrs=n.attrs)
         for k, o in enumerate(outs):
             self.accumulate(o, b.get(new, k, o.shape))
 

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import OpError, identity
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, subregions
+from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, operand_loc,
+                                 subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
 from .printer import format_memref, format_number
 
@@ -150,22 +151,24 @@ def _one_number(be, x, what, loc):
 MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all floats
 
 
-def _bound(be, x, node):
-    v = _one_number(be, x, "a loop bound", node.loc)
+def _bound(be, x, node, k):
+    """Loop bound ``k`` (0: from, 1: to) of LOOP ``node`` as an int, or GoatError."""
+    loc = operand_loc(node, k)
+    v = _one_number(be, x, "a loop bound", loc)
     limit = be.exact_limit(x)
     if limit is not None and abs(v) >= limit:
         raise GoatError("a loop bound computed in float32 (--dtype f32) must be a whole number "
                         "of magnitude below 2**24 = %d (float32 holds every whole number only "
                         "up to it, so %d may be %d + 1 rounded); got %.17g (write it as a "
-                        "number, or run in f64)" % (limit, limit, limit, v), node.loc)
+                        "number, or run in f64)" % (limit, limit, limit, v), loc)
     if not math.isfinite(v) or v != int(v):
-        raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), node.loc)
+        raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), loc)
     if abs(v) > MAX_BOUND:
         from ..ops.rng import _format_seed
         raise GoatError("a loop bound must be a whole number from -%d to %d (the loop index is "
                         "a float, exact up to 2**53), got %s" % (MAX_BOUND, MAX_BOUND,
                                                                  _format_seed(v)),
-                        node.loc)
+                        loc)
     return int(v)
 
 
@@ -461,8 +464,8 @@ class Evaluator:
 
         def run(lo, hi, *state):
             try:
-                lo = _bound(be, lo, node)
-                hi = _bound(be, hi, node)
+                lo = _bound(be, lo, node, 0)
+                hi = _bound(be, hi, node, 1)
             except GoatError as e:
                 e.notes = _notes(node)
                 raise
@@ -506,7 +509,7 @@ class Evaluator:
 
         def run(cond):
             try:
-                taken = _one_number(be, cond, "an if condition", node.loc) != 0.0  # NaN: true, as in C
+                taken = _one_number(be, cond, "an if condition", operand_loc(node, 0)) != 0.0  # NaN: true, as in C
             except GoatError as e:
                 e.notes = _notes(node)
                 raise

@@ -707,7 +707,7 @@ class Builder:
         args = tuple(m(a.id, a) for a in n.args)
         shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
         return self.program.new_node(self.region, LOOP, None, args, shape, n.loc, value=region,
-                                     via=tuple(self.checker.calls))
+                                     via=tuple(self.checker.calls), attrs=n.attrs)
 
     def _copy_branch(self, n, mapping, env):
         m = mapping.get
@@ -720,7 +720,7 @@ class Builder:
         shape = tuple(_subst(s, env) for s in n.shape) if env else n.shape
         return self.program.new_node(self.region, BRANCH, None, (m(n.args[0].id, n.args[0]),),
                                      shape, n.loc, value=tuple(regions),
-                                     via=tuple(self.checker.calls))
+                                     via=tuple(self.checker.calls), attrs=n.attrs)
 
 
 class _Shared:
@@ -1256,7 +1256,8 @@ class Checker:
         region.yields = [inner.names[name].node for name, _, _ in carried]
         inits = tuple(binding.node for _, binding, _ in carried)
         loop = program.new_node(b.region, LOOP, None, (lo, hi) + inits,
-                                tuple(bd.declared for _, bd, _ in carried), stmt.loc, value=region)
+                                tuple(bd.declared for _, bd, _ in carried), stmt.loc, value=region,
+                                attrs=(stmt.lo.loc, stmt.hi.loc))
         self._rebind(loop, carried, b)
         return loop
 
@@ -1296,7 +1297,7 @@ class Checker:
             self.depth += 1
         branch = self.program.new_node(b.region, BRANCH, None, (cond,),
                                        tuple(bd.declared for _, bd, _ in carried), stmt.loc,
-                                       value=tuple(regions))
+                                       value=tuple(regions), attrs=(stmt.cond.loc,))
         self._rebind(branch, carried, b)
         return branch
 

@@ -96,6 +96,13 @@ class Node:
                                         attrs, self.shape)
 
 
+def operand_loc(node, k):
+    """Where operand ``k`` of a LOOP (its bounds) or BRANCH (its condition) is written, for a
+    run-time error about its value; the statement's position where that is not recorded."""
+    attrs = node.attrs
+    return attrs[k] if k < len(attrs) else node.loc
+
+
 class Effect:
     """Something a region does besides computing values, at position ``after`` in its node list
     (all nodes before it exist): ``print`` of ``node``; ``format`` (a print with a format
@@ -225,6 +232,8 @@ class Program:
             stack.extend(region.inner)
 
     def new_node(self, region: Region, kind, op, args, shape, loc, **kw) -> Node:
+        """A node of its own (not shared).  A LOOP's ``attrs`` are the Locs of its two bounds as
+        written, a BRANCH's that of its condition (see :func:`operand_loc`)."""
         node = Node(len(self.nodes), kind, op, args, shape, loc, region=region, **kw)
         self.nodes.append(node)
         region.nodes.append(node)
