@@ -35,6 +35,7 @@ import gc
 import io
 import operator
 import os
+import re
 import select
 import stat
 import sys
@@ -533,12 +534,17 @@ def decode_source(data: bytes, path: str) -> Source:
         data = data[3:]
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        # show the line with the bad byte replaced, and point at it
-        before = data[:e.start].decode("utf-8", "replace")
-        shown = Source(path, before + data[e.start:].decode("utf-8", "replace"))
+    except UnicodeDecodeError:
+        # bytes that are not UTF-8 in a comment (a Latin-1 name, say) are read past, as a
+        # C compiler reads past them; in code or a string they are an error, shown replaced
+        from .lexer.lexer import first_outside_comments
+        text = data.decode("utf-8", "surrogateescape")     # a bad byte b: chr(0xdc00 + b)
+        shown = Source(path, re.sub("[\udc80-\udcff]", "\ufffd", text))
+        k = first_outside_comments(text, "\udc80-\udcff")
+        if k is None:
+            return shown
         raise GoatError("the file is not UTF-8 text (byte 0x%02x cannot be decoded)"
-                        % data[e.start], Loc(shown, len(before), len(before) + 1)) from None
+                        % (ord(text[k]) - 0xdc00), Loc(shown, k, k + 1)) from None
     return Source(path, text)
 
 

@@ -91,6 +91,23 @@ def test_binary_junk(tmp_path):
     assert err.splitlines()[0] == path + ":2: error: the file is not UTF-8 text (byte 0xff cannot be decoded)"
 
 
+def test_bytes_that_are_not_utf8_in_a_comment_are_read_past(tmp_path):
+    """A comment's text changes nothing, so a Latin-1 name in one is no error (a C compiler
+    reads past it too); the same byte in code or in a string is, pointed at, even after one in
+    a comment."""
+    path = write(tmp_path, "c.mg", b"# caf\xe9 au lait\nprint [[1]]  # \xff\xfe\n", mode="b")
+    status, out, err = cli("run", path)
+    assert (status, err) == (0, "") and out.endswith("[[1]]\n")
+    for code, col in ((b'print "\xe9"', 8), (b"print [[1\xe9]]", 10), (b"\xe9", 1)):
+        path = write(tmp_path, "d.mg", b"# caf\xe9\n" + code + b"\n", mode="b")
+        status, out, err = cli("run", path)
+        assert status == 1 and out == ""
+        lines = err.splitlines()
+        assert lines[0] == path + ":2: error: the file is not UTF-8 text (byte 0xe9 cannot be " \
+                                  "decoded)"
+        assert lines[2] == "  | " + " " * (col - 1) + "^"
+
+
 def test_nul_byte(tmp_path):
     status, _, err = cli("run", write(tmp_path, "nul.mg", b"print 1\x00\n", mode="b"))
     assert status == 1 and "unexpected character U+0000" in err

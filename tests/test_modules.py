@@ -421,7 +421,7 @@ def test_a_syntax_error_or_bad_bytes_inside_a_module(tmp_path):
     assert err[0] == "syn.mg:2: error: '[' is never closed"
     assert err[-1] == "note: in module syn, imported on line 2 of p.mg"
     with open(tmp_path / "nu.mg", "wb") as f:
-        f.write(b"let a = [[1]]\n# \xff\n")
+        f.write(b"let a = [[1]]\nlet b = \xff\n")
     write(tmp_path, "q.mg", "import nu\n")
     err = fails(tmp_path, "q.mg")
     assert err[0] == "nu.mg:2: error: the file is not UTF-8 text (byte 0xff cannot be decoded)"

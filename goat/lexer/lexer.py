@@ -38,6 +38,19 @@ _PIECES = re.compile(r"""
 """, re.VERBOSE | re.DOTALL)
 _STRING = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"')
 
+def first_outside_comments(text: str, chars: str):
+    """The index of the first character of ``text`` in the regular-expression class ``chars``
+    that is not in a comment (it is in code or a string), as the lexer splits ``text``; None
+    if there is none."""
+    bad = re.compile("[%s]" % chars)
+    for m in _PIECES.finditer(text):
+        if m.group()[0] != "#":
+            b = bad.search(m.group())
+            if b:
+                return m.start() + b.start()
+    return None
+
+
 # what a piece is, by its first character
 _BLANK, _COMMENT, _NEWLINE, _NUMBER, _WORD, _PUNCT, _STRINGK, _OTHER = range(8)
 _KIND = {}
