@@ -247,6 +247,13 @@ X3 = "[[1, 2], [3, 4], [5, 6]]"
      "an if condition must be a single number (one element), got shape 2x1"),
     ('print 7\nprint "{row_sum(f([[1, 2], [3, 4]]))}"\n', 3,
      "a {} field of a format string must hold a single number, but this value has shape 2x1"),
+    # assigned to a var, plainly or with +=, in a loop
+    ("var v = [[1, 2]]\nprint 7\nv = f(%s)\n" % X3, 4,
+     "cannot assign a value of shape 3x2 to var 'v' of shape 1x2: a var keeps the shape it was "
+     "declared with"),
+    ("var v = [[1, 2]]\nfor i in 0..2 {\n  print 7\n  v += f(%s)\n}\n" % X3, 5,
+     "cannot assign a value of shape 3x2 to var 'v' of shape 1x2: a var keeps the shape it was "
+     "declared with"),
 ])
 def test_a_question_mark_defs_result_is_its_own_value(src, line, message):
     """The book's type belongs to the call's result, not to an equal value computed elsewhere
@@ -268,6 +275,9 @@ def test_an_equal_value_computed_outside_keeps_its_static_error():
     e = error("def f(a: tensor[?x2]) = a @ [[1, 2, 3], [4, 5, 6]]\nlet y: tensor[3x2] = f(%s)\n"
               % X3)
     assert e.message == "'y' is declared tensor[3x2], but its value has shape ?x3"
+    e = error("def f(a: tensor[?x2]) = a * 2\nvar v = [[1, 2, 3]]\nv = f([[1, 2]])\n")
+    assert e.message == ("cannot assign a value of shape ?x2 to var 'v' of shape 1x3: a var "
+                         "keeps the shape it was declared with")
 
 
 @pytest.mark.parametrize("rest, message", [

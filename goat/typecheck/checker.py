@@ -1140,13 +1140,19 @@ class Checker:
     def _assign_value(self, name, name_loc, node, value_loc, loc, scope, b):
         binding, owner = self._assignable(name, name_loc, scope)
         ok, runtime = compatible(binding.declared, node.shape)
+        widened = b.widen([node], value_loc) if not ok and node.book is not None else None
+        if widened is not None and compatible(binding.declared, node.book)[0]:
+            # a value the book types with a ? size (a ? def's result): checked when it runs,
+            # as an annotated let's is
+            b.defer(_var_shape_message(name, node.shape, binding.declared), value_loc)
+            node, ok, runtime, loc = widened[0], True, True, value_loc
         if not ok:
             hint = ""
             if _cells(node.shape) == 1 and _cells(binding.declared) == 1:
                 hint = ("; both hold one number: write reshape(VALUE, %s) to change its shape"
                         % format_type(binding.declared))
-            raise GoatError(_var_shape_message(name, node.shape, binding.declared) + hint,
-                            value_loc)
+            shown = node.shape if node.book is None else node.book     # the type that fails
+            raise GoatError(_var_shape_message(name, shown, binding.declared) + hint, value_loc)
         what = ("var", name)            # the run-time checks say what the static one says
         if None in binding.declared:    # a size known when it runs: it must stay the same
             node = b.cast(node, binding.declared, what, loc, False)
