@@ -112,6 +112,38 @@ print grad(col_sum(row_sum(h)), w)
     assert got[1].tolist() == [[12.0]]
 
 
+W2 = np.array([[0.5, -1.0]])
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("branch, want", [
+    # a loop inside the branch whose value the derivative needs (c = 8): d/dw sum(c w) = c
+    ("if 1 {\n  var c = 1\n  for i in 0..3 { c = c * 2 }\n  acc = c * w\n}", 8 + 0 * W2),
+    # one if deeper
+    ("if 1 {\n  if 2 > 1 {\n    var c = 1\n    for i in 0..3 { c = c * 2 }\n"
+     "    acc = c * w\n  }\n}", 8 + 0 * W2),
+    # in the else branch, two loops deep (c = 6): d/dw sum(c w w) = 2 c w
+    ("if 0 {\n  acc = w\n} else {\n  var c = 0\n  for i in 0..2 {\n"
+     "    for j in 0..3 { c = c + 1 }\n  }\n  acc = c * w * w\n}", 12 * W2),
+    # through a block def with a loop, called in the branch (s = 1 + 2 + 3)
+    ("if col_sum(row_sum(w)) < 0 {\n  acc = powsum(w) * w * w\n}", 12 * W2),
+])
+def test_through_an_if_holding_a_loop(branch, want, aot, tmp_path):
+    """The derivative of an if recomputes its branch, loops included (a loop there was taken
+    out as unused, and the run failed inside goat)."""
+    src = ("def powsum(x: tensor[1x2]) {\n  var s = zeros(tensor[1x2])\n"
+           "  for k in 1..4 { s = s + k }\n  return s\n}\n"
+           "let w = %s\nvar acc = w\n%s\nsave(grad(col_sum(row_sum(acc)), w), \"g.npy\")\n"
+           % (lit(W2), branch))
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "g.mg").write_text(src)
+    from conftest import cli
+    status, out, err = cli("run", *(["--aot"] if aot else []), "g.mg", cwd=str(tmp_path))
+    assert (status, err) == (0, "")
+    np.testing.assert_array_equal(np.load(tmp_path / "g.npy"), want)
+
+
 def test_grad_inside_a_def_is_carried_out_per_call():
     src = """def step(w: tensor[2x3], x: tensor[4x2]) {
     let g = grad(col_sum(row_sum(tanh(x @ w))), w)

@@ -433,13 +433,16 @@ def _prune(program, mark, outputs):
         for a in n.args:
             if a.id >= mark and a.id not in live:
                 stack.append(a)
-        for r in subregions(n):
-            for i in r.free_values():
-                if i >= mark and i not in live:
-                    stack.append(nodes[i])
-            for y in r.yields:
-                if y.id >= mark and y.id not in live:
-                    stack.append(y)
+        # a loop or an if is kept whole: every node of its regions (a loop's pre-region, its
+        # body in the pre-region's inner, an if's branches, and those of loops and ifs in
+        # them), and what they read from outside
+        regions = list(subregions(n))
+        while regions:
+            r = regions.pop()
+            regions.extend(r.inner)
+            for m in list(r.nodes) + list(r.yields):
+                if m.id >= mark and m.id not in live:
+                    stack.append(m)
     dead = [n for n in nodes[mark:] if n.id not in live]
     if not dead:
         return
