@@ -163,6 +163,42 @@ def test_cross_entropy_and_gelu_equal_torch():
                                rtol=1e-13)
 
 
+def test_cross_entropy_with_minus_inf_logits_and_masked_rows_of_inf():
+    """A logit of -inf on a class that is not the target (a masked-out class) adds nothing
+    (PyTorch's F.cross_entropy gives a finite loss), and a row with mask 0 adds nothing to the
+    loss or its gradient even with inf or nan logits: the reference is the loss written out
+    over the finite rows only."""
+    z = np.array([[2.0, 1.0, -np.inf], [0.5, -np.inf, 0.0], [0.3, 0.2, 0.1]])
+    t = np.array([[0.0], [2.0], [1.0]])
+    ce, g, cem, gm = run("""import nn
+let z = [[2, 1, 0], [0.5, 0, 0], [0.3, 0.2, 0.1]] + log([[1, 1, 0], [1, 0, 1], [1, 1, 1]])
+let zm = z + [[0, 0, 0], [0, 0, 0], [1, 0, 0]] / [[1, 1, 1], [1, 1, 1], [0, 0, 1]]
+let t = %s
+let m = [[1], [1], [0]]
+print nn.cross_entropy(z, t)
+print grad(nn.cross_entropy(z, t), z)
+print nn.cross_entropy_masked(zm, t, m)
+print grad(nn.cross_entropy_masked(zm, t, m), zm)
+""" % lit(t))
+
+    def picked(z, rows):
+        out = []
+        for i in rows:
+            finite = z[i][np.isfinite(z[i])]
+            lse = finite.max() + math.log(np.exp(finite - finite.max()).sum())
+            out.append(lse - z[i, int(t[i, 0])])
+        return out
+    np.testing.assert_allclose(ce, [[np.mean(picked(z, range(3)))]], rtol=1e-14)
+    np.testing.assert_allclose(cem, [[np.mean(picked(z, range(2)))]], rtol=1e-14)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    oh = np.eye(3)[t[:, 0].astype(int)]
+    np.testing.assert_allclose(g, (p - oh) / 3, rtol=1e-12, atol=1e-15)
+    want = (p - oh) / 2
+    want[2] = 0
+    np.testing.assert_allclose(gm, want, rtol=1e-12, atol=1e-15)
+
+
 def test_dropout_keeps_the_seeded_cells_and_scales_them():
     x = np.arange(1.0, 2001.0).reshape(40, 50)
     a, b, c = run("import nn\nlet x = reshape(%s, tensor[40x50])\nprint nn.dropout(x, 0.25, 9)\n"
