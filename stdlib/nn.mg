@@ -57,15 +57,17 @@ def rms_norm(x: tensor[..., N, C], g: tensor[1, C]) = x / sqrt(row_mean(x * x) +
 # of whole numbers 0..V-1): the mean over rows of -log softmax(z)[t], computed through the
 # stable log_softmax (so logits of +-1e4 give finite values); the target's entry is picked with
 # where, so a logit of -inf on another class (a masked-out class) adds nothing, as in PyTorch's
-# F.cross_entropy (onehot * log_softmax would make 0 * -inf = nan).  NxV, Nx1 -> 1x1.
-def cross_entropy(z: tensor[..., N, V], t: tensor[..., N, 1]) = row_mean(reshape(row_sum(where(onehot(t, tensor[..., N, V]), log_softmax(z), 0)), tensor[1x?])) * -1
+# F.cross_entropy (onehot * log_softmax alone would make 0 * -inf = nan); the onehot factor
+# changes no value but makes grad with respect to t the error it should be (indices have no
+# derivative), not zeros.  NxV, Nx1 -> 1x1.
+def cross_entropy(z: tensor[..., N, V], t: tensor[..., N, 1]) = row_mean(reshape(row_sum(onehot(t, tensor[..., N, V]) * where(onehot(t, tensor[..., N, V]), log_softmax(z), 0)), tensor[1x?])) * -1
 
 # the same over the rows where the mask m is 1 only (m: 1 for a scored row, 0 otherwise): the
 # sum of -log softmax(z)[t] over those rows divided by their number; a row with mask 0 adds
 # nothing, to the loss or to the gradient, even where its logits are inf or nan (its logits are
 # read as 0s; its target must still be a valid index).
 # NxV, Nx1, Nx1 -> 1x1.
-def cross_entropy_masked(z: tensor[..., N, V], t: tensor[..., N, 1], m: tensor[..., N, 1]) = row_sum(reshape(row_sum(where(onehot(t, tensor[..., N, V]), log_softmax(where(m, z, 0)), 0)) * m, tensor[1x?])) / row_sum(reshape(m, tensor[1x?])) * -1
+def cross_entropy_masked(z: tensor[..., N, V], t: tensor[..., N, 1], m: tensor[..., N, 1]) = row_sum(reshape(row_sum(onehot(t, tensor[..., N, V]) * where(onehot(t, tensor[..., N, V]), log_softmax(where(m, z, 0)), 0)) * m, tensor[1x?])) / row_sum(reshape(m, tensor[1x?])) * -1
 
 # inverted dropout (Srivastava et al. 2014): each value is kept with probability 1 - p and
 # scaled by 1 / (1 - p), or set to 0; the mask is rand(tensor[N, C], seed) >= p, so the same

@@ -212,6 +212,13 @@ def test_a_value_the_loss_does_not_depend_on_is_an_error():
     e = error("var w = [[1, 2]]\nlet l = col_sum(row_sum(w * w))\nw -= grad(l, w) * 0.1\n"
               "print grad(l, w)\n")
     assert e.loc.line == 4 and "computed before w got its current value" in e.message
+    # cut off by stop_gradient: said so, not asked whether it is used at all
+    for loss in ("stop_gradient(w) * v", "stop_gradient(w * w) + v", "v * stop_gradient(exp(w))"):
+        e = error("let w = [[1, 2]]\nlet v = [[5, 6]]\n"
+                  "print grad(col_sum(row_sum(%s)), v, w)\n" % loss)
+        assert e.loc.line == 3 and e.message == ("the loss depends on 'w' only through "
+                                                 "stop_gradient, so its gradient would be zero "
+                                                 "everywhere")
 
 
 def test_a_value_whose_only_path_has_zero_derivative_gets_zeros():

@@ -25,8 +25,9 @@ What it differentiates through:
 
 The cotangent of a value reached along several paths is the sum along them; a named value the
 loss does not depend on at all is an error (its gradient would be zero everywhere: a parameter
-left out, or a loss computed before the var's last assignment), while one it depends on only
-through ``stop_gradient`` or ``floor`` gets zeros.  With respect to a value, the derivative is
+left out, or a loss computed before the var's last assignment), and so is one it depends on
+only through ``stop_gradient`` (which says so); one it depends on through ``floor`` gets zeros
+where the ``floor`` is (its derivative is zero wherever it exists).  With respect to a value, the derivative is
 the total one: ``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through ``h`` as well.  A
 name passed to grad is a value of its own (see the checker's ``_own``), so equal values under
 other names are not differentiated with it.
@@ -162,6 +163,23 @@ def _inputs(node, nodes):
         free |= r.free_values()
     own = node.args[2:] if kind == LOOP else ()
     return tuple(own) + tuple(nodes[i] for i in sorted(free))
+
+
+def _reaches(top, target, nodes) -> bool:
+    """Whether ``top`` is computed from ``target`` at all (through ``stop_gradient`` too)."""
+    seen = set()
+    stack = [top]
+    while stack:
+        n = stack.pop()
+        if n is target:
+            return True
+        if n.id in seen or n.id < target.id:        # a node reads only earlier nodes
+            continue
+        seen.add(n.id)
+        stack.extend(n.args)
+        for r in subregions(n):
+            stack.extend(nodes[i] for i in r.free_values())
+    return False
 
 
 def _values(op) -> int:
@@ -406,6 +424,9 @@ def _grad(builder, loss, wrt, names, loc):
     cts = grad_pass.run([(loss, seed)], targets)
     for w, name in zip(wrt, names):
         if not grad_pass.active.get(w.id) or not grad_pass.active.get(loss.id):
+            if _reaches(loss, w, builder.program.nodes):
+                raise GoatError("the loss depends on '%s' only through stop_gradient, so its "
+                                "gradient would be zero everywhere" % name, loc)
             raise GoatError("the loss does not depend on '%s', so its gradient would be zero "
                             "everywhere: was the loss computed before %s got its current value "
                             "(compute it again after the assignment), or is %s not used in it?"
