@@ -53,7 +53,23 @@ def test_ten_thousand_deep_runs(src):
 def test_ten_thousand_deep_list_literal_is_an_error():
     status, out, err = goat_run("print " + "[" * 10_000 + "1" + "]" * 10_000)
     assert status == 1 and out == ""
-    assert "nested at most 32 deep" in err.splitlines()[0]
+    from goat.typecheck.shapes import MAX_RANK
+    assert "nested at most %d deep" % MAX_RANK in err.splitlines()[0]
+
+
+@pytest.mark.parametrize("inner", ["1", "1 # a comment sends the literal to the parser\n"])
+def test_a_list_literal_may_have_as_many_dimensions_as_numpy_allows(inner):
+    """A literal nested as deep as NumPy's rank limit (64 since NumPy 2) is a tensor of that
+    rank; one more is an error saying the limit (it had stopped at 32)."""
+    from goat.typecheck.shapes import MAX_RANK
+    status, out, err = goat_run("print " + "[" * MAX_RANK + inner + "]" * MAX_RANK)
+    assert (status, err) == (0, "")
+    assert out.startswith("Unranked Memref base@ = 0x\u2026 rank = %d " % MAX_RANK)
+    assert out.splitlines()[1] == "[" * MAX_RANK + "1" + "]" * MAX_RANK
+    status, out, err = goat_run("print " + "[" * (MAX_RANK + 1) + inner + "]" * (MAX_RANK + 1))
+    assert status == 1 and out == ""
+    assert err.splitlines()[0].endswith("error: a list literal may be nested at most %d deep (a "
+                                        "tensor has at most %d dimensions)" % (MAX_RANK, MAX_RANK))
 
 
 def test_unbalanced_deep_nesting():

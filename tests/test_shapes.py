@@ -31,7 +31,45 @@ def test_def_body_with_size_variables_is_checked_symbolically():
     e = error("def bad(x: tensor[N, K]) = x + [[1, 2, 3]]")
     assert e.message == "cannot add shapes NxK and 1x3: dimensions K and 3 may differ and neither is 1"
     e = error("def bad(x: tensor[N, K], y: tensor[N, M]) = x @ y")
-    assert "inner dimensions K and N differ" in e.message
+    assert "inner dimensions K and N may differ" in e.message     # as + says of sizes K and 3
+
+
+@pytest.mark.parametrize("body, line", [
+    ("= zeros(tensor[M, K])", 1),
+    ("-> tensor[M] = zeros(tensor[M])", 1),
+    ("= ones(tensor[M]) + randn(tensor[K], 1)", 1),
+    ("= iota(tensor[M, 2], 0)", 1),
+    ("= reshape(x, tensor[M, ?])", 1),
+    ("= onehot([[0]], tensor[1, M])", 1),
+    ("{\n  let y: tensor[M] = zeros(tensor[K])\n  return y\n}", 2),
+    ("{\n  var y: tensor[1, M] = zeros(tensor[1, K])\n  return y\n}", 2),
+])
+def test_a_size_variable_no_parameter_binds_is_a_static_error(body, line):
+    """Nothing gives M a value (it had been accepted, and the run failed inside goat)."""
+    src = "def f(x: tensor[N, K]) %s\nprint f([[1, 2]])\n" % body
+    e = error(src)
+    assert (e.line, e.message) == (line, "size variable M is not a size of any parameter of f, "
+                                         "so no call gives it a value: write the size, use one "
+                                         "of the parameters' sizes (K, N), or ? for a size "
+                                         "known when it runs")
+    assert e.loc.source.line(line)[e.loc.col - 1:].startswith("tensor[")
+    e = error("def g(x: scalar) = zeros(tensor[M])\n")
+    assert e.message == ("size variable M is not a size of any parameter of g, so no call gives "
+                         "it a value: write the size, or ? for a size known when it runs")
+
+
+@pytest.mark.parametrize("word", ["let", "def", "for", "tensor", "scalar"])
+def test_a_reserved_word_cannot_name_a_size_variable(word):
+    e = error("def f(x: tensor[%s, 2]) = x\n" % word)
+    assert e.message == "'%s' is a reserved word and cannot name a size variable" % word
+
+
+def test_a_size_variable_bound_twice_in_one_argument_at_run_time_says_so_as_statically(tmp_path):
+    np.save(tmp_path / "a.npy", np.ones((5, 2)))
+    src = ('def f(x: tensor[N, N]) = x\nlet a: tensor[?x?] = load("%s")\nprint f(a)\n'
+           % (tmp_path / "a.npy"))
+    e = error(src)
+    assert (e.line, e.message) == (3, "size variable N would be both 5 and 2 in argument x of f")
 
 
 def test_nested_size_variable_defs():
@@ -113,3 +151,17 @@ def test_two_unknown_sizes_bound_to_one_variable_are_compared_when_the_call_runs
     e = error(src)
     assert str(e) == "t.mg:4: error: size variable N is 2 for argument x of f but 3 for argument y of f"
     assert run(src.rsplit("\n", 2)[0])[0].tolist() == [[4.0, 6.0]]
+
+
+def test_a_reshape_whose_question_mark_cannot_be_worked_out_names_the_product(tmp_path):
+    """5x? of 24 cells: 5 rows, not rows of 5; statically and when the size is known only at
+    run time."""
+    why = "(24 is not a multiple of 5, the product of the other sizes)"
+    e = error("print reshape(zeros(tensor[2x3x4]), tensor[5x?])\n")
+    assert e.message == "cannot reshape 2x3x4 (24 cells) to tensor[5x?]: the ? size cannot be " \
+                        "worked out " + why
+    np.save(tmp_path / "z.npy", np.zeros((2, 12)))
+    e = error('let z: tensor[?x12] = load("%s")\nprint reshape(z, tensor[5x?])\n'
+              % (tmp_path / "z.npy"))
+    assert e.line == 2 and e.message == ("cannot reshape 2x12 (24 cells) to tensor[5x?]: the ? "
+                                         "size cannot be worked out " + why)

@@ -85,6 +85,9 @@ def _same_size_check(node):
                 raise GoatError("... stands for the same leading sizes in every parameter, but "
                                 "a leading size is %d for %s and %d for %s"
                                 % (b, ref_what, a, what), node.loc, notes=_notes(node))
+            if what == ref_what:            # tensor[N, N] given a 5x2: the static words
+                raise GoatError("size variable %s would be both %d and %d in %s"
+                                % (name, b, a, what), node.loc, notes=_notes(node))
             raise GoatError("size variable %s is %d for %s but %d for %s"
                             % (name, b, ref_what, a, what), node.loc, notes=_notes(node))
         return x

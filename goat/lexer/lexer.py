@@ -23,6 +23,7 @@ from itertools import accumulate
 import numpy as np
 
 from ..diagnostics import GoatError, Loc, Source
+from ..typecheck.shapes import MAX_RANK     # a literal may have as many dimensions as NumPy allows
 from .tokens import KEYWORDS, PUNCTUATION, TYPE_WORDS
 
 _PIECES = re.compile(r"""
@@ -80,7 +81,6 @@ _CHARACTER_HINTS = {
     "'": "; strings are written in double quotes: \"...\"",
     "&": "; write 'and'", "|": "; write 'or'",
 }
-MAX_RANK = 32           # NumPy's arrays have at most 64 dimensions; no model needs 32
 
 
 class Tok:

@@ -383,7 +383,8 @@ def _reshape_shape(s, target):
             raise ShapeError("cannot reshape %s (%s) to %s: the ? size cannot be worked out "
                              "(%s)" % (format_shape(s), _count(src), format_type(target),
                                        "the other sizes hold no cells" if k == 0 else
-                                       "%d cells do not divide into rows of %d" % (n, k)))
+                                       "%d is not a multiple of %d, the product of the other sizes"
+                                       % (n, k)))
         return tuple(n // k if d is None else d for d in target)
     if src is None:
         return tuple(target)                # checked when it runs
@@ -416,7 +417,8 @@ def _reshape(be, target):
             raise OpError("cannot reshape %s (%d cells) to %s: the ? size cannot be worked out "
                           "(%s)" % (format_shape(x.shape), x.size, format_type(target),
                                     "the other sizes hold no cells" if known == 0 else
-                                    "%d cells do not divide into rows of %d" % (x.size, known)))
+                                    "%d is not a multiple of %d, the product of the other sizes"
+                                    % (x.size, known)))
         return reshape(x, shape)
     return run
 

@@ -24,6 +24,7 @@ import os
 
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
+from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
@@ -765,6 +766,8 @@ class Checker:
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
         self._generic_def = False     # the def being checked has a parameter typed [..., ...]
+        self._sizes = None            # the size variables its parameters bind (None: while
+                                      # they are being read, when each may bind new ones)
         self._quiet = False           # checking a def again for a call: no outline
 
     def call_notes(self, loc):
@@ -1057,9 +1060,20 @@ class Checker:
                 else:                   # in the body: the sizes it stands for in this check
                     dims.extend(self._rest)
             elif isinstance(d, str):
+                if d in KEYWORDS or d in TYPE_WORDS:
+                    raise GoatError("'%s' is a reserved word and cannot name a size variable"
+                                    % d, ann.loc)
                 if not self._in_def(scope):
                     raise GoatError("size variable %s can only appear in the parameters of a def"
                                     % d, ann.loc)
+                if self._sizes is not None and d not in self._sizes:
+                    known = sorted(self._sizes)
+                    raise GoatError("size variable %s is not a size of any parameter of %s, so "
+                                    "no call gives it a value: write the size%s, or ? for a "
+                                    "size known when it runs"
+                                    % (d, self._defining,
+                                       ", use one of the parameters' sizes (%s)" % ", ".join(known)
+                                       if known else ""), ann.loc)
                 dims.append(SizeVar(d))
             else:
                 dims.append(d)
@@ -1347,6 +1361,7 @@ class Checker:
         outer_defining, self._defining = self._defining, stmt.name
         outer_rest, self._rest = self._rest, rest or ()
         outer_quiet, self._quiet = self._quiet, self._quiet or rest is not None
+        outer_sizes, self._sizes = self._sizes, None
         try:
             for p in stmt.params:
                 if p.name in seen:
@@ -1357,6 +1372,7 @@ class Checker:
                 if dims and dims[0] is ...:
                     dims = (rest or ()) + dims[1:]
                 params.append((p.name, dims, p.loc))
+            self._sizes = {d.name for _, dims, _ in params for d in dims if isinstance(d, SizeVar)}
             if rest is None:
                 self.program.templates += 1
                 index = self.program.templates
@@ -1417,6 +1433,7 @@ class Checker:
             self._rest = outer_rest
             self._quiet = outer_quiet
             self._generic_def = outer_generic
+            self._sizes = outer_sizes
         return tmpl
 
     def specialize(self, tmpl: Template, shapes, locs, call=None) -> Template:

@@ -90,7 +90,17 @@ def format_type(shape) -> str:
 
 
 MAX_BYTES = 2 ** 63 - 1       # what any machine's address space (and NumPy) can index
-MAX_RANK = 64                 # NumPy's most dimensions
+def _numpy_max_rank() -> int:
+    """NumPy's most dimensions: 64 since NumPy 2.0, 32 before."""
+    import numpy as np
+    try:
+        np.empty((1,) * 64)
+        return 64
+    except ValueError:
+        return 32
+
+
+MAX_RANK = _numpy_max_rank()
 
 
 def strip_rest(shape) -> tuple:
@@ -183,8 +193,10 @@ def matmul(a: tuple, b: tuple) -> tuple:
                          "matrices (rank 2 or more)" % (format_shape(a), format_shape(b)))
     k1, k2 = a[-1], b[-2]
     if not (_same(k1, k2) or k1 is None or k2 is None):
+        why = "differ" if type(k1) is int and type(k2) is int else "may differ"
         raise ShapeError("cannot matrix-multiply shapes %s and %s: the inner dimensions %s and "
-                         "%s differ" % (format_shape(a), format_shape(b), format_dim(k1), format_dim(k2)))
+                         "%s %s" % (format_shape(a), format_shape(b), format_dim(k1),
+                                    format_dim(k2), why))
     batch = ()
     if len(a) > 2 or len(b) > 2:
         try:
