@@ -157,16 +157,29 @@ class GoatError(Exception):
         return "\n".join(out)
 
 
+MAX_FRAMES = 10        # at most this many notes of calls and imports name an error's frames
+
+
 def frame_notes(via, here) -> tuple:
     """Notes saying where a failing expression was reached from, innermost first.
 
     ``via`` lists the frames being expanded, outermost first: ``(NAME, Loc)`` for a def call,
     read ``in f, called on line 4`` (``called at PATH:LINE`` when the call is in another file
     than ``here``, the failing expression's Source), and ``(NAME, Loc, "import")`` for a
-    module's import, read ``in module nn, imported on line 1 of p.mg``.
+    module's import, read ``in module nn, imported on line 1 of p.mg``.  Of more than
+    ``MAX_FRAMES`` frames, the innermost and the three outermost are named, and a note counts
+    the others.
     """
+    frames = list(reversed(via))
+    skipped = 0
+    if len(frames) > MAX_FRAMES:        # the innermost and the outermost, as Python shortens
+        skipped = len(frames) - MAX_FRAMES      # a deep traceback
+        frames = frames[:MAX_FRAMES - 3] + [None] + frames[-3:]
     notes = []
-    for frame in reversed(via):
+    for frame in frames:
+        if frame is None:
+            notes.append("... %d more calls in between" % skipped)
+            continue
         name, loc = frame[0], frame[1]
         if len(frame) > 2:
             notes.append("in module %s, imported on line %d of %s"

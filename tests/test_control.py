@@ -654,6 +654,22 @@ def test_runtime_error_inside_a_def_names_the_call_for_an_operation():
     assert e.line == 2 and e.notes == ("in f, called on line 5",)
 
 
+def test_a_run_time_error_deep_in_calls_names_the_innermost_and_outermost_calls():
+    """Of 30 nested calls, the notes name the 7 innermost and the 3 outermost and count the
+    rest, as Python shortens a deep traceback (every frame had been named, in every site of a
+    compiled program too: quadratic in the depth)."""
+    lines = ["def f0(x: tensor[?x2]) = x + [[1, 2], [3, 4]]"]
+    lines += ["def f%d(x: tensor[?x2]) = f%d(x) * 1" % (i, i - 1) for i in range(1, 30)]
+    lines.append("print f29([[1, 2], [3, 4], [5, 6]])")
+    e = error("\n".join(lines) + "\n")
+    assert e.line == 1
+    assert e.notes == tuple("in f%d, called on line %d" % (i, i + 2) for i in range(7)) + (
+        "... 20 more calls in between", "in f27, called on line 29",
+        "in f28, called on line 30", "in f29, called on line 31")
+    ten = error("\n".join(lines[:10]) + "\nprint f9([[1, 2], [3, 4], [5, 6]])\n")
+    assert len(ten.notes) == 10 and "more calls" not in " ".join(ten.notes)
+
+
 def test_a_loop_bound_that_is_not_a_whole_number_stops_at_the_for_line():
     # computed, so known only when it runs
     result, text = run_out("let h = row_sum([[2, 0.5]])\nprint 1\nfor i in 0..h {\n  print i\n}")
