@@ -654,6 +654,29 @@ def test_runtime_error_inside_a_def_names_the_call_for_an_operation():
     assert e.line == 2 and e.notes == ("in f, called on line 5",)
 
 
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("expr, message", [
+    ("rand(tensor[2], s)", "a seed must be a whole number from 0 to 9007199254740991, got -1"),
+    ("randn(tensor[2], s)", "a seed must be a whole number from 0 to 9007199254740991, got -1"),
+    ("sample_rows([[0.5, 0.5]], s)",
+     "a seed must be a whole number from 0 to 9007199254740991, got -1"),
+    ("gather([[1, 2], [3, 4]], reshape(s, tensor[1x1]))",
+     "gather's indices must be whole numbers from 0 to 1, got -1.0 at position 0"),
+    ("onehot(reshape(s, tensor[1x1]), tensor[1x3])",
+     "onehot's indices must be whole numbers from 0 to 2, got -1.0 at position 0"),
+])
+def test_a_failing_check_in_a_loop_body_keeps_the_output_before_it(tmp_path, expr, message, aot):
+    """The value does not change in the loop, but the check must not move ahead of the
+    body's earlier statements (loop-invariant hoisting had lost the first iteration's print)."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "h.mg").write_text('print "start"\nlet s = floor(rand(tensor[], 1)) - 1\n'
+                                   'for i in 0..3 {\n  print "it {i}"\n  print %s\n}\n' % expr)
+    status, out, err = cli("run", *(["--aot"] if aot else []), "h.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "start\nit 0\n")
+    assert err.splitlines()[0] == "h.mg:5: error: " + message
+
+
 def test_a_run_time_error_deep_in_calls_names_the_innermost_and_outermost_calls():
     """Of 30 nested calls, the notes name the 7 innermost and the 3 outermost and count the
     rest, as Python shortens a deep traceback (every frame had been named, in every site of a

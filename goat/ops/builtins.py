@@ -468,6 +468,7 @@ def _draw(name, method, doc):
             return be.cast(draw(xp, tuple(target), rng.check_seed(_scalar(be, seed))))
         return run
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
+                checks_values=True,
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
                 evaluate=evaluate, tags=("creation", "random"),
                 lowering=lower.draw("goat_" + {"uniform": "rand", "normal": "randn"}[method]),
@@ -702,7 +703,8 @@ def _gather(be):
     return run
 
 
-register(Op(name="gather", arity=2, params=(("table", "value"), ("indices", "value")),
+register(Op(name="gather", checks_values=True,
+            arity=2, params=(("table", "value"), ("indices", "value")),
             signature="gather(table: VxC, indices: Nx1) -> NxC",
             doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
                 "axis 0); the indices must be whole numbers from 0 to V-1, checked when it runs",
@@ -730,7 +732,8 @@ def _scatter_add(be, target):
     return run
 
 
-register(Op(name="scatter_add", arity=3,
+register(Op(name="scatter_add", checks_values=True,
+            arity=3,
             params=(("x", "value"), ("indices", "value"), ("shape", "type")),
             callable_by_name=False, signature="(scatter_add(x: NxC, indices: Nx1, tensor[VxC]))",
             doc="a VxC matrix of zeros with x's rows added at rows indices: gather's derivative",
@@ -767,7 +770,8 @@ def _onehot(be, target):
     return run
 
 
-register(Op(name="onehot", arity=2, params=(("indices", "value"), ("shape", "type")),
+register(Op(name="onehot", checks_values=True,
+            arity=2, params=(("indices", "value"), ("shape", "type")),
             signature="onehot(indices: Nx1, V) -> NxV  (or onehot(indices, tensor[NxV]))",
             doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "
                 "to V-1, checked when it runs); V, the number of classes, is written as a whole "
@@ -833,7 +837,8 @@ def _sample_rows(be):
     return run
 
 
-register(Op(name="sample_rows", arity=2, params=(("p", "value"), ("seed", "value")),
+register(Op(name="sample_rows", checks_values=True,
+            arity=2, params=(("p", "value"), ("seed", "value")),
             signature="sample_rows(p: NxC, seed) -> Nx1",
             doc="for each row, a column drawn with probability proportional to p (weights "
                 "that need not sum to 1): the first column whose running sum exceeds u times "

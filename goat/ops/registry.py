@@ -48,6 +48,9 @@ class Op:
     params: tuple = field(default=())
     pure: bool = True               # False: reads the world (a file); never shared or moved
     checks_at_run_time: bool = False  # the shape rule runs again on actual shapes, always
+    # the op checks its operands' values when it runs (indices, seeds) and may stop the
+    # program there: it is not moved out of a loop body ahead of the body's earlier statements
+    checks_values: bool = False
     # a string attribute as the op keeps it (load resolves a file name against the folder of
     # the program); (value, Loc) -> attribute; None keeps the string as written
     string_attr: Callable | None = None

@@ -305,7 +305,9 @@ class Builder:
             if sources:                     # sizes read from these values when the op runs
                 args = tuple(args) + tuple(s for s in sources if s not in args)
         pure = op.pure
-        home = self._home(args) if pure and not check else self.region
+        # an op that may stop the program is not hoisted ahead of the loop body's statements
+        # before it (their output would be lost); hash-consing still shares it
+        home = self._home(args) if pure and not check and not op.checks_values else self.region
         if pure:
             node = self._find(key, home)
             if node is not None:
