@@ -7,6 +7,7 @@ ten training steps).
 """
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,24 @@ def test_whole_numbers_beyond_2_24_written_in_the_program_stay_exact():
         _f32("let n = row_sum([[16777216.0, 3.0]])\nprint rand(tensor[1], n)\n")
     assert goat.run_source("let n = row_sum([[16777216.0, 3.0]])\n"
                            "print rand(tensor[1], n)\n")[0].shape == (1,)      # f64: fine
+
+
+def test_a_loop_index_past_2_24_in_f32_is_refused_where_the_body_reads_it():
+    """The index is a float32 value: 16777217 would be 16777216 (it had printed 16777216
+    twice); a loop that never reads its index runs (see the test above), as does one within
+    2**24 of 0 on either side."""
+    for body in ('print "{i:d}"', "if 1 { k = k + i }", "k = k + rand(tensor[], i)"):
+        with pytest.raises(goat.GoatError) as info:
+            _f32("var k = 0.0\nprint k\nfor i in 16777214..16777218 {\n  %s\n}\n" % body)
+        assert info.value.line == 3
+        assert info.value.message == (
+            "a loop index in float32 (--dtype f32) must stay within 2**24 = 16777216 of 0 "
+            "(float32 holds every whole number only up to it, so 16777217 would be 16777216); "
+            "this loop runs from 16777214 to 16777217 (run in f64)")
+    out = io.StringIO()
+    goat.run_source('for i in -16777216..-16777214 { print "{i:d}" }\n'
+                    'for i in 16777215..16777217 { print "{i:d}" }\n', stdout=out, dtype="f32")
+    assert out.getvalue().split() == ["-16777216", "-16777215", "16777215", "16777216"]
 
 
 @pytest.mark.parametrize("use", ["gather(zeros(tensor[16777218x1]), i)",

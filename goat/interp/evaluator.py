@@ -151,6 +151,20 @@ def _one_number(be, x, what, loc):
     return be.scalar(x)
 
 
+def _reads(region, node) -> bool:
+    """Whether ``region`` (or a region nested in it) reads ``node``."""
+    regions = [region]
+    while regions:
+        r = regions.pop()
+        if any(node in n.args for n in r.nodes) or node in r.yields or \
+                any(node in e.uses() for e in r.effects):
+            return True
+        regions.extend(r.inner)
+        for n in r.nodes:
+            regions.extend(subregions(n))
+    return False
+
+
 MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all floats
 
 
@@ -464,11 +478,20 @@ class Evaluator:
         one = len(carried) == 1
         be = self.be
         const = be.constant
+        # in float32 an index past 2**24 would be rounded (16777217 to 16777216): an error,
+        # where the body reads the index
+        f32 = getattr(be, "dtype_name", "f64") == "f32" and _reads(body, body.params[0])
 
         def run(lo, hi, *state):
             try:
                 lo = _bound(be, lo, node, 0)
                 hi = _bound(be, hi, node, 1)
+                if hi > lo and f32 and max(abs(lo), abs(hi - 1)) > 2 ** 24:
+                    raise GoatError(
+                        "a loop index in float32 (--dtype f32) must stay within 2**24 = "
+                        "16777216 of 0 (float32 holds every whole number only up to it, so "
+                        "16777217 would be 16777216); this loop runs from %d to %d (run in f64)"
+                        % (lo, hi - 1), node.loc)
             except GoatError as e:
                 e.notes = _notes(node)
                 raise
