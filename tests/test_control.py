@@ -1625,3 +1625,12 @@ print acc
         acc = acc + (b * b).sum(axis=-1, keepdims=True).sum(axis=-2, keepdims=True) * 0.000001
     assert np.allclose(got, acc, rtol=1e-12, atol=0)
     assert peak < 80 * 1000 * 1000            # 200 iterations x 8 MB would be 1.6 GB
+
+
+def test_a_defs_body_is_a_scope_of_its_own():
+    """Its lets may reuse a name defined outside (as its parameters may), hiding it inside the
+    body only; a block elsewhere may not define again a name around it."""
+    assert scalars(run("let t = 1\ndef f(a: scalar) {\n  let t = a * 2\n  return t\n}\n"
+                       "print f(5)\nprint t\n")) == [10.0, 1.0]
+    e = error("let t = 1\nif 1 {\n  let t = 2\n}\n")
+    assert e.line == 3 and "outside this block" in e.message
