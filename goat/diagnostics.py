@@ -88,6 +88,15 @@ class Loc:
         return "Loc(%s:%d:%d)" % (getattr(self.source, "path", None), self.line, self.col)
 
 
+def _one_line(text: str) -> str:
+    """``text`` with each control character shown as its escape (``\\n``), as ``repr``
+    shows it; ``\\x01`` stays, the mark where a compiled program puts its message
+    (goat/aot/lower.py's ``site_text``, goat_fail.c, which escapes the message alike)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\x01" else repr(c)[1:-1] for c in text)
+
+
 class GoatError(Exception):
     """A problem in the user's program or input, reported as ``PATH:LINE: error: MESSAGE``.
 
@@ -116,10 +125,13 @@ class GoatError(Exception):
         return self.loc.line if self.loc is not None else None
 
     def headline(self) -> str:
+        """``PATH:LINE: error: MESSAGE``, one line: a newline or other control character in
+        the path or the message (from a file name or a format spec as written) shows as its
+        escape, ``\\n``."""
         where = self.path or "goat"
         if self.loc is not None:
             where = "%s:%d" % (where, self.loc.line)
-        return "%s: error: %s" % (where, self.message)
+        return _one_line("%s: error: %s" % (where, self.message))
 
     def __str__(self) -> str:
         return self.headline()

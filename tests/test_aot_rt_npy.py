@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.lib import format as npformat
 
+from goat.diagnostics import _one_line
 from goat.interp.npyio import read_npy, save_npy
 from goat.ops.registry import OpError
 
@@ -120,7 +121,7 @@ def py_load(path, shape, shown=None):
     try:
         return "ok", read_npy(str(path), tuple(shape), shown)
     except OpError as e:
-        return "error", e.message
+        return "error", _one_line(e.message)     # as both print it: one line
 
 
 def bits(a):
@@ -156,7 +157,7 @@ def py_save(path, value, shown=None):
         save_npy(str(path), value, shown)
         return "ok", None
     except OpError as e:
-        return "error", e.message
+        return "error", _one_line(e.message)     # as both print it: one line
 
 
 def npy_bytes(header, data=b"", version=(1, 0), raw_header=None):

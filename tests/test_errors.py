@@ -473,3 +473,23 @@ def test_keyword_arguments_are_named_as_such():
 def test_a_huge_loop_bound_is_spelled_as_python_spells_it(src):
     """1e+300, not %.17g's 1.0000000000000001e+300 (before running, and when it runs)."""
     assert error(src).message.endswith("exact up to 2**53), got 1e+300")
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("stmt, message", [
+    ('print "{1:\\n}"', "invalid format spec ':\\n': '\\n' is not a format type"),
+    ('save([[1]], "/nonexistent\\nx/a.npy")', "cannot save /nonexistent\\nx/a.npy: no such "
+                                             "directory '/nonexistent\\nx'"),
+    ('let q: tensor[1x1] = load("no\\tfile.npy")\nprint q', "cannot load no\\tfile.npy: no such "
+                                                            "file"),
+])
+def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt, message, aot):
+    """A file name or a format spec as written may hold a newline or a tab (an escape in the
+    string): the error's first line shows it escaped, so PATH:LINE: error: is one line."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    from conftest import cli
+    (tmp_path / "n.mg").write_text(stmt + "\n")
+    status, out, err = cli("run", *(["--aot"] if aot else []), "n.mg", cwd=str(tmp_path))
+    assert status == 1 and out == ""
+    assert err.splitlines()[0].startswith("n.mg:1: error: " + message)

@@ -9,6 +9,28 @@
 
 #include "goat_rt.h"
 
+/* The message, one line as goat run's (GoatError.headline): a control character (from a file
+ * name as written) shows as Python's repr shows it, \n, \t, \r or \xNN, also a C1 control
+ * (U+0080..U+009F, two bytes in UTF-8). */
+static void put_one_line(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        unsigned c = *p;
+        if (c == '\n')
+            fputs("\\n", stderr);
+        else if (c == '\t')
+            fputs("\\t", stderr);
+        else if (c == '\r')
+            fputs("\\r", stderr);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(stderr, "\\x%02x", c);
+        else if (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            fprintf(stderr, "\\x%02x", (unsigned)*++p);
+        else
+            fputc((int)c, stderr);
+    }
+}
+
 void goat_fail(const char *site, const char *fmt, ...)
 {
     const char *sep = strchr(site, '\x01');
@@ -18,10 +40,25 @@ void goat_fail(const char *site, const char *fmt, ...)
     } else {
         fwrite(site, 1, (size_t)(sep - site), stderr);
     }
+    char small[512];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof small) {
+        char *big = malloc((size_t)n + 1);
+        if (big != NULL) {
+            va_start(ap, fmt);
+            vsnprintf(big, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+            put_one_line(big);
+            free(big);
+        } else {
+            put_one_line(small);
+        }
+    } else if (n >= 0) {
+        put_one_line(small);
+    }
     if (sep != NULL)
         fputs(sep + 1, stderr);
     fputc('\n', stderr);
