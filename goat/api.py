@@ -520,16 +520,32 @@ def read_source(path) -> Source:
     except OSError as e:
         from .interp.npyio import _os_message       # "no such file", as load says it
         shown = path or "''"
-        raise GoatError(_os_message("read", os.path.abspath(path) if path else path, shown, e),
-                        path=shown) from None
+        message = _os_message("read", os.path.abspath(path) if path else path, shown, e)
+        if isinstance(e, FileNotFoundError) and path and os.path.isfile(path + ".mg"):
+            message += "; did you mean %s.mg?" % path
+        raise GoatError(message, path=shown) from None
     except ValueError:          # a path with a NUL byte in it
         raise GoatError("cannot read %r: a file name cannot contain a NUL character" % path,
                         path=repr(path)) from None
     return decode_source(data, path)
 
 
+# files a program is not, by their first bytes: what each is, and what to do with it
+_NOT_PROGRAMS = (
+    (b"\x7fELF", "a compiled executable (run it as ./%s)"),
+    (b"\xcf\xfa\xed\xfe", "a compiled executable (run it as ./%s)"),
+    (b"\x93NUMPY", "a NumPy array file (a program reads it with load(\"%s\"))"),
+    (b"PK\x03\x04", "a zip archive (an .npz file?), not text"),
+)
+
+
 def decode_source(data: bytes, path: str) -> Source:
-    """Program bytes as a Source; a clear GoatError for text that is not UTF-8."""
+    """Program bytes as a Source; a clear GoatError for text that is not UTF-8, and for an
+    executable or an array file given in a program's place."""
+    for magic, what in _NOT_PROGRAMS:
+        if data.startswith(magic):
+            raise GoatError("%s is not a goat program: it is %s"
+                            % (path, what % path if "%s" in what else what), path=path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:

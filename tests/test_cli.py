@@ -288,3 +288,23 @@ def test_the_library_is_interrupted_by_interrupt_main_and_stays_usable():
     time.sleep(0.2)
     assert sys.unraisablehook is hook
     assert goat.run_source("print [[1]] + 1\n")[0].tolist() == [[2.0]]
+
+
+def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
+    """goat run on the executable goat compile made, or on a .npy file, says what the file is
+    and what to do (it had echoed the file's bytes as a line that is not UTF-8); a missing
+    NAME beside NAME.mg asks whether that was meant."""
+    exe = tmp_path / "prog"
+    exe.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(64))
+    status, out, err = cli("run", "prog", cwd=str(tmp_path))
+    assert (status, out, err) == (1, "", "prog: error: prog is not a goat program: it is a "
+                                         "compiled executable (run it as ./prog)\n")
+    import numpy as np
+    np.save(tmp_path / "w.npy", np.zeros(3))
+    status, out, err = cli("check", "w.npy", cwd=str(tmp_path))
+    assert (status, err) == (1, "w.npy: error: w.npy is not a goat program: it is a NumPy array "
+                                'file (a program reads it with load("w.npy"))\n')
+    (tmp_path / "train.mg").write_text("print 1\n")
+    status, out, err = cli("run", "train", cwd=str(tmp_path))
+    assert (status, err) == (1, "train: error: cannot read train: no such file; did you mean "
+                                "train.mg?\n")

@@ -150,7 +150,8 @@ def test_literals():
     ("print 1\nprint 2 3", 2, "syntax error: expected an operator or the end of the line, found number 3"),
     ("def f(m: tensor[2y2]) = m", 1, "malformed type tensor[2y2]: write its dimensions as 6x6, ?x4 or N, K"),
     ("def f(m: tensor) = m", 1, "'tensor' must be followed by its dimensions, as in tensor[2x3]"),
-    ("def f(m) = m", 1, "syntax error: expected ':', found ')'"),
+    ("def f(m) = m", 1, "syntax error: expected ':', found ')'; each parameter has a type: "
+                         "m: tensor[2x3], m: tensor[N, C] or m: scalar"),
 ])
 def test_syntax_errors(src, line, message):
     e = error(src)
@@ -493,3 +494,42 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     status, out, err = cli("run", *(["--aot"] if aot else []), "n.mg", cwd=str(tmp_path))
     assert status == 1 and out == ""
     assert err.splitlines()[0].startswith("n.mg:1: error: " + message)
+
+
+@pytest.mark.parametrize("src, line, ends", [
+    ("for i in range(10):\n  print i\n", 1, "; a loop over 0, 1, ..., n - 1 is written for i in "
+                                            "0..n { ... }"),
+    ("for i in range(3) {\n  print i\n}\n", 1, "; a loop over 0, 1, ..., n - 1 is written for "
+                                               "i in 0..n { ... }"),
+    ("for i in 0..3:\n  print i\n", 1, "; a loop's body is a block in braces: for i in 0..n "
+                                       "{ ... }"),
+    ("let x = 1\nif x = 1 {\n  print x\n}\n", 2, "; a comparison is written =="),
+    ("if 1: print 1\n", 1, "; a branch is a block in braces: if c { ... } else { ... }"),
+    ('print(f"x = {1}")\n', 1, '; a string\'s {fields} are formatted without an f: print '
+                               '"x = {x}"'),
+    ("// a comment\nprint 1\n", 1, "; a comment starts with #"),
+    ("let x = [[1, 2]]\nprint x[0]\n", 2, "; there is no indexing: take rows with gather(x, "
+                                          "indices), select with a matrix product, or by "
+                                          "masking"),
+    ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "
+                                     "any but 0 is true)"),
+    ("let H = 64\nvar w: tensor[2xH] = zeros()\n", 2, "write the size as a number (H is a "
+                                                      "value, not a size: a type's sizes are "
+                                                      "known before the program runs)"),
+])
+def test_habits_from_python_get_the_goat_spelling(src, line, ends):
+    """A newcomer's Python: the message says what to write instead; the loop variable of a
+    header that could not be read is not reported again as unknown."""
+    e = error(src)
+    assert len(getattr(e, "errors", [e])) == 1
+    assert e.line == line and e.message.endswith(ends)
+
+
+def test_a_wrong_number_of_arguments_shows_the_parameters():
+    e = error("import optim\nlet w = [[1.0]]\nprint optim.adamw(w, w, w, w, 0.001, 2)\n")
+    assert e.message == "optim.adamw takes 10 arguments, got 6"          # the book's words
+    assert e.notes == ("optim.adamw(w: tensor[...], g: tensor[...], m: tensor[...], "
+                       "v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, "
+                       "eps: scalar, wd: scalar)",)
+    e = error("print zeros(2, 3)\n")
+    assert (e.message, e.notes) == ("zeros takes 1 argument, got 2", ("zeros(tensor[S]) -> S",))

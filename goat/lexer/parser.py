@@ -572,6 +572,8 @@ def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
     prev = tokens[i - 1].type if i > 0 else None
+    if tok.type == "SLASH" and i == 0:
+        return "; a comment starts with #"
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
     if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
@@ -597,7 +599,24 @@ def _hint(tokens, tok) -> str:
         return ("; a list literal holds numbers only: compute a value from names instead, e.g. "
                 "reshape(%s, tensor[1x1]), or [[1, 0]] * %s + [[0, 1]] * b" % (name, name))
     if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
-        return "; there is no indexing: select with a matrix product, or by masking"
+        return ("; there is no indexing: take rows with gather(x, indices), select with a "
+                "matrix product, or by masking")
+    if tokens[0].type == "FOR" and tok.type in ("_COLON", "LBRACE") and any(
+            t.type == "NAME" and t.value == "range" for t in tokens[:i]):
+        return "; a loop over 0, 1, ..., n - 1 is written for i in 0..n { ... }"
+    if tokens[0].type == "FOR" and tok.type == "_COLON":
+        return "; a loop's body is a block in braces: for i in 0..n { ... }"
+    if tokens[0].type == "DEF" and tok.type in ("RPAR", "_COMMA") and prev == "NAME" and \
+            _open_parens(tokens[:i]) == 1:
+        return ("; each parameter has a type: %s: tensor[2x3], %s: tensor[N, C] or %s: scalar"
+                % ((tokens[i - 1].value,) * 3))
+    if tok.type == "_EQUAL" and tokens[0].type in ("IF", "ELSE") or (
+            tok.type == "_EQUAL" and _open_parens(tokens[:i]) > 0 and prev != "NAME"):
+        return "; a comparison is written =="
+    if tok.type == "_COLON" and tokens[0].type in ("IF", "ELSE"):
+        return "; a branch is a block in braces: if c { ... } else { ... }"
+    if tok.type == "STRING" and prev == "NAME" and tokens[i - 1].value in ("f", "F"):
+        return "; a string's {fields} are formatted without an f: print \"x = {x}\""
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"
     if tok.type == "_EQUAL" and prev == "NAME" and i >= 2 and tokens[i - 2].type in (
@@ -700,7 +719,10 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
 
 
 def _names_of(tokens) -> tuple:
-    """The names a statement that could not be read seems to define (let a, b = ...)."""
+    """The names a statement that could not be read seems to define (let a, b = ...; a loop's
+    variable, used by the lines after a Python-style header, for i in range(n):)."""
+    if len(tokens) > 1 and tokens[0].type == "FOR" and tokens[1].type == "NAME":
+        return (tokens[1].value,)
     if not tokens or tokens[0].type not in ("LET", "VAR", "DEF"):
         return ()
     out = []

@@ -670,8 +670,12 @@ def _indices(be, idx, count, name):
     ok = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
     if not be.scalar(xp.all(ok)):
         k = int(be.scalar(xp.argmin(ok)))
+        got = repr(float(be.to_numpy(flat)[k]))
+        if count == 0:          # not "from 0 to -1"
+            raise OpError("%s's indices point into 0 rows or classes, so none is valid; got %s "
+                          "at position %d" % (name, got, k))
         raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
-                      % (name, count - 1, repr(float(be.to_numpy(flat)[k])), k))
+                      % (name, count - 1, got, k))
     if be.dtype_name == "f32" and count > 2 ** 24 and be.scalar(xp.any(flat >= 2 ** 24)):
         # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24,
         # so a larger index may be a neighbour's, rounded; refused rather than read wrongly

@@ -1066,8 +1066,12 @@ class Checker:
                     raise GoatError("'%s' is a reserved word and cannot name a size variable"
                                     % d, ann.loc)
                 if not self._in_def(scope):
-                    raise GoatError("size variable %s can only appear in the parameters of a def"
-                                    % d, ann.loc)
+                    known = scope.find(d)[0] if scope is not None else None
+                    raise GoatError("size variable %s can only appear in a def, bound by its "
+                                    "parameters' types; outside one, write the size as a number%s"
+                                    % (d, " (%s is a value, not a size: a type's sizes are "
+                                          "known before the program runs)" % d
+                                       if known is not None else ""), ann.loc)
                 if self._sizes is not None and d not in self._sizes:
                     known = sorted(self._sizes)
                     raise GoatError("size variable %s is not a size of any parameter of %s, so "
@@ -1758,6 +1762,8 @@ class Checker:
             raise GoatError("unknown name '%s': the '%s' defined on line %d belongs to a block "
                             "that has ended; declare a var before the block and assign it inside"
                             % (name, name, self.gone[name]), e.loc)
+        if name in _NAME_HABITS:
+            raise GoatError("unknown name '%s': %s" % (name, _NAME_HABITS[name]), e.loc)
         raise GoatError("unknown name '%s'%s" % (name, _suggest(name, _visible(scope))), e.loc)
 
     def _call(self, e: ast.Call, scope, b, want=None):
@@ -1766,8 +1772,11 @@ class Checker:
         if isinstance(target, Template):
             arity = len(target.params)
             if len(e.args) != arity:
+                params = ", ".join("%s: %s" % (p, format_type(d))
+                                   for p, d, _ in target.generic or target.params)
                 raise GoatError("%s takes %d argument%s, got %d"
-                                % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc)
+                                % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc,
+                                notes=("%s(%s)" % (target.qualname, params),))
             args = [self.value(a, scope, b) for a in e.args]
             shapes = [a.shape for a in args]
             target = self.specialize(target, shapes, [a.loc for a in e.args], e.loc)
@@ -1864,7 +1873,8 @@ class Checker:
                         "an annotated let or var (let x: tensor[4x4] = %s(...)); inside a "
                         "larger expression, write it: %s(%s)" % (e.name, e.name, written))
             raise GoatError("%s takes %d argument%s, got %d%s"
-                            % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc)
+                            % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
+                            notes=(op.signature,))
         nodes = []
         attrs = []
         for a, (pname, kind) in zip(args, params):
@@ -1877,8 +1887,9 @@ class Checker:
                     continue
                 if type(a) is not ast.TypeArg:
                     raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s"
-                                    % (pname, e.name, " or a whole number" if op.count_type
-                                       else ""), a.loc)
+                                    % (pname, e.name, " or a count written as a number (a "
+                                       "whole number, 0 or more)" if op.count_type else ""),
+                                    a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
@@ -1910,9 +1921,17 @@ _METHOD_HABITS = {
     "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
     "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
 }
+_NAME_HABITS = {
+    "True": "write 1 (a condition is a number; any but 0 is true)",
+    "true": "write 1 (a condition is a number; any but 0 is true)",
+    "False": "write 0 (a condition is a number; 0 is false)",
+    "false": "write 0 (a condition is a number; 0 is false)",
+    "inf": "write 1 / 0 (and -1 / 0 for -inf)", "nan": "write 0 / 0",
+    "pi": "write 3.141592653589793",
+}
 _FUNCTION_HABITS = {
     "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
-           "higher rank: row_sum(reshape(x, tensor[1xN]))",
+           "higher rank: row_sum(reshape(x, tensor[1xN])))",
     "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
     "round": "write floor(x + 0.5) to round halves up",
     "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",

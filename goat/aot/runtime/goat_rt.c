@@ -217,6 +217,9 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
 {
     goat_str text = {0};
     goat_format_repr(&text, v);         /* Python's repr, as builtins._indices writes it */
+    if (count == 0)
+        goat_fail(site, "%s's indices point into 0 rows or classes, so none is valid; got %s at "
+                  "position %lld", op, text.data, (long long)position);
     goat_fail(site, "%s's indices must be whole numbers from 0 to %lld, got %s at position %lld",
               op, (long long)(count - 1), text.data, (long long)position);
 }
