@@ -464,7 +464,10 @@ def test_import_inside_a_block(tmp_path, src, line):
 ])
 def test_using_a_module_wrongly(tmp_path, use, message, caret):
     write(tmp_path, "p.mg", "print [[1]]\nimport nn\n" + use + "\n")
-    assert fails(tmp_path, "p.mg") == ["p.mg:3: error: " + message, "3 | " + use, "  | " + caret]
+    err = fails(tmp_path, "p.mg")
+    assert err[:3] == ["p.mg:3: error: " + message, "3 | " + use, "  | " + caret]
+    assert err[3:] == (["note: nn.layer_norm(h: tensor[..., N, C], g: tensor[1, C], "
+                        "t: tensor[1, C])"] if "arguments" in message else [])
 
 
 def test_an_unimported_module(tmp_path):
@@ -605,3 +608,31 @@ def test_the_wheel_installs_the_stdlib_and_runs_import_nn(tmp_path):
                        cwd=str(run_dir), env=env, timeout=120)
     assert (p.returncode, p.stdout) == (1, "")
     assert p.stderr.startswith("bad.mg:2: error: size variable C ")
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_a_run_time_error_inside_the_standard_library_is_reported_at_the_users_call(tmp_path,
+                                                                                    aot):
+    """A target out of range fails in nn.cross_entropy's onehot: the error is at the user's
+    call (the library's path depends on the installation, and the user wrote no onehot), with
+    a note naming the library def and its line, then the user's own calls."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    write(tmp_path, "p.mg", "import nn\n"
+                            "def loss(z: tensor[N, 2], t: tensor[N, 1]) = nn.cross_entropy(z, t)\n"
+                            "print [[7]]\nprint loss([[1, 2], [3, 4]], [[0], [2]])\n")
+    status, out, err = cli("run", *(["--aot"] if aot else []), "p.mg", cwd=str(tmp_path))
+    assert status == 1 and out == MEMREF % (1, 1, 1) + "[[7]]\n"
+    lines = err.splitlines()
+    assert lines[0] == ("p.mg:2: error: onehot's indices must be whole numbers from 0 to 1, got "
+                        "2.0 at position 1")
+    assert lines[2] == "  | " + " " * 45 + "^" + "~" * (len("nn.cross_entropy(z, t)") - 1)
+    with open(os.path.join(modules_stdlib(), "nn.mg")) as f:
+        line = next(k for k, text in enumerate(f, 1) if text.startswith("def cross_entropy("))
+    assert lines[3:] == ["note: in nn.cross_entropy, at line %d of the standard library's nn.mg"
+                         % line, "note: in loss, called on line 4"]
+
+
+def modules_stdlib():
+    from goat.typecheck.modules import stdlib_dir
+    return stdlib_dir()

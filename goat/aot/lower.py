@@ -34,7 +34,7 @@ import os
 import numpy as np
 
 from ..diagnostics import GoatError
-from ..interp.evaluator import (_cast_check, _mismatch, _notes, _same_shape_check,
+from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
 from ..ops.registry import REGISTRY
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, operand_loc, subregions
@@ -127,13 +127,13 @@ def resolve_shapes(program) -> dict:
             try:
                 s = tuple(op.shape(*ins[:real], *attrs))
             except ShapeError as e:
-                return Fail(e.message, node.loc, _notes(node))
+                return Fail(e.message, *_site(node))
             if not _is_static(s):
                 what = op.name
                 raise GoatError("goat compile --aot needs every size when it compiles, but the "
                                 "shape %s of this %s is known only when the program runs "
                                 "(write its sizes in the type, or run it with goat run)"
-                                % (format_shape(s), what), node.loc, notes=_notes(node))
+                                % (format_shape(s), what), **_at(node))
             if op.name == "reshape" and not all(type(d) is int for d in attrs[0]):
                 node_attrs = (s,)
             else:
@@ -406,8 +406,7 @@ class Lowering:
             lowering = op.lowering
             if lowering is None:
                 raise GoatError("goat compile --aot cannot compile %s yet: it has no lowering "
-                                "(run this program with goat run)" % op.name, node.loc,
-                                notes=_notes(node))
+                                "(run this program with goat run)" % op.name, **_at(node))
             real = sum(1 for _, k in op.params if k == "value")
             args = node.args[:real]
             if lowering is K.ALIAS or (lowering is K.VIEW
@@ -418,7 +417,7 @@ class Lowering:
                 count = K.cells(shape)
                 src = tuple(self.shapes[args[0].id])
                 seg += (VIEW, node.id, args[0].id, count,
-                        self.text(self.site_text(node.loc, _notes(node))),
+                        self.text(self.site_text(*_site(node))),
                         self.text("out of memory computing a value of shape %s (%.3g GB)"
                                   % (format_shape(shape), count * 8 / 1e9)))
                 seg += (len(src),) + src + (len(shape),) + tuple(shape)
@@ -431,7 +430,7 @@ class Lowering:
                    % (format_shape(shape), count * 8 / 1e9))
             seg += (CALL, index, node.id, len(args))
             seg += tuple(a.id for a in args)
-            seg += (count, self.text(self.site_text(node.loc, _notes(node))), self.text(oom))
+            seg += (count, self.text(self.site_text(*_site(node))), self.text(oom))
         else:
             raise GoatError("goat compile --aot cannot compile a node of kind %d" % kind,
                             node.loc)
@@ -471,12 +470,12 @@ class Lowering:
         ir = self.ir
         body = node.value
         pre = body.parent
-        notes = _notes(node)
-        site = self.site(b, node.loc, notes)
+        site = self.site(b, *_site(node))
         bound = self.runtime("goat_bound", self.i64, [self.f64, self.i8p])
-        lo, hi = (b.call(bound, [self.scalar(b, node.args[k].id, "a loop bound", where, notes),
-                                 self.site(b, where, notes)])
-                  for k, where in ((0, operand_loc(node, 0)), (1, operand_loc(node, 1))))
+        lo, hi = (b.call(bound, [self.scalar(b, node.args[k].id, "a loop bound", *where),
+                                 self.site(b, *where)])
+                  for k, where in ((0, _site(node, operand_loc(node, 0))),
+                                   (1, _site(node, operand_loc(node, 1)))))
         base = self.tuple_slots[node.id]
         carried = body.params[1:]
         for k, init in enumerate(node.args[2:]):
@@ -535,8 +534,7 @@ class Lowering:
 
     def branch_step(self, b, node):
         then, orelse = node.value
-        notes = _notes(node)
-        cond = self.scalar(b, node.args[0].id, "an if condition", operand_loc(node, 0), notes)
+        cond = self.scalar(b, node.args[0].id, "an if condition", *_site(node, operand_loc(node, 0)))
         taken = b.fcmp_unordered("!=", cond, self.ir.Constant(self.f64, 0.0))   # NaN is true
         base = self.tuple_slots[node.id]
         fn = b.function
@@ -558,7 +556,7 @@ class Lowering:
         if not self._uses_ok(effect):
             return          # after a step that fails: never reached
         kind = effect.kind
-        notes = _notes(effect)
+        where, notes = _site(effect)
         if kind == "print":
             shape = self.shapes[effect.node.id]
             fn = self.runtime("goat_print", self.void, [self.dp, self.i64, self.i64.as_pointer()])
@@ -570,7 +568,7 @@ class Lowering:
         elif kind == "save":
             path, shown = effect.data
             shape = self.shapes[effect.node.id]
-            site = self.site(b, effect.loc, notes)
+            site = self.site(b, where, notes)
             value = self.get(b, effect.node.id)
             dims = self.dims(b, shape)
             rank = self.ir.Constant(self.i64, len(shape))
@@ -602,6 +600,7 @@ class Lowering:
                 b.call(add, [buf, self.cstring(b, part)])
                 continue
             node, spec, loc = part
+            loc, notes = _site(effect, loc)
             shape = self.shapes[node.id]
             if K.cells(shape) != 1:
                 self.fail(b, "a {} field of a format string must hold a single number, but "

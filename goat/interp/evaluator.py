@@ -34,10 +34,41 @@ def _shape_of(x):
     return getattr(x, "shape", ())
 
 
-def _notes(node):
-    """Where a failing node (or effect) came from: the def calls and imports it was made in
-    (``diagnostics.frame_notes``)."""
-    return frame_notes(node.via, node.loc.source)
+_LIBRARY = []
+
+
+def _in_library(source) -> bool:
+    """Was ``source`` read from the standard library's folder?"""
+    if not _LIBRARY:
+        from ..typecheck.modules import stdlib_dir
+        _LIBRARY.append(os.path.join(os.path.realpath(stdlib_dir()), ""))
+    path = source.path
+    return bool(path) and os.path.realpath(path).startswith(_LIBRARY[0])
+
+
+def _site(node, loc=None):
+    """``(Loc, notes)`` of a run-time error at ``node`` (or an effect), at ``loc`` (default:
+    the node's own).  An error inside the standard library is reported at the user's call of
+    it, with a note naming the library def and its line: the user wrote the call, not the
+    library's onehot (and the library's path depends on the installation)."""
+    loc = loc or node.loc
+    via = node.via
+    if via and _in_library(loc.source):
+        for k in range(len(via) - 1, -1, -1):
+            frame = via[k]
+            if not _in_library(frame[1].source):
+                what = ("module %s" % frame[0]) if len(frame) > 2 else frame[0]
+                here = frame[1]
+                return here, (("in %s, at line %d of the standard library's %s"
+                               % (what, loc.line, os.path.basename(loc.source.path)),)
+                              + frame_notes(via[:k], here.source))
+    return loc, frame_notes(via, loc.source)
+
+
+def _at(node, loc=None) -> dict:
+    """:func:`_site` as GoatError's keyword arguments, ``loc=`` and ``notes=``."""
+    loc, notes = _site(node, loc)
+    return {"loc": loc, "notes": notes}
 
 
 def _checked(fn, node):
@@ -49,7 +80,7 @@ def _checked(fn, node):
         try:
             rule(*[_shape_of(x) for x in xs], *attrs)
         except ShapeError as e:
-            raise GoatError(e.message, node.loc, notes=_notes(node)) from None
+            raise GoatError(e.message, **_at(node)) from None
         return fn(*xs)
     return run
 
@@ -70,7 +101,7 @@ def _cast_check(node):
         actual = _shape_of(x)
         ok, _ = compatible(declared, actual)
         if not ok:
-            raise GoatError(_mismatch(what, actual, declared), node.loc, notes=_notes(node))
+            raise GoatError(_mismatch(what, actual, declared), **_at(node))
         return x
     return run
 
@@ -84,12 +115,12 @@ def _same_size_check(node):
             if name.startswith("..."):      # a def's leading sizes (tensor[..., N, C])
                 raise GoatError("... stands for the same leading sizes in every parameter, but "
                                 "a leading size is %d for %s and %d for %s"
-                                % (b, ref_what, a, what), node.loc, notes=_notes(node))
+                                % (b, ref_what, a, what), **_at(node))
             if what == ref_what:            # tensor[N, N] given a 5x2: the static words
                 raise GoatError("size variable %s would be both %d and %d in %s"
-                                % (name, b, a, what), node.loc, notes=_notes(node))
+                                % (name, b, a, what), **_at(node))
             raise GoatError("size variable %s is %d for %s but %d for %s"
-                            % (name, b, ref_what, a, what), node.loc, notes=_notes(node))
+                            % (name, b, ref_what, a, what), **_at(node))
         return x
     return run
 
@@ -100,7 +131,7 @@ def _same_shape_check(node):
     def run(x, ref):
         a, b = _shape_of(x), _shape_of(ref)
         if a != b:
-            raise GoatError(_mismatch(what, a, b), node.loc, notes=_notes(node))
+            raise GoatError(_mismatch(what, a, b), **_at(node))
         return x
     return run
 
@@ -411,16 +442,16 @@ class Evaluator:
     def _located(self, e, node):
         """The GoatError for an op's OpError or MemoryError, at the node's line."""
         if isinstance(e, OpError):
-            return GoatError(e.message, node.loc, notes=_notes(node))
+            return GoatError(e.message, **_at(node))
         shape = self._actual_shape(node)
         if shape is None:
             return GoatError("out of memory computing a value of shape %s"
-                             % format_shape(node.shape), node.loc, notes=_notes(node))
+                             % format_shape(node.shape), **_at(node))
         cells = 1
         for d in shape:
             cells *= d
         return GoatError("out of memory computing a value of shape %s (%.3g GB)"
-                         % (format_shape(shape), cells * 8 / 1e9), node.loc, notes=_notes(node))
+                         % (format_shape(shape), cells * 8 / 1e9), **_at(node))
 
     def _actual_shape(self, node):
         """The shape a failing node was to have, from its inputs' actual shapes (a ? size
@@ -493,7 +524,7 @@ class Evaluator:
                         "16777217 would be 16777216); this loop runs from %d to %d (run in f64)"
                         % (lo, hi - 1), node.loc)
             except GoatError as e:
-                e.notes = _notes(node)
+                e.loc, e.notes = _site(node, e.loc)
                 raise
             bar = None
             if pre_plan is not None and hi > lo:
@@ -537,7 +568,7 @@ class Evaluator:
             try:
                 taken = _one_number(be, cond, "an if condition", operand_loc(node, 0)) != 0.0  # NaN: true, as in C
             except GoatError as e:
-                e.notes = _notes(node)
+                e.loc, e.notes = _site(node, e.loc)
                 raise
             run_plan(plans[taken])
             return tuple(vals[y] for y in yields[taken])
@@ -570,7 +601,7 @@ class Evaluator:
             try:
                 save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
             except OpError as e:
-                raise GoatError(e.message, effect.loc, notes=_notes(effect)) from None
+                raise GoatError(e.message, **_at(effect)) from None
         else:
             raise TypeError(kind)
 
@@ -586,12 +617,12 @@ class Evaluator:
             x = self.be.to_numpy(vals[node.id])
             if x.size != 1:
                 raise GoatError("a {} field of a format string must hold a single number, "
-                                "but this value has shape %s" % format_shape(x.shape), loc,
-                                notes=_notes(effect))
+                                "but this value has shape %s" % format_shape(x.shape),
+                                **_at(effect, loc))
             try:
                 pieces.append(format_value(float(x.reshape(())), spec))
             except OpError as e:
-                raise GoatError(e.message, loc, notes=_notes(effect)) from None
+                raise GoatError(e.message, **_at(effect, loc)) from None
         return "".join(pieces)
 
 
