@@ -532,8 +532,8 @@ def read_source(path) -> Source:
 
 # files a program is not, by their first bytes: what each is, and what to do with it
 _NOT_PROGRAMS = (
-    (b"\x7fELF", "a compiled executable (run it as ./%s)"),
-    (b"\xcf\xfa\xed\xfe", "a compiled executable (run it as ./%s)"),
+    (b"\x7fELF", "a compiled executable (run it as %s)"),
+    (b"\xcf\xfa\xed\xfe", "a compiled executable (run it as %s)"),
     (b"\x93NUMPY", "a NumPy array file (a program reads it with load(\"%s\"))"),
     (b"PK\x03\x04", "a zip archive (an .npz file?), not text"),
 )
@@ -544,8 +544,12 @@ def decode_source(data: bytes, path: str) -> Source:
     executable or an array file given in a program's place."""
     for magic, what in _NOT_PROGRAMS:
         if data.startswith(magic):
-            raise GoatError("%s is not a goat program: it is %s"
-                            % (path, what % path if "%s" in what else what), path=path)
+            if "%s" in what:
+                run_as = path if os.sep in path else "." + os.sep + path    # ./prog, as a shell
+                what = what % (run_as if what.startswith("a compiled") else path)
+                if path.startswith("<"):                    # <stdin>: no name to show
+                    what = what.split(" (")[0]
+            raise GoatError("%s is not a goat program: it is %s" % (path, what), path=path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:

@@ -10,6 +10,8 @@ expression.  Anything else that escapes is a bug in goat (see :func:`internal_er
 """
 from __future__ import annotations
 
+import re
+
 from bisect import bisect_right
 
 REPORT_URL = "the goat issue tracker"
@@ -88,13 +90,13 @@ class Loc:
         return "Loc(%s:%d:%d)" % (getattr(self.source, "path", None), self.line, self.col)
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _one_line(text: str) -> str:
-    """``text`` with each control character shown as its escape (``\\n``), as ``repr``
-    shows it; ``\\x01`` stays, the mark where a compiled program puts its message
-    (goat/aot/lower.py's ``site_text``, goat_fail.c, which escapes the message alike)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == "\x01" else repr(c)[1:-1] for c in text)
+    """``text`` with each control character (C0, DEL, C1) shown as ``repr`` shows it
+    (``\\n``, ``\\x01``); the compiled program's goat_fail.c escapes the same set."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class GoatError(Exception):
@@ -184,7 +186,7 @@ def frame_notes(via, here) -> tuple:
     """
     frames = list(reversed(via))
     skipped = 0
-    if len(frames) > MAX_FRAMES:        # the innermost and the outermost, as Python shortens
+    if len(frames) > MAX_FRAMES + 1:    # the innermost and the outermost, as Python shortens
         skipped = len(frames) - MAX_FRAMES      # a deep traceback
         frames = frames[:MAX_FRAMES - 3] + [None] + frames[-3:]
     notes = []

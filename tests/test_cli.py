@@ -299,6 +299,8 @@ def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
     status, out, err = cli("run", "prog", cwd=str(tmp_path))
     assert (status, out, err) == (1, "", "prog: error: prog is not a goat program: it is a "
                                          "compiled executable (run it as ./prog)\n")
+    status, out, err = cli("run", str(exe), cwd=str(tmp_path))
+    assert err.endswith("(run it as %s)\n" % exe)                  # a path as it is
     import numpy as np
     np.save(tmp_path / "w.npy", np.zeros(3))
     status, out, err = cli("check", "w.npy", cwd=str(tmp_path))

@@ -511,6 +511,8 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ("let x = [[1, 2]]\nprint x[0]\n", 2, "; there is no indexing: take rows with gather(x, "
                                           "indices), select with a matrix product, or by "
                                           "masking"),
+    ("def f(x: scalar = 1) = x\n", 1, "; a parameter has no default value: every call passes "
+                                       "every argument"),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "
                                      "any but 0 is true)"),
     ("let H = 64\nvar w: tensor[2xH] = zeros()\n", 2, "write the size as a number (H is a "
@@ -533,3 +535,24 @@ def test_a_wrong_number_of_arguments_shows_the_parameters():
                        "eps: scalar, wd: scalar)",)
     e = error("print zeros(2, 3)\n")
     assert (e.message, e.notes) == ("zeros takes 1 argument, got 2", ("zeros(tensor[S]) -> S",))
+
+
+@pytest.mark.parametrize("src, message", [
+    ("let x = 1\n  / 2\n", "syntax error: expected a statement (let, var, def, print, for, if, "
+                           "...) or a name, found '/'"),          # not a // comment
+    ('let f = 1\nprint f "x"\n', "syntax error: expected an operator, '(' or the end of the "
+                                 "line, found a string"),         # f is a name, not f"..."
+    ("let x = 1\nprint maximum(x, (x = 2))\n", None),
+])
+def test_hints_stay_silent_where_they_do_not_apply(src, message):
+    e = error(src)
+    assert e.line == 2
+    if message is not None:
+        assert e.message == message
+
+
+def test_the_one_line_escape_is_the_compiled_programs():
+    """Python's headline escapes exactly what goat_fail.c does: C0 controls, DEL and C1 (not
+    a no-break space, which prints)."""
+    from goat.diagnostics import _one_line
+    assert _one_line("a\nb\t\x01\x7f\x85\xa0\u200b") == "a\\nb\\t\\x01\\x7f\\x85\xa0\u200b"

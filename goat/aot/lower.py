@@ -370,7 +370,10 @@ class Lowering:
         key = (id(loc.source), loc.start, loc.end, notes)
         text = self._sites.get(key)
         if text is None:
-            text = self._sites[key] = GoatError("\x01", loc, notes=notes).render()
+            # the headline ends with "error: "; \x01 marks where goat_fail puts the message
+            # (a control character in a path shows escaped, so the first line ends there)
+            head, _, rest = GoatError("", loc, notes=notes).render().partition("\n")
+            text = self._sites[key] = head + "\x01" + ("\n" + rest if rest else "")
         return text
 
     def release_code(self, seg, nid):

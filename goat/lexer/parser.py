@@ -572,7 +572,7 @@ def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
     prev = tokens[i - 1].type if i > 0 else None
-    if tok.type == "SLASH" and i == 0:
+    if tok.type == "SLASH" and i == 0 and len(tokens) > 1 and tokens[1].type == "SLASH":
         return "; a comment starts with #"
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
@@ -610,12 +610,15 @@ def _hint(tokens, tok) -> str:
             _open_parens(tokens[:i]) == 1:
         return ("; each parameter has a type: %s: tensor[2x3], %s: tensor[N, C] or %s: scalar"
                 % ((tokens[i - 1].value,) * 3))
+    if tok.type == "_EQUAL" and tokens[0].type == "DEF" and _open_parens(tokens[:i]) > 0:
+        return "; a parameter has no default value: every call passes every argument"
     if tok.type == "_EQUAL" and tokens[0].type in ("IF", "ELSE") or (
             tok.type == "_EQUAL" and _open_parens(tokens[:i]) > 0 and prev != "NAME"):
         return "; a comparison is written =="
     if tok.type == "_COLON" and tokens[0].type in ("IF", "ELSE"):
         return "; a branch is a block in braces: if c { ... } else { ... }"
-    if tok.type == "STRING" and prev == "NAME" and tokens[i - 1].value in ("f", "F"):
+    if tok.type == "STRING" and prev == "NAME" and tokens[i - 1].value in ("f", "F") and \
+            tokens[i - 1].end_pos == tok.start_pos:         # f"...", written together
         return "; a string's {fields} are formatted without an f: print \"x = {x}\""
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"

@@ -468,11 +468,32 @@ def _draw(name, method, doc):
             return be.cast(draw(xp, tuple(target), rng.check_seed(_scalar(be, seed))))
         return run
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
-                checks_values=True,
+                checks_values=True, static_check=_seed_passes,
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
                 evaluate=evaluate, tags=("creation", "random"),
                 lowering=lower.draw("goat_" + {"uniform": "rand", "normal": "randn"}[method]),
                 vjp=lambda d, g, out, seed, target: (None,)))
+
+
+def _seed_passes(values, shapes, attrs):
+    """A seed written in the program (a constant) that check_seed accepts."""
+    import numpy as np
+    from . import rng
+    seed = values[0]
+    if seed is None:
+        raise ValueError("computed")
+    rng.check_seed(np.asarray(seed, dtype=np.float64).reshape(()))
+
+
+def _indices_pass(idx, count):
+    """Constant indices, each a whole number from 0 to count - 1 (and below 2**24, which
+    float32 holds exactly)."""
+    import numpy as np
+    if idx is None or type(count) is not int or count > 2 ** 24:
+        raise ValueError("not known to pass")
+    a = np.asarray(idx, dtype=np.float64).reshape(-1)
+    if not np.all((a >= 0) & (a < count) & (a == np.floor(a))):
+        raise ValueError("out of range")
 
 
 def _scalar(be, x):
@@ -708,6 +729,7 @@ def _gather(be):
 
 
 register(Op(name="gather", checks_values=True,
+            static_check=lambda values, shapes, attrs: _indices_pass(values[1], shapes[0][0]),
             arity=2, params=(("table", "value"), ("indices", "value")),
             signature="gather(table: VxC, indices: Nx1) -> NxC",
             doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
@@ -775,6 +797,7 @@ def _onehot(be, target):
 
 
 register(Op(name="onehot", checks_values=True,
+            static_check=lambda values, shapes, attrs: _indices_pass(values[0], attrs[0][-1]),
             arity=2, params=(("indices", "value"), ("shape", "type")),
             signature="onehot(indices: Nx1, V) -> NxV  (or onehot(indices, tensor[NxV]))",
             doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "

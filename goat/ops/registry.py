@@ -51,6 +51,10 @@ class Op:
     # the op checks its operands' values when it runs (indices, seeds) and may stop the
     # program there: it is not moved out of a loop body ahead of the body's earlier statements
     checks_values: bool = False
+    # for such an op, (the value arguments' constant values, None for one computed, their
+    # shapes, the attributes) -> returns if the check is sure to pass (so the op may still be
+    # computed once before a loop), raises otherwise; None: never sure
+    static_check: Callable | None = None
     # a string attribute as the op keeps it (load resolves a file name against the folder of
     # the program); (value, Loc) -> attribute; None keeps the string as written
     string_attr: Callable | None = None

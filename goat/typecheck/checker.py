@@ -305,9 +305,11 @@ class Builder:
             if sources:                     # sizes read from these values when the op runs
                 args = tuple(args) + tuple(s for s in sources if s not in args)
         pure = op.pure
-        # an op that may stop the program is not hoisted ahead of the loop body's statements
-        # before it (their output would be lost); hash-consing still shares it
-        home = self._home(args) if pure and not check and not op.checks_values else self.region
+        home = self._home(args) if pure and not check else self.region
+        if op.checks_values and home is not self.region and not _sure_to_pass(op, args, attrs):
+            # an op that may stop the program is not hoisted ahead of the loop body's
+            # statements before it (their output would be lost); hash-consing still shares it
+            home = self.region
         if pure:
             node = self._find(key, home)
             if node is not None:
@@ -1074,12 +1076,16 @@ class Checker:
                                        if known is not None else ""), ann.loc)
                 if self._sizes is not None and d not in self._sizes:
                     known = sorted(self._sizes)
+                    value = scope.find(d)[0] if scope is not None else None
                     raise GoatError("size variable %s is not a size of any parameter of %s, so "
                                     "no call gives it a value: write the size%s, or ? for a "
-                                    "size known when it runs"
+                                    "size known when it runs%s"
                                     % (d, self._defining,
                                        ", use one of the parameters' sizes (%s)" % ", ".join(known)
-                                       if known else ""), ann.loc)
+                                       if known else "",
+                                       " (%s is a value, not a size: a type's sizes are known "
+                                       "before the program runs)" % d if value is not None
+                                       else ""), ann.loc)
                 dims.append(SizeVar(d))
             else:
                 dims.append(d)
@@ -1997,6 +2003,23 @@ def _assigned(stmts, out):
         elif t is ast.If:
             _assigned(s.body, out)
             _assigned(s.orelse, out)
+
+
+def _sure_to_pass(op, args, attrs) -> bool:
+    """Is the run-time check of ``op`` (``Op.checks_values``) on ``args`` sure to pass: its
+    operands written in the program (constants) and fine?"""
+    if op.static_check is None:
+        return False
+    values = []
+    for a in args[:sum(1 for _, kind in op.params if kind == "value")]:
+        while a.kind == OP and a.op is _BIND:       # a let's own copy of a constant
+            a = a.args[0]
+        values.append(a.value if a.kind == CONST else None)
+    try:
+        op.static_check(values, [a.shape for a in args], attrs)
+    except Exception:
+        return False
+    return True
 
 
 def _holds_broken(stmt) -> bool:
