@@ -2,6 +2,8 @@
 pseudo-terminal."""
 import io
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -528,3 +530,51 @@ def test_the_hint_shows_a_gradients_shape_before_it_runs():
     assert s.hint("grad", signatures=True).startswith("grad(loss, w1, w2, ...)")
     s.run("let g = grad(col_sum(row_sum(x @ w)), w)")
     assert s.names()[-1] == ("g", "tensor[1x3]")
+
+
+LONG_LOOP = "var s = 0\nfor i in 0..300000000 { s = s + 1 }\nprint s\n"
+
+
+@pytest.mark.parametrize("signum, status, said", [(signal.SIGTERM, 143, "goat: terminated"),
+                                                  (signal.SIGINT, 130, "goat: interrupted")])
+def test_a_signal_ends_a_piped_session(tmp_path, signum, status, said):
+    """With its input piped, nobody is there to type the next line: SIGTERM (timeout, kill)
+    and Ctrl-C end the session, as they end goat run (they had only taken back the statement
+    running, and the rest of the input ran on)."""
+    (tmp_path / "s.txt").write_text(LONG_LOOP)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    with open(tmp_path / "s.txt") as stdin:
+        p = subprocess.Popen([sys.executable, "-m", "goat", "repl"], stdin=stdin, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    p.send_signal(signum)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == status
+    assert err.strip().splitlines()[-1] == said
+    assert "print s" not in out                   # the rest of the input did not run
+
+
+def test_sigterm_ends_an_interactive_session(tmp_path):
+    """At the terminal Ctrl-C takes back the statement and keeps the session; SIGTERM ends it
+    with status 143 (it had been taken as a Ctrl-C: only kill -9 stopped the REPL)."""
+    pytest.importorskip("pexpect")
+    pytest.importorskip("pyte")
+    env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
+    term = Terminal(env)
+    try:
+        term.wait_for("goat>")
+        term.child.send("var s = 0" + ENTER)
+        term.wait_for("var s : scalar")
+        term.child.send("for i in 0..300000000 { s = s + 1 }" + ENTER)
+        time.sleep(1.5)
+        term.child.kill(signal.SIGINT)
+        term.wait_for("that statement was taken back")
+        term.child.send("print 7" + ENTER)
+        term.wait_for("[7]")
+        term.child.send("for i in 0..300000000 { s = s + 1 }" + ENTER)
+        time.sleep(1.5)
+        term.child.kill(signal.SIGTERM)
+        term.child.expect(term.pexpect.EOF, timeout=30)
+    finally:
+        term.child.close()
+    assert term.child.exitstatus == 143

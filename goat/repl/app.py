@@ -36,7 +36,7 @@ from prompt_toolkit.styles import Style, merge_styles, style_from_pygments_dict
 from pygments.token import Comment, Keyword, Name, Number, Operator, Text
 
 from .. import __version__
-from ..diagnostics import GoatError, internal_error_line
+from ..diagnostics import GoatError, Terminated, internal_error_line
 from ..lexer.lexer import open_brackets
 from ..lexer.pygments_lexer import GoatLexer
 from ..lexer.tokens import STATEMENT_KEYWORDS, TYPE_WORDS
@@ -572,6 +572,8 @@ class Repl:
             while True:
                 try:
                     text = self.prompt.prompt()
+                except Terminated:
+                    raise                   # SIGTERM ends the session: status 143
                 except KeyboardInterrupt:
                     continue
                 except EOFError:
@@ -594,7 +596,9 @@ class Repl:
         try:
             with self.session.exclusive():  # no hint holds the session while this runs
                 return self._handle(text, stripped)
-        except KeyboardInterrupt:           # while waiting for a hint to let go (an instant)
+        except KeyboardInterrupt as e:      # while waiting for a hint to let go (an instant)
+            if self._ends_session(e):
+                raise
             self.write("interrupted\n", "error")
             return None
 
@@ -609,11 +613,20 @@ class Repl:
                 self._show(self.session.run_statement(stmt))
         except GoatError as e:
             self.write(e.render() + "\n", "error")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
+            if self._ends_session(e):
+                raise
             self.write("interrupted; that statement was taken back\n", "error")
         except Exception as e:        # a bug in goat: say so, and keep the session
             self.write(internal_error_line(e) + "\n", "error")
         return None
+
+    # Ctrl-C at the terminal takes back the statement running and keeps the session; SIGTERM
+    # (kill, timeout) ends it, status 143, and so does Ctrl-C where no one types (piped), 130
+    interrupt_ends_session = False
+
+    def _ends_session(self, e) -> bool:
+        return isinstance(e, Terminated) or self.interrupt_ends_session
 
     def _width(self):
         try:
@@ -768,6 +781,7 @@ class _NoHints:
 
 
 class PipedRepl(Repl):
+    interrupt_ends_session = True
     """The REPL reading its input from a pipe or a file (``goat repl < session.txt``): each
     input, read as the terminal's Enter would take it (lines with an open bracket, or an if
     that an else may follow, are one input), is echoed after the prompt and answered as on a
