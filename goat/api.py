@@ -655,8 +655,8 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     (the one the program's cost suits, goat/gpu/auto.py; ``timings["backend"]`` then says
     which and why); ``dtype`` the precision, "f64" (float64, the book's) or "f32" (float32:
     the printed arrays are float32 too); ``timings`` a dict that receives the seconds of "run";
-    ``progress`` (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
-    ``threads``: the BLAS's threads for matrix products (default 1: the same bits on every
+    ``progress`` (True, or a :class:`goat.progress.Progress`) shows a bar on standard error
+    for long top-level loops.  ``threads``: the BLAS's threads for matrix products (default 1: the same bits on every
     run whatever the machine's settings; more can be faster on large matrices, and the last
     bits of a product may then depend on the number).
     TypeError/ValueError for arguments of the wrong type/value (see the module's docstring);
@@ -670,7 +670,22 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     dtype = _check_backend(backend, "execute", dtype)
     _check_timings(timings, "execute")
     _check_threads(threads, "execute")
+    progress = _check_progress(progress, "execute")
     return _execute(program, stdout, backend, timings, progress, threads, dtype)
+
+
+def _check_progress(progress, fn: str):
+    """None or False: no bar; True: bars on standard error (goat.progress.Progress()); a
+    Progress (or an object with its ``loop`` method) as it is; TypeError otherwise."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        from .progress import Progress
+        return Progress()
+    if not callable(getattr(progress, "loop", None)):
+        raise TypeError("goat.%s: progress must be True, False, None or a goat.progress."
+                        "Progress, not %s" % (fn, _type_name(progress)))
+    return progress
 
 
 def _check_threads(threads, fn: str):

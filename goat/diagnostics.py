@@ -114,6 +114,11 @@ class GoatError(Exception):
         self._path = path
         self.notes = notes
 
+    def __reduce__(self):
+        """Pickled whole (a process pool sends it back to the caller): message, position,
+        notes and any attribute set on it."""
+        return (GoatError, (self.message, self.loc, self._path, self.notes), self.__dict__)
+
     @property
     def path(self) -> str | None:
         if self._path is not None:
@@ -215,6 +220,17 @@ class GoatErrors(GoatError):
         super().__init__(first.message, first.loc, first._path, first.notes)
         self.errors = list(errors)
         self.left_out = left_out
+
+    def __reduce__(self):
+        return (GoatErrors, (self.errors, self.left_out), self.__dict__)
+
+    def __str__(self) -> str:
+        """Every error's first line (``print(e)`` shows them all, as goat check does)."""
+        out = [e.headline() for e in self.errors]
+        if self.left_out:
+            out.append("goat: %d errors, the first %d shown"
+                       % (len(self.errors) + self.left_out, len(self.errors)))
+        return "\n".join(out)
 
     def render(self) -> str:
         out = [e.render() for e in self.errors]

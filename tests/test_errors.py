@@ -556,3 +556,17 @@ def test_the_one_line_escape_is_the_compiled_programs():
     a no-break space, which prints)."""
     from goat.diagnostics import _one_line
     assert _one_line("a\nb\t\x01\x7f\x85\xa0\u200b") == "a\\nb\\t\\x01\\x7f\\x85\xa0\u200b"
+
+
+def test_errors_pickle_whole_and_print_every_line():
+    """A process pool sends a GoatError back pickled: GoatErrors (several) had failed to
+    unpickle (BrokenProcessPool); print(e) shows each error's first line, as goat check."""
+    import pickle
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source("let a = zz\nlet b = yy\n", path="p.mg")
+    e = pickle.loads(pickle.dumps(info.value))
+    assert type(e) is goat.GoatErrors and [x.line for x in e.errors] == [1, 2]
+    assert str(e) == "p.mg:1: error: unknown name 'zz'\np.mg:2: error: unknown name 'yy'"
+    assert e.render() == info.value.render()
+    one = pickle.loads(pickle.dumps(error("let a = zz\n", path="q.mg")))
+    assert (one.path, one.line, one.message) == ("q.mg", 1, "unknown name 'zz'")

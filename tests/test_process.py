@@ -7,6 +7,7 @@ command needs and cannot use is ``...: error: ...`` with status 1; a stream it d
 changes nothing; a standard error that cannot be written loses the reports, never the status.
 """
 import gc
+import io
 import os
 import re
 import shlex
@@ -605,3 +606,15 @@ def test_deep_programs_under_a_memory_cap_run_or_say_why(tmp_path, cap_mb):
                        timeout=300, preexec_fn=cap)
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     assert set(p.stdout.decode().split()) <= {"ran", "GoatError", "MemoryError"}
+
+
+def test_executes_progress_argument_is_checked_before_anything_runs():
+    """progress=5 had printed the output up to the first loop, then failed inside goat."""
+    program = goat.load("print 1\nfor i in 0..2 { print i }\n")
+    out = io.StringIO()
+    with pytest.raises(TypeError, match="goat.execute: progress must be True, False, None or a "
+                                        "goat.progress.Progress, not int"):
+        goat.execute(program, stdout=out, progress=5)
+    assert out.getvalue() == ""
+    for value in (True, False, None):
+        assert [float(v) for v in goat.execute(program, progress=value)] == [1.0, 0.0, 1.0]
