@@ -781,7 +781,8 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
 
 def check_source(text: str, path: str = "<string>") -> Program:
     """Check a program without running it; the typed :class:`Program` (``.lets`` gives every
-    let's node and so its ``.shape``).  Arguments as for :func:`run_source`."""
+    let's node and so its ``.shape``; ``.deferred`` the errors the book finds only when the
+    program runs, which goat check reports).  Arguments as for :func:`run_source`."""
     _check_text(text, "check_source")
     _check_shown_path(path, "check_source")
     return _load_text(text, path, None)
