@@ -306,7 +306,9 @@ def _with_command(argv: list) -> list:
     raise _Exit(1)
 
 
-def _read(path: str):
+def _read(path: str, raw: bool = False):
+    """The program in ``path`` ("-": standard input) as a Source; with ``raw``, standard
+    input's bytes as they are."""
     from .api import decode_source, read_program_bytes, read_source
     if path == "-":
         stdin = sys.stdin
@@ -323,7 +325,7 @@ def _read(path: str):
                             path="<stdin>") from None
         except ValueError:          # the stream object was closed
             raise GoatError("cannot read standard input: it is closed", path="<stdin>") from None
-        return decode_source(data, "<stdin>")
+        return data if raw else decode_source(data, "<stdin>")
     return read_source(path)
 
 
@@ -600,8 +602,11 @@ def _dispatch(args) -> int:
         backend, dtype = getattr(args, "backend", "numpy"), getattr(args, "dtype", "f64")
         if not _isatty(sys.stdin):      # goat repl < session.txt: a transcript
             from .repl.app import main_piped
-            text = _read("-").text          # read as goat run - reads it
-            return main_piped(text.splitlines(), _Output(), backend, dtype)
+            data = _read("-", raw=True)     # read as goat run - reads it; each input is
+            if data.startswith(b"\xef\xbb\xbf"):   # decoded alone (a bad byte fails only it)
+                data = data[3:]
+            lines = data.decode("utf-8", "surrogateescape").splitlines()
+            return main_piped(lines, _Output(), backend, dtype)
         from .repl.app import main as repl_main
         _ran_repl = True
         return repl_main(backend, dtype)

@@ -16,7 +16,7 @@ from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from conftest import ROOT
+from conftest import ROOT, cli
 from goat.repl.app import HELP_LINE, GoatCompleter, Repl, else_state, history_path
 from goat.repl.session import Session
 
@@ -578,3 +578,15 @@ def test_sigterm_ends_an_interactive_session(tmp_path):
     finally:
         term.child.close()
     assert term.child.exitstatus == 143
+
+
+def test_a_bad_byte_in_a_piped_input_fails_that_input_only():
+    """One byte that is not UTF-8 had ended the whole session before its first line; now it
+    is that input's error (in a comment, none), and the session goes on."""
+    status, out, err = cli("repl", stdin=b"print 1\nprint [[2\xff]]\nprint 3 # caf\xe9\n")
+    assert status == 1
+    lines = out.splitlines()
+    assert "goat> print [[2\ufffd]]" in lines
+    assert "<input 2>:1: error: the file is not UTF-8 text (byte 0xff cannot be decoded)" in lines
+    assert lines[-2:] == ["Unranked Memref base@ = 0x\u2026 rank = 0 offset = 0 sizes = [] "
+                          "strides = [] data = ", "[3]"]

@@ -833,6 +833,18 @@ class PipedRepl(Repl):
     def _run(self, text):
         if not text.strip():
             return None
+        if not text.isprintable() and re.search("[\udc80-\udcff]", text):
+            # bytes that are not UTF-8 (kept as surrogates): an error of this input alone,
+            # unless they are in a comment, as in a program file
+            from ..api import decode_source
+            try:
+                text = decode_source(text.encode("utf-8", "surrogateescape"),
+                                     "<input %d>" % (self.inputs + 1)).text
+            except GoatError as e:
+                self._echo(re.sub("[\udc80-\udcff]", "\ufffd", text.rstrip()))
+                self.inputs += 1
+                self.write(e.render() + "\n", "error")
+                return None
         self._echo(text.rstrip())
         return self.handle(text.rstrip())
 
