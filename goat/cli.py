@@ -393,7 +393,8 @@ def _time_report(args, status: int) -> str | None:
     line = "goat: " + ", ".join(parts)
     program = getattr(args, "program", None)
     if failed is None and program is not None:
-        line += " (%d nodes)" % sum(1 for _ in program.walk())
+        n = sum(1 for _ in program.walk())
+        line += " (%d node%s)" % (n, "" if n == 1 else "s")
     if timings.get("backend"):
         line += "\ngoat: " + timings["backend"]
     return line + "\n"

@@ -258,6 +258,10 @@ def test_time_reports_the_phases_that_ran(files):
     assert status == 1 and out.endswith("[[7]]\n")
     assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, run failed after "
                         r"\d+\.\d{3} s", err.splitlines()[-1])
+    (files / "qm.mg").write_text('let q: tensor[?x2] = load("nothere.npy")\nprint q\n')
+    status, out, err = shell("%s -m goat run --aot --time qm.mg" % PYTHON, d)   # a ? size
+    assert status == 1 and re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, lower "
+                                        r"failed after \d+\.\d{3} s", err.splitlines()[-1])
     status, out, err = shell("%s -m goat run --time a.mg" % PYTHON, d)
     assert status == 0 and out == MEMREF_11
     assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, run \d+\.\d{3} s "

@@ -318,8 +318,14 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
     from .lower import lower
     cc = find_cc()
     t = time.perf_counter()
-    module = lower(program, numpy=_libraries(portable))
-    llvm_ir = str(module)
+    try:
+        module = lower(program, numpy=_libraries(portable))
+        llvm_ir = str(module)
+    except BaseException:           # a size known only when it runs, Ctrl-C: --time says so
+        if timings is not None:
+            timings["lower"] = time.perf_counter() - t
+            timings["failed"] = "lower"
+        raise
     if timings is not None:
         timings["lower"] = time.perf_counter() - t
     mod, tm = optimise(llvm_ir, opt, timings)
