@@ -602,7 +602,10 @@ def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
 
 
 def _load_text(text, path, timings):
-    source = decode_source(bytes(text), path) if isinstance(text, (bytes, bytearray)) else Source(path, text)
+    if isinstance(text, (bytes, bytearray)):
+        source = decode_source(bytes(text), path)
+    else:       # a byte-order mark read into a str (open(f).read() keeps it): as in a file
+        source = Source(path, text[1:] if text.startswith("\ufeff") else text)
     return with_deep_stack(_load, source, timings)
 
 

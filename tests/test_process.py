@@ -622,3 +622,10 @@ def test_executes_progress_argument_is_checked_before_anything_runs():
     assert out.getvalue() == ""
     for value in (True, False, None):
         assert [float(v) for v in goat.execute(program, progress=value)] == [1.0, 0.0, 1.0]
+
+
+def test_a_byte_order_mark_at_the_start_of_a_str_program_is_read_past():
+    """open(path).read() keeps a file's BOM as U+FEFF; the file itself runs, so does the str."""
+    assert [float(v) for v in goat.run_source("\ufeffprint 1\n")] == [1.0]
+    with pytest.raises(goat.GoatError, match="unexpected character U\\+FEFF"):
+        goat.run_source("print 1\n\ufeffprint 2\n")              # elsewhere it is an error
