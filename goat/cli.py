@@ -351,6 +351,11 @@ def _cmd_run(args) -> int:
         _say("goat run: error: --aot compiles for this machine's processor, in float64 only; "
              "it does not go with %s\n" % " or ".join(extra))
         return 1
+    if args.aot and args.threads != 1:
+        _say("goat run: error: --threads goes without --aot: a compiled program computes its "
+             "matrix products on one thread, as goat run does by default (so that its bits "
+             "are goat run's)\n")
+        return 1
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings)
     args.program = program

@@ -150,9 +150,6 @@ class GoatError(Exception):
         if loc is not None:
             text = loc.source.line(loc.line)
             if text.strip():
-                # tabs would misalign the caret, and control characters would garble the
-                # terminal: each shows as one plain character
-                text = "".join(c if c.isprintable() else (" " if c == "\t" else "?") for c in text)
                 if len(text) > 200:      # a 12,000-number literal is not worth echoing whole
                     start = max(0, loc.col - 60)
                     shown = text[start:start + 160]
@@ -161,6 +158,12 @@ class GoatError(Exception):
                     text = prefix + shown + ("..." if start + 160 < len(text) else "")
                 else:
                     shift = 0
+                # tabs would misalign the caret, and control characters would garble the
+                # terminal: each shows as one plain character (after the cut: a compiled
+                # program renders a site per operation, and a long line has many)
+                if not text.isprintable():
+                    text = "".join(c if c.isprintable() else (" " if c == "\t" else "?")
+                                   for c in text)
                 gutter = str(loc.line)
                 out.append("%s | %s" % (gutter, text))
                 if loc.col:

@@ -310,3 +310,14 @@ def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
     status, out, err = cli("run", "train", cwd=str(tmp_path))
     assert (status, err) == (1, "train: error: cannot read train: no such file; did you mean "
                                 "train.mg?\n")
+
+
+def test_run_aot_refuses_threads_it_would_ignore(tmp_path):
+    """The compiled program computes on one thread; --threads 4 had been accepted and ignored
+    (and its bits differed from goat run --threads 4's)."""
+    path = write(tmp_path, "t.mg", "print [[1]]\n")
+    status, out, err = cli("run", "--aot", "--threads", "4", path)
+    assert (status, out) == (1, "")
+    assert err == ("goat run: error: --threads goes without --aot: a compiled program computes "
+                   "its matrix products on one thread, as goat run does by default (so that its "
+                   "bits are goat run's)\n")
