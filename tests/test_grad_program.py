@@ -144,6 +144,20 @@ def test_through_an_if_holding_a_loop(branch, want, aot, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "g.npy"), want)
 
 
+@pytest.mark.parametrize("block, loss, want", [
+    ("if 1 {\n  w *= 2\n  print v\n}", "row_sum(stop_gradient(w > 0)) * v", [[2.0]]),
+    ("if 1 {\n  w *= 2\n  print v\n}", "row_sum(w > 0) * v", [[2.0]]),
+    ("for i in 0..2 {\n  w *= 2\n  print \"{col_sum(row_sum(v))}\"\n}", "row_sum(w) * v",
+     [[12.0]]),
+])
+def test_a_value_a_block_only_prints_does_not_flow_into_its_vars(block, loss, want):
+    """The block prints v but computes w without it: the loss depends on w only as a
+    constant, so grad with respect to v neither enters the block (a comparison, a loop) nor
+    fails there."""
+    got = run("var w = [[1, 2]]\nlet v = [[3]]\n%s\nprint grad(%s, v)\n" % (block, loss))
+    assert got[-1].tolist() == want
+
+
 def test_grad_inside_a_def_is_carried_out_per_call():
     src = """def step(w: tensor[2x3], x: tensor[4x2]) {
     let g = grad(col_sum(row_sum(tanh(x @ w))), w)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import REGISTRY, ZERO
-from ..typecheck.program import BRANCH, CAST, GET, LOOP, OP, Region, subregions
+from ..typecheck.program import ARG, BRANCH, CAST, GET, LOOP, OP, Region, subregions
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
 _ADD = REGISTRY["add"]
@@ -158,11 +158,37 @@ def _inputs(node, nodes):
     subs = subregions(node)
     if not subs:
         return node.args
-    free = set()
-    for r in subs:
-        free |= r.free_values()
     own = node.args[2:] if kind == LOOP else ()
-    return tuple(own) + tuple(nodes[i] for i in sorted(free))
+    return tuple(own) + _flows_in(node, nodes)
+
+
+def _flows_in(node, nodes) -> tuple:
+    """The outside values that a LOOP's or BRANCH's results are computed from: found by
+    walking back from its regions' yields, so a value only a print or a save in the block
+    reads (and what is computed for it) does not count; sorted by id."""
+    if node.kind == LOOP:
+        body = node.value
+        regions, roots = (body.parent, body), list(body.yields)
+    else:
+        regions = node.value
+        roots = [y for r in regions for y in r.yields]
+    mine = set()
+    for r in regions:
+        mine.update(n.id for n in r.nodes)
+        mine.update(p.id for p in r.params)
+    seen = set()
+    outside = {}
+    stack = roots
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.id not in mine:
+            outside[n.id] = n
+        elif n.kind != ARG:
+            stack.extend(_inputs(n, nodes))
+    return tuple(outside[i] for i in sorted(outside))
 
 
 def _reaches(top, target, nodes) -> bool:
