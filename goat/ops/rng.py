@@ -282,10 +282,30 @@ def uniform(xp, shape: tuple, seed):
     (seed, k) only.  ``seed`` is checked by :func:`check_seed` (OpError if not a whole number
     from 0 to 2**53 - 1)."""
     key = stream_key(STREAM_UNIFORM, check_seed(seed))
+
+    def block(a, b):
+        counters = xp.arange(a + 1, b + 1, dtype=xp.uint64)
+        return _hi53(xp, key, counters).astype(xp.float64) * _TWO_M53
+    return _blocks(xp, shape, block)
+
+
+# cells drawn at a time: a draw's temporaries (counters, their mixes, Box-Muller's terms) are
+# of a block's size, not of the whole result's (a 40000x40000 randn had needed 16 times its
+# 12.8 GB); each cell's value depends on its index only, so the bits are the same
+BLOCK = 1 << 20
+
+
+def _blocks(xp, shape, block):
+    """The array of ``shape`` whose cells k in [a, b) are ``block(a, b)``, computed a block
+    of cells at a time."""
     count = _cells(shape)
-    counters = xp.arange(1, count + 1, dtype=xp.uint64)
-    u = _hi53(xp, key, counters).astype(xp.float64) * _TWO_M53
-    return u.reshape(tuple(shape))
+    if count <= BLOCK:
+        return block(0, count).reshape(tuple(shape))
+    out = xp.empty(count, dtype=xp.float64)
+    for a in range(0, count, BLOCK):
+        b = min(a + BLOCK, count)
+        out[a:b] = block(a, b)
+    return out.reshape(tuple(shape))
 
 
 def normal(xp, shape: tuple, seed):
@@ -299,11 +319,12 @@ def normal(xp, shape: tuple, seed):
     depends on (seed, k) only; it is finite, with ``|z| < 8.6``.  ``seed`` is checked by
     :func:`check_seed`."""
     key = stream_key(STREAM_NORMAL, check_seed(seed))
-    count = _cells(shape)
-    k2 = xp.arange(count, dtype=xp.uint64) * xp.uint64(2)
-    n1 = _hi53(xp, key, k2 + xp.uint64(1))
-    n2 = _hi53(xp, key, k2 + xp.uint64(2))
-    u1 = (n1 + xp.uint64(1)).astype(xp.float64) * _TWO_M53
-    r = xp.sqrt(-2.0 * ln(xp, u1))
-    z = r * cos_2pi(xp, n2)
-    return z.reshape(tuple(shape))
+
+    def block(a, b):
+        k2 = xp.arange(a, b, dtype=xp.uint64) * xp.uint64(2)
+        n1 = _hi53(xp, key, k2 + xp.uint64(1))
+        n2 = _hi53(xp, key, k2 + xp.uint64(2))
+        u1 = (n1 + xp.uint64(1)).astype(xp.float64) * _TWO_M53
+        r = xp.sqrt(-2.0 * ln(xp, u1))
+        return r * cos_2pi(xp, n2)
+    return _blocks(xp, shape, block)
