@@ -218,6 +218,17 @@ class Terminal:
         self.screen = Screen(cols, rows)
         self.stream = pyte.Stream(self.screen)
 
+    @classmethod
+    def started(cls, tmp_path):
+        """goat's REPL in a terminal, its history under ``tmp_path``, at its first prompt
+        (skips the test without pexpect or pyte)."""
+        pytest.importorskip("pexpect")
+        pytest.importorskip("pyte")
+        env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
+        term = cls(env)
+        term.wait_for("goat>")
+        return term
+
     def lines(self):
         return [line.rstrip() for line in self.screen.display]
 
@@ -234,12 +245,8 @@ class Terminal:
 
 
 def test_end_to_end_in_a_pseudo_terminal(tmp_path):
-    pytest.importorskip("pexpect")
-    pytest.importorskip("pyte")
-    env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
-    term = Terminal(env)
+    term = Terminal.started(tmp_path)
     try:
-        term.wait_for("goat>")
         term.child.send("let a = [[1, 2], [3, 4]]")
         term.wait_for(" a : tensor[2x2]")                      # the hint, before Enter
         assert term.lines()[-1].strip() == "a : tensor[2x2]"   # ... in the bottom toolbar
@@ -557,12 +564,8 @@ def test_a_signal_ends_a_piped_session(tmp_path, signum, status, said):
 def test_sigterm_ends_an_interactive_session(tmp_path):
     """At the terminal Ctrl-C takes back the statement and keeps the session; SIGTERM ends it
     with status 143 (it had been taken as a Ctrl-C: only kill -9 stopped the REPL)."""
-    pytest.importorskip("pexpect")
-    pytest.importorskip("pyte")
-    env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
-    term = Terminal(env)
+    term = Terminal.started(tmp_path)
     try:
-        term.wait_for("goat>")
         term.child.send("var s = 0" + ENTER)
         term.wait_for("var s : scalar")
         term.child.send("for i in 0..300000000 { s = s + 1 }" + ENTER)
