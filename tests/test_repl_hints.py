@@ -514,3 +514,19 @@ def test_typing_echoes_at_once_in_a_terminal_while_the_hint_explodes(tmp_path):
     finally:
         term.child.close()
     assert term.child.exitstatus == 0
+
+
+def test_the_bar_shows_the_run_time_error_of_a_question_mark_defs_result():
+    """The book finds it only when the statement runs, which in the REPL is on Enter: the bar
+    says so before (it had shown tensor[2x2]); each keystroke's check is taken back whole, so
+    the same statement shows it again."""
+    import io
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("def f(a: tensor[?x2]) = a + [[1, 2], [3, 4]]")
+    bad = "print f([[1, 2], [3, 4], [5, 6]])"
+    want = "error: cannot add shapes 3x2 and 2x2: dimensions 3 and 2 differ and neither is 1"
+    assert s.hint(bad) == want
+    assert s.hint("print f([[1, 2], [3, 4]])") == "f([[1, 2], [3, 4]])  :  tensor[2x2]"
+    assert s.hint(bad) == want
+    assert s.program.deferred == []

@@ -260,12 +260,15 @@ class Session:
         return (len(p.nodes), len(p.main.nodes), len(p.main.effects), dict(c.globals),
                 dict(c.where), dict(c.top.what), dict(c.gone), dict(c.shared.modules),
                 dict(p.lets), dict(p.defs), list(p.order), len(p.outline), p.templates,
-                p.specializations, e._done_nodes, e._done_effects)
+                p.specializations, e._done_nodes, e._done_effects, len(p.deferred),
+                set(p.deferred_keys))
 
     def _restore(self, snap):
         c, p, e = self.checker, self.program, self.evaluator
         (n_nodes, n_main, n_effects, names, lines, what, gone, modules, p.lets, p.defs, p.order,
-         n_outline, p.templates, specializations, e._done_nodes, e._done_effects) = snap
+         n_outline, p.templates, specializations, e._done_nodes, e._done_effects, n_deferred,
+         p.deferred_keys) = snap
+        del p.deferred[n_deferred:]
         # a def checked again for a call of the statement taken back: its nodes go with it
         for v in list(c.globals.values()) + [t for m in c.shared.modules.values()
                                              for t in m.names.values()]:
@@ -499,10 +502,15 @@ class Session:
         with self._held_for(budget):
             snap = self._snapshot()
             self.checker.last = None
+            deferred = self.program.deferred
+            n = len(deferred)
             try:
                 stmt, checked = self._within(budget, self._check_all, stmts)
+                later = deferred[n:]
             finally:
                 self._restore(snap)
+        if later:       # the book's run-time error (a ? def's result): the bar shows it too
+            raise later[0]
         t = type(stmt)
         if t is ast.Let:
             return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
