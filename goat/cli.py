@@ -111,8 +111,16 @@ class _ArgumentParser(argparse.ArgumentParser):
     """A mistake on the command line is the user's (status 1), like a mistake in a program;
     help and the version go to standard output, and a failure to write them is reported."""
 
+    command = None          # the command being parsed (set by _main), for its messages
+
     def error(self, message):
         _say(self.format_usage())
+        unknown = message.split(": ", 1)[1].split() if message.startswith(
+            "unrecognized arguments: ") else []
+        options = [w for w in unknown if w.startswith("-") and w != "-"]
+        if options and self.command:    # not "unrecognized arguments: --threads first.mg"
+            message = "goat %s does not take %s (goat %s --help lists what it takes)" % (
+                self.command, " or ".join(options), self.command)
         _say("goat: error: %s\n" % message)
         raise _Exit(1)
 
@@ -532,7 +540,9 @@ def _main(argv=None) -> int:
     try:
         try:
             parser = _parser()
-            args = parser.parse_args(_with_command(argv))
+            words = _with_command(argv)
+            parser.command = words[0] if words and words[0] in COMMANDS else None
+            args = parser.parse_args(words)
             args.timings = {} if getattr(args, "time", False) else None
             terminal = _isatty(sys.stdin) and _isatty(sys.stdout)
             if args.command is None:

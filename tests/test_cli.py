@@ -321,3 +321,19 @@ def test_run_aot_refuses_threads_it_would_ignore(tmp_path):
     assert err == ("goat run: error: --threads goes without --aot: a compiled program computes "
                    "its matrix products on one thread, as goat run does by default (so that its "
                    "bits are goat run's)\n")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["compile", "--aot", "--threads", "2", "p.mg"], "goat compile does not take --threads"),
+    (["run", "--frob", "p.mg"], "goat run does not take --frob"),
+    (["--frob", "p.mg"], "goat run does not take --frob"),         # goat FILE is goat run FILE
+    (["check", "--time", "p.mg"], "goat check does not take --time"),
+])
+def test_an_option_a_command_does_not_take_is_named(tmp_path, argv, said):
+    """It had read 'unrecognized arguments: --threads p.mg' (the 2 taken as the file)."""
+    write(tmp_path, "p.mg", "print [[1]]\n")
+    status, out, err = cli(*argv, cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    cmd = said.split()[1]
+    assert err.splitlines()[-1] == "goat: error: %s (goat %s --help lists what it takes)" % (
+        said, cmd)
