@@ -531,24 +531,23 @@ def read_source(path) -> Source:
 
 
 # files a program is not, by their first bytes: what each is, and what to do with it
+# (magic, what it is, what to do with it given the name to run it by and the path; "" none)
 _NOT_PROGRAMS = (
-    (b"\x7fELF", "a compiled executable (run it as %s)"),
-    (b"\xcf\xfa\xed\xfe", "a compiled executable (run it as %s)"),
-    (b"\x93NUMPY", "a NumPy array file (a program reads it with load(\"%s\"))"),
-    (b"PK\x03\x04", "a zip archive (an .npz file?), not text"),
+    (b"\x7fELF", "a compiled executable", "run it as %(run)s"),
+    (b"\xcf\xfa\xed\xfe", "a compiled executable", "run it as %(run)s"),
+    (b"\x93NUMPY", "a NumPy array file", 'a program reads it with load("%(path)s")'),
+    (b"PK\x03\x04", "a zip archive (an .npz file?), not text", ""),
 )
 
 
 def decode_source(data: bytes, path: str) -> Source:
     """Program bytes as a Source; a clear GoatError for text that is not UTF-8, and for an
     executable or an array file given in a program's place."""
-    for magic, what in _NOT_PROGRAMS:
+    for magic, what, advice in _NOT_PROGRAMS:
         if data.startswith(magic):
-            if "%s" in what:
-                run_as = path if os.sep in path else "." + os.sep + path    # ./prog, as a shell
-                what = what % (run_as if what.startswith("a compiled") else path)
-                if path.startswith("<"):                    # <stdin>: no name to show
-                    what = what.split(" (")[0]
+            if advice and not path.startswith("<"):         # <stdin>: no name to show
+                run = path if os.sep in path else "." + os.sep + path   # ./prog, as a shell
+                what += " (%s)" % (advice % {"run": run, "path": path})
             raise GoatError("%s is not a goat program: it is %s" % (path, what), path=path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]

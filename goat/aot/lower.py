@@ -121,7 +121,7 @@ def resolve_shapes(program) -> dict:
             return ins[0]
         if kind == OP:
             op = node.op
-            real = sum(1 for _, k in op.params if k == "value")
+            real = op.n_values
             attrs = tuple(tuple(shapes[d.node.id][d.axis] if type(d) is RunDim else d
                                 for d in a) if type(a) is tuple else a for a in node.attrs)
             try:
@@ -410,7 +410,7 @@ class Lowering:
             if lowering is None:
                 raise GoatError("goat compile --aot cannot compile %s yet: it has no lowering "
                                 "(run this program with goat run)" % op.name, **_at(node))
-            real = sum(1 for _, k in op.params if k == "value")
+            real = op.n_values
             args = node.args[:real]
             if lowering is K.ALIAS or (lowering is K.VIEW
                                        and tuple(self.shapes[args[0].id]) == tuple(shape)):

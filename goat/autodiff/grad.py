@@ -152,7 +152,7 @@ def _inputs(node, nodes):
     if kind == OP:
         if "constant" in node.op.tags:      # stop_gradient: its value is a constant to grad
             return ()
-        return node.args[:_values(node.op)]
+        return node.args[:node.op.n_values]
     if kind == CAST:
         return node.args[:1]
     subs = subregions(node)
@@ -206,10 +206,6 @@ def _reaches(top, target, nodes) -> bool:
         for r in subregions(n):
             stack.extend(nodes[i] for i in r.free_values())
     return False
-
-
-def _values(op) -> int:
-    return sum(1 for _, kind in op.params if kind == "value")
 
 
 def _op_words(node) -> str:
@@ -332,7 +328,7 @@ class _Pass:
 
     def op(self, n, g):
         op = n.op
-        args = n.args[:_values(op)]
+        args = n.args[:op.n_values]
         live = [self.active.get(a.id, False) for a in args]
         if not any(live):           # a value differentiated with respect to, made from others
             return

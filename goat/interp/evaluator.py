@@ -15,6 +15,7 @@ line.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -34,16 +35,15 @@ def _shape_of(x):
     return getattr(x, "shape", ())
 
 
-_LIBRARY = []
-
-
 def _in_library(source) -> bool:
     """Was ``source`` read from the standard library's folder?"""
-    if not _LIBRARY:
-        from ..typecheck.modules import stdlib_dir
-        _LIBRARY.append(os.path.join(os.path.realpath(stdlib_dir()), ""))
-    path = source.path
-    return bool(path) and os.path.realpath(path).startswith(_LIBRARY[0])
+    return bool(source.path) and _library_path(source.path)
+
+
+@functools.lru_cache(maxsize=256)     # asked once per operation of a compiled program
+def _library_path(path: str) -> bool:
+    from ..typecheck.modules import stdlib_dir
+    return os.path.realpath(path).startswith(os.path.join(os.path.realpath(stdlib_dir()), ""))
 
 
 def _site(node, loc=None):
@@ -335,7 +335,7 @@ class Evaluator:
         """An op whose shape attribute holds sizes known only when it runs (RunDim): the sizes
         are read from the values of the extra arguments, then the op runs as usual."""
         op, attrs, be = node.op, node.attrs, self.be
-        real = sum(1 for _, kind in op.params if kind == "value")    # then the size sources
+        real = op.n_values          # then the size sources
         ids = [a.id for a in node.args]
         where = {nid: ids.index(nid) for nid in ids}
 

@@ -77,6 +77,11 @@ class Op:
             raise ValueError("op %s: %d params for arity %d" % (self.name, len(self.params),
                                                                 self.arity))
 
+    @property
+    def n_values(self) -> int:
+        """How many of its arguments are values (they come first; attributes follow)."""
+        return sum(1 for _, kind in self.params if kind == "value")
+
     def subst_attrs(self, attrs: tuple, subst: Callable) -> tuple:
         """``attrs`` with every shape attribute passed through ``subst`` (a def's size variables
         replaced by the sizes of one call)."""

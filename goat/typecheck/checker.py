@@ -1067,25 +1067,22 @@ class Checker:
                 if d in KEYWORDS or d in TYPE_WORDS:
                     raise GoatError("'%s' is a reserved word and cannot name a size variable"
                                     % d, ann.loc)
+                # a let of that name: it is a value, known only when the program runs
+                value = ("" if scope is None or scope.find(d)[0] is None else
+                         " (%s is a value, not a size: a type's sizes are known before the "
+                         "program runs)" % d)
                 if not self._in_def(scope):
-                    known = scope.find(d)[0] if scope is not None else None
                     raise GoatError("size variable %s can only appear in a def, bound by its "
                                     "parameters' types; outside one, write the size as a number%s"
-                                    % (d, " (%s is a value, not a size: a type's sizes are "
-                                          "known before the program runs)" % d
-                                       if known is not None else ""), ann.loc)
+                                    % (d, value), ann.loc)
                 if self._sizes is not None and d not in self._sizes:
                     known = sorted(self._sizes)
-                    value = scope.find(d)[0] if scope is not None else None
                     raise GoatError("size variable %s is not a size of any parameter of %s, so "
                                     "no call gives it a value: write the size%s, or ? for a "
                                     "size known when it runs%s"
                                     % (d, self._defining,
                                        ", use one of the parameters' sizes (%s)" % ", ".join(known)
-                                       if known else "",
-                                       " (%s is a value, not a size: a type's sizes are known "
-                                       "before the program runs)" % d if value is not None
-                                       else ""), ann.loc)
+                                       if known else "", value), ann.loc)
                 dims.append(SizeVar(d))
             else:
                 dims.append(d)
@@ -1246,8 +1243,7 @@ class Checker:
 
     def _whole_bound(self, node, loc):
         """A loop bound written as a number is checked now, not when the loop runs."""
-        if node.kind == OP and node.op is _BIND:          # a let's own copy of a constant
-            node = node.args[0]
+        node = _unbound(node)
         if node.kind == CONST and isinstance(node.value, float):
             v = node.value
             if v != int(v):
@@ -2005,16 +2001,21 @@ def _assigned(stmts, out):
             _assigned(s.orelse, out)
 
 
+def _unbound(node):
+    """``node`` past the binds a let or a grad puts around a value (a let's own copy of a
+    constant is that constant)."""
+    while node.kind == OP and node.op is _BIND:
+        node = node.args[0]
+    return node
+
+
 def _sure_to_pass(op, args, attrs) -> bool:
     """Is the run-time check of ``op`` (``Op.checks_values``) on ``args`` sure to pass: its
     operands written in the program (constants) and fine?"""
     if op.static_check is None:
         return False
-    values = []
-    for a in args[:sum(1 for _, kind in op.params if kind == "value")]:
-        while a.kind == OP and a.op is _BIND:       # a let's own copy of a constant
-            a = a.args[0]
-        values.append(a.value if a.kind == CONST else None)
+    values = [v.value if v.kind == CONST else None
+              for v in map(_unbound, args[:op.n_values])]
     try:
         op.static_check(values, [a.shape for a in args], attrs)
     except Exception:
