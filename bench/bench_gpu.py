@@ -171,9 +171,32 @@ def _goat_seconds(text, backend, dtype):
 
 
 def goat_step(c, steps, backend="cupy", dtype="f32"):
+    """Seconds of one step: (1 + steps steps) - (1 step), after an untimed run of one step
+    that compiles the kernels (CuPy keeps them on disk; the two timed runs load them)."""
+    _goat_seconds(gpt_program(c, 1), backend, dtype)
     one, _ = _goat_seconds(gpt_program(c, 1), backend, dtype)
     many, out = _goat_seconds(gpt_program(c, 1 + steps), backend, dtype)
     return (many - one) / steps, out[-1]
+
+
+def profile(c, steps, path, backend="cupy", dtype="f32"):
+    """cProfile of goat running ``steps`` steps (kernels already compiled): where the host's
+    time goes, by function, written to ``path``."""
+    import cProfile
+    import io
+    import pstats
+    _goat_seconds(gpt_program(c, 1), backend, dtype)
+    prof = cProfile.Profile()
+    prof.enable()
+    seconds, _ = _goat_seconds(gpt_program(c, steps), backend, dtype)
+    prof.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(prof, stream=buf)
+    buf.write("%d steps, run phase %.3f s under the profiler\n" % (steps, seconds))
+    st.sort_stats("tottime").print_stats(40)
+    st.sort_stats("cumulative").print_stats(40)
+    Path(path).write_text(buf.getvalue())
+    print(buf.getvalue()[:6000])
 
 
 def torch_step(c, steps, torch):
@@ -224,6 +247,8 @@ def main(argv=None) -> int:
     p.add_argument("--check", action="store_true",
                    help="compare the goat and PyTorch models, small, on the CPU")
     p.add_argument("--steps", type=int, default=10, help="timed steps (default 10)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="instead: profile goat's host time over the steps into FILE")
     args = p.parse_args(argv)
     if args.check:
         return check()
@@ -240,19 +265,40 @@ def main(argv=None) -> int:
         print("nothing measured: %s" % missing)
         return 1
     import cupy
+    import traceback
     device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print("device: %s; goat %s, CuPy %s, PyTorch %s"
-          % (device, __import__("goat").__version__, cupy.__version__, torch.__version__))
-    g, gl = goat_step(FULL, args.steps)
-    t, tl = torch_step(FULL, args.steps, torch)
-    print("GPT step (batch 16 x 256 tokens, width 512, 8 heads, 4 layers, vocab 256, f32, "
-          "AdamW): goat cupy %.2f ms, PyTorch eager CUDA %.2f ms, ratio %.2fx (goal <= 1.3x); "
-          "last losses %s / %.6f" % (g * 1e3, t * 1e3, g / t, gl, tl))
-    na, out_n, _ = chapter("numpy")
-    au, out_a, why = chapter("auto")
-    print("chapter's 200 steps: numpy %.3f s, auto %.3f s, ratio %.2fx; same output: %s; %s"
-          % (na, au, au / na, "yes" if out_n == out_a else "NO", why))
-    return 0
+    print("device: %s; goat %s, CuPy %s, PyTorch %s, NumPy %s"
+          % (device, __import__("goat").__version__, cupy.__version__, torch.__version__,
+             __import__("numpy").__version__), flush=True)
+    if args.profile:
+        profile(FULL, args.steps, args.profile)
+        return 0
+    failed = 0
+    # each measurement is printed as soon as it is made; one that fails does not stop the others
+    try:
+        t, tl = torch_step(FULL, args.steps, torch)
+        print("PyTorch eager CUDA: %.2f ms a step (last loss %.6f)" % (t * 1e3, tl), flush=True)
+    except Exception:
+        traceback.print_exc()
+        t, failed = None, failed + 1
+    try:
+        g, gl = goat_step(FULL, args.steps)
+        print("GPT step (batch 16 x 256 tokens, width 512, 8 heads, 4 layers, vocab 256, f32, "
+              "AdamW): goat cupy %.2f ms%s; last losses %s / %s"
+              % (g * 1e3, ", PyTorch eager CUDA %.2f ms, ratio %.2fx (goal <= 1.3x)"
+                 % (t * 1e3, g / t) if t else "", gl, "%.6f" % tl if t else "-"), flush=True)
+    except Exception:
+        traceback.print_exc()
+        failed += 1
+    try:
+        na, out_n, _ = chapter("numpy")
+        au, out_a, why = chapter("auto")
+        print("chapter's 200 steps: numpy %.3f s, auto %.3f s, ratio %.2fx; same output: %s; %s"
+              % (na, au, au / na, "yes" if out_n == out_a else "NO", why), flush=True)
+    except BaseException:
+        traceback.print_exc()
+        failed += 1
+    return failed
 
 
 if __name__ == "__main__":

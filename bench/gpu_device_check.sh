@@ -15,8 +15,9 @@
 #   3. the conformance cases under `goat run --backend cupy`, and under --backend cupy --dtype f32
 #      the example programs (their exit status only);
 #   4. python bench/bench_gpu.py (the GPT step in goat on CuPy against PyTorch eager CUDA, and the
-#      chapter's 200 steps under auto against numpy).
-# The limits add up to 600 s, one call's most.  Nothing is installed system-wide; the exit
+#      chapter's 200 steps under auto against numpy), then a profile of goat's host time in
+#      three of those steps.
+# The limits add up to 540 s, within one call's 600.  Nothing is installed system-wide; the exit
 # status is the number of failed steps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +66,7 @@ print(sys.version.split()[0], \"numpy\", numpy.__version__, \"cupy\", cupy.__ver
 from goat.gpu import cupy_usable
 print(\"goat cupy back end:\", cupy_usable() or \"usable\")"'
 
-step tests 120 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_bench_gpu.py -rs
+step tests 120 python3 -m pytest -q -p no:cacheprovider --tb=short -rs tests/test_gpu.py tests/test_bench_gpu.py
 
 cat > /tmp/goat-cupy <<'EOF'
 #!/bin/sh
@@ -73,7 +74,7 @@ cmd=$1; shift; exec python3 -m goat "$cmd" --backend cupy "$@"
 EOF
 chmod +x /tmp/goat-cupy
 if [ -d .conformance ]; then
-  step conformance 150 env GOAT=/tmp/goat-cupy CASES="$PWD/.conformance" python3 .conformance/run
+  step conformance 120 env GOAT=/tmp/goat-cupy CASES="$PWD/.conformance" python3 .conformance/run
 else
   echo "== conformance: no .conformance folder (run --prepare here and carry it)" | tee -a "$out/summary.txt"
   failed=$((failed + 1))
@@ -81,6 +82,7 @@ fi
 step examples_f32 60 bash -c 'for f in examples/tour.mg examples/lm35/train.mg examples/batched_trainer.mg; do
   python3 -m goat run --backend cupy --dtype f32 "$f" > /dev/null || { echo "FAILED: $f"; exit 1; }; echo "ok: $f"; done'
 
-step bench 240 python3 bench/bench_gpu.py
+step bench 150 python3 bench/bench_gpu.py
+step profile 60 python3 bench/bench_gpu.py --steps 3 --profile "$out/profile.txt"
 echo "failed steps: $failed" | tee -a "$out/summary.txt"
 exit "$failed"
