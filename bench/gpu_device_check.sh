@@ -66,7 +66,7 @@ print(sys.version.split()[0], \"numpy\", numpy.__version__, \"cupy\", cupy.__ver
 from goat.gpu import cupy_usable
 print(\"goat cupy back end:\", cupy_usable() or \"usable\")"'
 
-step tests 120 python3 -m pytest -q -p no:cacheprovider --tb=short -rs tests/test_gpu.py tests/test_bench_gpu.py
+step tests 120 python3 -m pytest -q -p no:cacheprovider --tb=short -rsP tests/test_gpu.py tests/test_bench_gpu.py
 
 cat > /tmp/goat-cupy <<'EOF'
 #!/bin/sh

@@ -61,7 +61,7 @@ def resolve(name: str, program, dtype: str = "f64"):
     if name != "auto":
         return name, None
     from .auto import choose
-    choice = choose(program, dtype, cupy_usable())
+    choice = choose(program, dtype, cupy_usable)
     return choice.backend, choice.reason
 
 

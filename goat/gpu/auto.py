@@ -153,7 +153,10 @@ class Choice:
 
 def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choice:
     """The back end ``auto`` runs ``program`` on: "cupy" when a GPU is usable
-    (``gpu_missing`` None) and the estimate on it is lower, else "numpy"."""
+    (``gpu_missing`` None) and the estimate on it is lower, else "numpy".  ``gpu_missing``
+    may be a function giving it (goat.gpu.cupy_usable), called only when the GPU's estimate
+    is the lower: loading CuPy and finding a device takes longer than a small program
+    runs."""
     c = region_cost(program.main)
     itemsize = 4 if dtype == "f32" else 8
     cpu, gpu = c.seconds(CPU, itemsize), c.seconds(GPU, itemsize)
@@ -166,6 +169,8 @@ def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choic
         work += "; %s, counted as 1" % _plural(c.unknown_sizes, "op with a ? size",
                                               "ops with ? sizes")
     estimate = "estimated %.3g s on the CPU, %.3g s on a GPU (%s)" % (cpu, gpu, work)
+    if gpu < cpu and callable(gpu_missing):
+        gpu_missing = gpu_missing()
     if gpu < cpu and gpu_missing is None:
         return Choice("cupy", "auto chose cupy: " + estimate, cpu, gpu, work)
     if gpu < cpu:

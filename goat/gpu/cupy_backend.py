@@ -103,6 +103,7 @@ class CupyBackend(XpBackend):
 
     name = "cupy"
     fuse_min = 1            # every elementwise op is a generated kernel
+    defer_checks = True     # an index check does not make the host wait for the device
 
     def __init__(self, dtype: str = "f64", threads: int = 1):
         cupy = load_cupy()
@@ -118,6 +119,8 @@ class CupyBackend(XpBackend):
 
     # ------------------------------------------------------------ host round trips
     def to_numpy(self, x):
+        if self._pending:
+            self.settle()
         if isinstance(x, self._cupy.ndarray):
             return self._cupy.asnumpy(x).astype(self.dtype, copy=False)
         return np.asarray(x, dtype=self.dtype)
@@ -125,9 +128,14 @@ class CupyBackend(XpBackend):
     def scalar(self, x) -> float:
         if type(x) is float:
             return x
+        if self._pending:
+            self.settle()
         if isinstance(x, self._cupy.ndarray):
             return float(self._cupy.asnumpy(x.reshape(())))
         return float(x)
+
+    def to_host(self, x):
+        return self._cupy.asnumpy(x)
 
     # ------------------------------------------------------------ kernels
     def fuse(self, spec):

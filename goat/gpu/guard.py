@@ -202,6 +202,7 @@ class GuardBackend(XpBackend):
 
     name = "guard"
     fuse_min = 1            # as CuPy: every elementwise op is a "kernel", chains one
+    defer_checks = True     # as CuPy: checks of values wait for the next host read
 
     def __init__(self, dtype: str = "f64"):
         self.counter = Counter()
@@ -214,6 +215,8 @@ class GuardBackend(XpBackend):
             return DeviceArray(np.array(a, dtype=self.dtype), self.counter)
 
     def to_numpy(self, x):
+        if self._pending:
+            self.settle()
         self.counter.downloads += 1
         if not self.counter.effects:
             self.counter.stray_downloads += 1
@@ -224,10 +227,16 @@ class GuardBackend(XpBackend):
     def scalar(self, x) -> float:
         if type(x) is float:
             return x
+        if self._pending:
+            self.settle()
         self.counter.reads += 1
         if type(x) is DeviceArray:
             return float(x._a.reshape(()))
         return float(x)
+
+    def to_host(self, x):
+        self.counter.reads += 1     # the held checks' flags, read at once
+        return np.array(x._a if type(x) is DeviceArray else x)
 
     def fuse(self, spec):
         """A fused group as one launch: here the ops' own evaluations composed (the CuPy

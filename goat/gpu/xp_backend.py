@@ -99,6 +99,9 @@ class XpBackend:
     name = "xp"
     fuse_min = 0            # fused groups of at least this many ops go to fuse(); 0: none
     host = False            # arrays live on the host (quick host tests allowed)
+    defer_checks = False    # require() defers its checks to the next host read (a device)
+    max_pending = 64        # checks held at most before they are read all at once
+    site = None             # the evaluator's hook: () -> OpError-to-GoatError, or None
 
     def __init__(self, xp, dtype: str = "f64"):
         if dtype not in DTYPES:
@@ -111,6 +114,63 @@ class XpBackend:
         self.xp = FreshNaN(xp, self.dtype, self.host)
         self.maximum = self._extreme(True)
         self.minimum = self._extreme(False)
+        self._pending = []
+
+    # ------------------------------------------------------------ checks of values
+    def require(self, ok, fail) -> bool:
+        """A check of values the program computed (indices in range, say): ``ok`` is a
+        one-element boolean array, ``fail()`` raises the OpError that says what is wrong when
+        it is false.  On the host the check is made at once (False is returned).  A device
+        back end (``defer_checks``) would have to wait for the device to read ``ok``, so it
+        keeps the check, with the place the evaluator is at (:attr:`site`), until the next
+        host read -- a print, a loop bound, the end of the run (:meth:`settle`) -- and
+        returns True: the caller must then make its result safe to compute with whatever
+        the values are (indices clamped into range, say), since the run goes on until then.
+        The error raised is the same, at the same place, and what was printed before it is
+        the same; only the device is not made to wait at every check."""
+        site = self.site() if self.defer_checks and self.site is not None else None
+        if site is None:
+            if not self.scalar(ok):
+                fail()
+            return False
+        self._pending.append((ok, fail, site))
+        if len(self._pending) >= self.max_pending:
+            self.settle()
+        return True
+
+    def settle(self):
+        """Read the checks :meth:`require` kept, all at once, and raise the first failing
+        one's error (a GoatError at its place); nothing held afterwards."""
+        err = self.first_failure()
+        if err is not None:
+            raise err
+
+    def first_failure(self):
+        """The located error of the first failing held check, or None; nothing held
+        afterwards (the evaluator asks when another error stops the run: an earlier
+        failed check is the one to report)."""
+        if not self._pending:
+            return None
+        pending, self._pending = self._pending, []
+        oks = self._read_all([p[0] for p in pending])
+        for (_, fail, site), good in zip(pending, oks):
+            if not good:
+                try:
+                    fail()
+                except Exception as e:      # the OpError fail() raises, given its place
+                    return site(e)
+                return None
+        return None
+
+    def _read_all(self, flags):
+        """Booleans, one per one-element array of ``flags``: one host read for them all."""
+        xp = self.raw
+        return np.asarray(self.to_host(xp.stack([f.reshape(()) for f in flags])), dtype=bool).tolist()
+
+    def to_host(self, x):
+        """``x`` copied to a NumPy array as it is (no check settled: :meth:`to_numpy` is the
+        evaluator's read)."""
+        return np.asarray(x)
 
     # ------------------------------------------------------------ values
     def constant(self, v: float):
@@ -149,7 +209,9 @@ class XpBackend:
 
     def to_numpy(self, x):
         """A value as a NumPy array in the back end's precision: the copy to the host that
-        printing and ``save`` make."""
+        printing and ``save`` make (held checks are settled first)."""
+        if self._pending:
+            self.settle()
         return np.asarray(x, dtype=self.dtype)
 
     def scalar(self, x) -> float:
@@ -158,6 +220,8 @@ class XpBackend:
         here and in :meth:`to_numpy`."""
         if type(x) is float:
             return x
+        if self._pending:
+            self.settle()
         return float(x.reshape(()) if hasattr(x, "reshape") else x)
 
     def errstate(self):

@@ -293,6 +293,7 @@ class Evaluator:
                  progress=None):
         self.program = program
         self.be = backend
+        self._where = {}            # a compiled region's code -> {its line: node id}
         self.out = out
         self.keep_printed = keep_printed
         self.free = free
@@ -383,9 +384,44 @@ class Evaluator:
             self.values.extend([None] * (len(program.nodes) - len(self.values)))
         self._done_nodes = len(main.nodes)
         self._done_effects = len(main.effects)
-        with self.be.errstate():
-            self._run_plan(plan)
+        be = self.be
+        be.site = self._current_site
+        with be.errstate():
+            try:
+                self._run_plan(plan)
+            except BaseException:
+                # a check the back end held (an index on a GPU) came before this error
+                first = be.first_failure()
+                if first is not None:
+                    raise first from None
+                raise
+            be.settle()
         return self.printed
+
+    def _current_site(self):
+        """Where the evaluator is, for a check a back end holds (XpBackend.require): a
+        function turning the check's OpError into the GoatError at the node being run, as
+        if it had been raised there; None when no node is being run.  Found as
+        :meth:`_run_compiled` finds a failing node: by the line of the generated code."""
+        f = sys._getframe(1)
+        codes = self._where
+        run_plan = _RUN_PLAN_CODE
+        while f is not None:
+            code = f.f_code
+            where = codes.get(code)
+            if where is not None:
+                out = where.get(f.f_lineno)
+                break
+            if code is run_plan:
+                out = f.f_locals.get("out")
+                break
+            f = f.f_back
+        else:
+            return None
+        if out is None:
+            return None
+        node = self.program.nodes[out]
+        return lambda e: self._located(e, node) if _located_kind(e) else e
 
     def _compiled(self, plan):
         """A region's plan as one Python function ``run()``: straight-line code, a statement
@@ -420,6 +456,7 @@ class Evaluator:
         exec(code, scope)
         run = scope["run"]
         run.where = where
+        self._where[run.__code__] = where
         return run
 
     def _effect_fn(self, effect):
@@ -624,6 +661,9 @@ class Evaluator:
             except OpError as e:
                 raise GoatError(e.message, **_at(effect, loc)) from None
         return "".join(pieces)
+
+
+_RUN_PLAN_CODE = Evaluator._run_plan.__code__
 
 
 def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):

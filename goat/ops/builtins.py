@@ -685,25 +685,35 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
 def _indices(be, idx, count, name):
     """``idx`` (a column of class or token numbers, last axis 1) as integers, each checked to
     be a whole number from 0 to count-1 (OpError naming the first that is not).  The check
-    reads one number on the host (on a GPU, a wait for the device)."""
+    is the back end's :meth:`~goat.gpu.xp_backend.XpBackend.require`: on the host at once; on
+    a GPU at the next host read, the indices clamped to 0 meanwhile, so that the device is
+    not made to wait at every lookup."""
     xp = be.xp
     flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.full((1,), idx, dtype=be.dtype)
     ok = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
-    if not be.scalar(xp.all(ok)):
-        k = int(be.scalar(xp.argmin(ok)))
-        got = repr(float(be.to_numpy(flat)[k]))
-        if count == 0:          # not "from 0 to -1"
-            raise OpError("%s's indices point into 0 rows or classes, so none is valid; got %s "
-                          "at position %d" % (name, got, k))
-        raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
-                      % (name, count - 1, got, k))
-    if be.dtype_name == "f32" and count > 2 ** 24 and be.scalar(xp.any(flat >= 2 ** 24)):
-        # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24,
-        # so a larger index may be a neighbour's, rounded; refused rather than read wrongly
+    # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24, so a
+    # larger index may be a neighbour's, rounded; refused rather than read wrongly
+    f32 = be.dtype_name == "f32" and count > 2 ** 24
+    if f32:
+        ok = ok & (flat < 2 ** 24)
+
+    def fail():
+        whole = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
+        if not be.scalar(xp.all(whole)):
+            k = int(be.scalar(xp.argmin(whole)))
+            got = repr(float(be.to_numpy(flat)[k]))
+            if count == 0:          # not "from 0 to -1"
+                raise OpError("%s's indices point into 0 rows or classes, so none is valid; "
+                              "got %s at position %d" % (name, got, k))
+            raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position "
+                          "%d" % (name, count - 1, got, k))
         k = int(be.scalar(xp.argmax(flat >= 2 ** 24)))
         raise OpError("%s's indices in float32 (--dtype f32) must be below 2**24 = %d (float32 "
                       "holds every whole number only up to it), got %s at position %d (run in "
                       "f64)" % (name, 2 ** 24, repr(float(be.to_numpy(flat)[k])), k))
+
+    if be.require(xp.all(ok), fail):
+        return xp.where(ok, flat, 0).astype(xp.intp)    # safe to run until the check is read
     return flat.astype(xp.intp)
 
 
@@ -815,10 +825,12 @@ def _argmax_rows(be):
             raise OpError("argmax_rows needs rows of at least one column, got shape %s"
                           % format_shape(x.shape))
         i = xp.argmax(x, axis=-1)[..., None]
-        if be.dtype_name == "f32" and x.shape[-1] > 2 ** 24 and be.scalar(xp.any(i >= 2 ** 24)):
-            raise OpError("argmax_rows found a column of 2**24 = %d or more, which float32 "
-                          "(--dtype f32) cannot hold exactly (it holds every whole number "
-                          "only up to 2**24); run in f64" % 2 ** 24)
+        if be.dtype_name == "f32" and x.shape[-1] > 2 ** 24:
+            def fail():
+                raise OpError("argmax_rows found a column of 2**24 = %d or more, which float32 "
+                              "(--dtype f32) cannot hold exactly (it holds every whole number "
+                              "only up to 2**24); run in f64" % 2 ** 24)
+            be.require(~xp.any(i >= 2 ** 24), fail)
         return i.astype(be.dtype)
     return run
 
@@ -850,13 +862,15 @@ def _sample_rows(be):
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(be, seed)))
         rows = p.reshape(n, p.shape[-1])
         bad = ~((rows >= 0).all(axis=-1) & (rows.sum(axis=-1) > 0))     # NaN fails both
-        if be.scalar(bad.any()):
+
+        def fail(rows=rows):
             r = int(be.scalar(xp.argmax(bad)))
             rows = be.to_numpy(rows)
             raise OpError("sample_rows needs weights of 0 or more with a positive sum in every "
                           "row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
                           % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
                              + (", ..." if rows.shape[1] > 6 else "")))
+        be.require(~bad.any(), fail)
         c = xp.cumsum(rows, axis=-1)
         k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
         k = xp.minimum(k, p.shape[-1] - 1)
