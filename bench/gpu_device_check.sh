@@ -15,9 +15,11 @@
 #   3. the conformance cases under `goat run --backend cupy`, and under --backend cupy --dtype f32
 #      the example programs (their exit status only);
 #   4. python bench/bench_gpu.py (the GPT step in goat on CuPy against PyTorch eager CUDA, and the
-#      chapter's 200 steps under auto against numpy), then a profile of goat's host time in
-#      three of those steps.
-# The limits add up to 540 s, within one call's 600.  Nothing is installed system-wide; the exit
+#      chapter's 200 steps under auto against numpy), then the device time of each kernel in
+#      five steps, goat's and PyTorch's (--kernels), and a profile of goat's host time in
+#      three steps (--profile).
+# The limits add up to 630 s: give the call timeout_s 600; the last steps are the least needed.
+# Two calls on an H200 took 100 and 110 s (2026-12-01).  Nothing is installed system-wide; the exit
 # status is the number of failed steps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +85,7 @@ step examples_f32 60 bash -c 'for f in examples/tour.mg examples/lm35/train.mg e
   python3 -m goat run --backend cupy --dtype f32 "$f" > /dev/null || { echo "FAILED: $f"; exit 1; }; echo "ok: $f"; done'
 
 step bench 150 python3 bench/bench_gpu.py
-step profile 60 python3 bench/bench_gpu.py --steps 3 --profile "$out/profile.txt"
+step kernels 90 python3 bench/bench_gpu.py --steps 5 --kernels /tmp/goat-kernels.txt
+step profile 60 python3 bench/bench_gpu.py --steps 3 --profile /tmp/goat-profile.txt
 echo "failed steps: $failed" | tee -a "$out/summary.txt"
 exit "$failed"

@@ -164,7 +164,7 @@ def test_internal_error_is_one_line_and_status_2(monkeypatch, capsys):
 
 def test_broken_pipe_is_quiet(tmp_path):
     path = write(tmp_path, "many.mg", "let a = [[1, 2], [3, 4]]\n" + "print a\n" * 20000)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.run("%s -m goat run %s | head -1" % (sys.executable, path), shell=True,
                        capture_output=True, env=env, timeout=120)
     assert p.stdout.decode().startswith("Unranked Memref")
@@ -181,7 +181,7 @@ def test_command_line_mistakes_are_status_1():
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_output_that_cannot_be_written(tmp_path):
     path = write(tmp_path, "a.mg", CORE)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open("/dev/full", "w") as full:
         p = subprocess.run([sys.executable, "-m", "goat", "run", path], stdout=full,
                            stderr=subprocess.PIPE, env=env, timeout=60)
@@ -207,7 +207,8 @@ def test_a_repl_command_in_a_file_says_so():
 
 def test_output_is_utf8_whatever_the_locale(tmp_path):
     path = write(tmp_path, "a.mg", CORE)
-    env = dict(os.environ, PYTHONPATH=ROOT, PYTHONIOENCODING="latin-1")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONIOENCODING="latin-1")
     p = subprocess.run([sys.executable, "-m", "goat", "run", path], capture_output=True, env=env,
                        timeout=60)
     assert p.returncode == 0 and p.stdout == MEMREF_11.encode("utf-8")

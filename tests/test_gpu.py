@@ -482,7 +482,8 @@ def test_auto_looks_for_a_gpu_only_when_the_gpu_would_win(tmp_path):
     p.write_text("print [[1, 2]] @ [[3], [4]]\n")
     code = ("import sys, goat; goat.run_file(%r, backend=sys.argv[1]); "
             "print('cupy' in sys.modules)" % str(p))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), str(ROOT)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     for backend, imported in (("auto", "False"), ("cupy", "True")):
         r = subprocess.run([sys.executable, "-c", code, backend], capture_output=True,
                            text=True, env=env, cwd=str(tmp_path))

@@ -26,7 +26,8 @@ sys.stdout.write("lark loaded: %s\\n" % ("lark" in sys.modules))
 def _run(tmp_path, cache, **env_extra):
     prog = tmp_path / "p.mg"
     prog.write_text(PROGRAM)
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("GOAT_NO_CACHE", None)
     env.update(env_extra)
     p = subprocess.run([sys.executable, "-c", PROBE, str(prog)], capture_output=True, text=True,
