@@ -184,7 +184,32 @@ def test_completion_offers_names_with_shapes_and_signatures():
     assert got["affine"] == "def affine(x: tensor[1x3]) -> tensor[1x3]"
     assert got["abs"] == "abs(x: S) -> S"
     cmds = [x.text for x in c.get_completions(Document(":t"), CompleteEvent())]
-    assert cmds == [":type"]
+    assert cmds == [":type "]           # it takes an expression: the space comes with it
+    cmds = [x.text for x in c.get_completions(Document(":lo"), CompleteEvent())]
+    assert cmds == [":load "]
+    cmds = [x.text for x in c.get_completions(Document(":q"), CompleteEvent())]
+    assert cmds == [":quit"]            # it takes nothing
+
+
+def test_completion_offers_a_modules_defs_after_its_name_and_a_dot():
+    s = Session(out=io.StringIO())
+    s.run("import nn")
+    c = GoatCompleter(s)
+
+    def complete(text):
+        return {x.text: (x.start_position, x.display_meta_text)
+                for x in c.get_completions(Document(text), CompleteEvent(completion_requested=True))}
+    got = complete("let p = nn.softmax_r")
+    assert sorted(got) == ["softmax_rows", "softmax_rows_back"]
+    assert got["softmax_rows"] == (-9, "def softmax_rows(m: tensor[..., N, C]) -> "
+                                       "tensor[..., N, C]")
+    every = complete("print nn.")
+    assert "cross_entropy" in every and "dropout" in every and every["dropout"][0] == 0
+    assert not any(name.startswith("nn") or name == "abs" for name in every)
+    assert ("nn", "module") in s.names()
+    # after a name that is not a module, nothing; names complete as before
+    s.run("let alpha = [[1.0]]")
+    assert "alpha" in complete("print al") and complete("print alpha.") == {}
 
 
 def test_history_lives_in_the_xdg_state_folder(monkeypatch, tmp_path):

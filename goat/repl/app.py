@@ -125,6 +125,7 @@ PYTHON_HABITS = {"exit": ":quit", "quit": ":quit", "exit()": ":quit", "quit()": 
                  "help": ":help", "help()": ":help"}
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_MEMBER = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z0-9_]*)$")
 # what awaits_else needs of the lexer's pieces: strings and comments (skipped), words, braces
 _PIECE = re.compile(r"""
     "(?:[^"\\\n]|\\[^\n])*"?      # a string (perhaps unclosed)
@@ -362,12 +363,23 @@ class GoatCompleter(Completer):
             if " " not in stripped:
                 for cmd, doc in COMMANDS.items():
                     if cmd.startswith(stripped):
-                        yield Completion(cmd, -len(stripped), display_meta=doc)
+                        # a command that takes a word comes with the space before it
+                        text = cmd + " " if doc.startswith(cmd + " ") else cmd
+                        yield Completion(text, -len(stripped), display=cmd, display_meta=doc)
                 return
             if stripped.startswith(":load "):
                 sub = Document(stripped[len(":load "):])
                 yield from self.paths.get_completions(sub, complete_event)
                 return
+        m = _MEMBER.search(line)
+        if m:
+            # nn.<Tab>: the module's defs and lets (after a name that is not a module, none)
+            start = -len(m.group(2))
+            for name, desc in self.session.members():
+                module, _, member = name.partition(".")
+                if module == m.group(1) and member.startswith(m.group(2)):
+                    yield Completion(member, start, display_meta=desc)
+            return
         m = _WORD.search(line)
         prefix = m.group() if m else ""
         if not prefix and not complete_event.completion_requested:

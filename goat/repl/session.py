@@ -182,6 +182,7 @@ class Session:
         self._hint_budget = None        # the budget of the hint holding the lock
         self.generation = 0             # changes whenever the state may have changed
         self._names = []
+        self._members = []
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -202,6 +203,7 @@ class Session:
     def _changed(self):
         """After the state may have changed: a new generation, the names listed again."""
         self._names = self._list_names()
+        self._members = self._list_members()
         self.generation += 1
 
     def reset(self):
@@ -651,8 +653,29 @@ class Session:
         with self.exclusive():
             return name in self.checker.globals
 
+    def members(self) -> list:
+        """[(module.name, description)] of every def and let of the modules imported, for
+        completing ``nn.`` (as the last statement left them, as :meth:`names`)."""
+        return list(self._members)
+
+    def _list_members(self) -> list:
+        out = []
+        for name, v in self.checker.globals.items():
+            if isinstance(v, Module):
+                for member, w in v.names.items():
+                    if member.startswith("_"):
+                        continue
+                    if isinstance(w, Template):
+                        out.append(("%s.%s" % (name, member), "def " + w.signature()))
+                    elif getattr(w, "shape", None) is not None:
+                        out.append(("%s.%s" % (name, member), format_type(w.shape)))
+        return out
+
     def _list_names(self) -> list:
         out = []
+        for name, v in self.checker.globals.items():      # imports first: `import nn`
+            if isinstance(v, Module) and name not in self.program.order:
+                out.append((name, "module"))
         for name in self.program.order:
             v = self.checker.globals.get(name)
             if isinstance(v, Template):
