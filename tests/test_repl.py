@@ -19,6 +19,7 @@ from prompt_toolkit.output import DummyOutput
 from conftest import ROOT, cli
 from goat.repl.app import HELP_LINE, GoatCompleter, Repl, else_state, history_path
 from goat.repl.session import Session
+from goat.diagnostics import GoatError
 
 ENTER, TAB, CTRL_C, CTRL_D = "\r", "\t", "\x03", "\x04"
 
@@ -618,3 +619,27 @@ def test_a_bad_byte_in_a_piped_input_fails_that_input_only():
     assert "<input 2>:1: error: the file is not UTF-8 text (byte 0xff cannot be decoded)" in lines
     assert lines[-2:] == ["Unranked Memref base@ = 0x\u2026 rank = 0 offset = 0 sizes = [] "
                           "strides = [] data = ", "[3]"]
+
+
+def test_a_name_defined_in_an_earlier_input_is_placed_in_that_input():
+    """In the REPL "line 1" alone would mean the current input's line: the message names the
+    input that defined the name (in a file, the line alone, as before)."""
+    s = Session(out=io.StringIO())
+    s.run("let a = [[1.0]]", "<input 1>")         # as the REPL names its inputs
+    s.run("print a", "<input 2>")
+    with pytest.raises(GoatError) as info:
+        s.run("a = [[2.0]]", "<input 3>")
+    assert info.value.message == ("cannot assign to 'a': it is defined with let on line 1 of "
+                                  "<input 1>, which cannot change; declare it with var to "
+                                  "assign to it")
+    with pytest.raises(GoatError) as info:
+        s.run("if 1 > 0 {\n    let a = 2\n    print a\n}")
+    assert info.value.message.startswith("'a' is already defined on line 1 of <input 1>, "
+                                         "outside this block")
+    with pytest.raises(GoatError) as info:
+        s.run("let b = 1\nb = 2")
+    assert "defined with let on line 1, which" in info.value.message
+    s.run("let c = 1")                              # the API's inputs are all "<repl>"
+    with pytest.raises(GoatError) as info:
+        s.run("c = 2")
+    assert "defined with let on line 1 of an earlier input, which" in info.value.message

@@ -163,11 +163,12 @@ class Scope:
     outermost scope: a name defined inside it may not be defined again in a block nested in it,
     and a def body may not assign the vars of the scope around it."""
 
-    __slots__ = ("names", "lines", "what", "parent", "function", "shadows")
+    __slots__ = ("names", "lines", "sources", "what", "parent", "function", "shadows")
 
     def __init__(self, parent=None, function=False, names=None, lines=None):
         self.names = {} if names is None else names
         self.lines = {} if lines is None else lines
+        self.sources = {}           # name -> the Source it was defined in (a REPL's input)
         self.what = {}              # name -> "parameter", "loop variable" (for messages)
         self.shadows = set()        # vars of the code around a block, as the block sees them
         self.parent = parent
@@ -1018,6 +1019,7 @@ class Checker:
         self._new_name(scope, name, loc)
         scope.names[name] = binding
         scope.lines[name] = line
+        scope.sources[name] = loc.source if loc is not None else None
         if scope is self.top and not self.module and not isinstance(binding, Module):
             self.program.lets[name] = binding.node if isinstance(binding, VarBinding) else binding
             self.program.order.append(name)
@@ -1039,10 +1041,10 @@ class Checker:
                     raise GoatError("'%s' is already the name of a %s here; choose another name"
                                     % (name, what), loc)
                 if s is scope and name not in s.shadows:
-                    raise GoatError("'%s' is already defined on line %d; a name can be defined "
-                                    "only once in a file" % (name, s.lines[name]), loc)
-                raise GoatError("'%s' is already defined on line %d, outside this block; a block "
-                                "cannot define it again" % (name, s.lines[name]), loc)
+                    raise GoatError("'%s' is already defined %s; a name can be defined "
+                                    "only once in a file" % (name, _defined_at(s, name, loc)), loc)
+                raise GoatError("'%s' is already defined %s, outside this block; a block "
+                                "cannot define it again" % (name, _defined_at(s, name, loc)), loc)
             if s.function:
                 break
             s = s.parent
@@ -1200,9 +1202,9 @@ class Checker:
             raise GoatError("cannot assign to '%s': it is a def" % name, loc)
         if isinstance(binding, Module):
             raise GoatError("cannot assign to '%s': it is a module" % name, loc)
-        raise GoatError("cannot assign to '%s': it is defined with let on line %d, which "
+        raise GoatError("cannot assign to '%s': it is defined with let %s, which "
                         "cannot change; declare it with var to assign to it"
-                        % (name, owner.lines[name]), loc)
+                        % (name, _defined_at(owner, name, loc)), loc)
 
     @staticmethod
     def _crosses_def(scope, owner) -> bool:
@@ -1970,6 +1972,18 @@ def _header(stmt) -> str:
     """A block's header as written, without its '{': ``for step in 0..200``."""
     head = stmt.head
     return " ".join(head.source.text[head.start:head.end].rstrip("{").split())
+
+
+def _defined_at(scope, name, loc) -> str:
+    """Where ``name`` of ``scope`` was defined, for a message at ``loc``: "on line 3", or
+    "on line 1 of <input 2>" when that was another source (an earlier input of the REPL)."""
+    line = scope.lines[name]
+    source = scope.sources.get(name)
+    if source is None or loc is None or source is loc.source:
+        return "on line %d" % line
+    if source.path == loc.source.path:          # goat.repl.Session.run's "<repl>" each time
+        return "on line %d of an earlier input" % line
+    return "on line %d of %s" % (line, source.path)
 
 
 def _declared_shape(declared, env) -> str:
