@@ -643,3 +643,18 @@ def test_a_name_defined_in_an_earlier_input_is_placed_in_that_input():
     with pytest.raises(GoatError) as info:
         s.run("c = 2")
     assert "defined with let on line 1 of an earlier input, which" in info.value.message
+
+
+def test_dtype_back_to_f64_says_the_values_keep_float32_digits():
+    """:dtype f32 rounds every value to float32; going back to f64 cannot bring the digits
+    back, and says so (only when there are values)."""
+    status, out, err = cli("repl", stdin=b":dtype f32\n:dtype f64\nlet a = [[1.0]] / 3\n"
+                                          b":dtype f32\n:dtype f64\nprint a\n")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines.count("back end: numpy, precision f64") == 2
+    note = ("the values computed so far keep float32's digits (about 7); compute them again "
+            "to have float64's")
+    assert out.count(note) == 1
+    assert lines.index(note) > lines.index("a : tensor[1x1]")
+    assert "[[0.333333]]" in out

@@ -704,6 +704,7 @@ class Repl:
             self.session.reset()
             self.write("every name is forgotten\n", "note")
         elif word in (":backend", ":dtype"):
+            before = self.session.dtype
             if rest:
                 if word == ":backend":
                     self.session.set_backend(rest)
@@ -711,6 +712,10 @@ class Repl:
                     self.session.set_backend(self.session.backend_name, rest)
             self.write("back end: %s, precision %s\n" % (self.session.backend_name,
                                                           self.session.dtype), "note")
+            if before == "f32" and self.session.dtype == "f64" and any(
+                    not desc.startswith(("def ", "module")) for _, desc in self.session.names()):
+                self.write("the values computed so far keep float32's digits (about 7); "
+                           "compute them again to have float64's\n", "note")
         else:
             self.write("no command %s; :help lists the commands\n" % word, "error")
         return None
