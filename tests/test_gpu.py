@@ -238,6 +238,59 @@ for step in 0 .. 3 {
     print "step {step}: {row_sum(col_sum(sample_rows(p, 7)))}"
 }
 """,
+    # found by an attack on the held checks: a print without fields showed before the error
+    "plain_print_after": """
+let n = row_sum(col_sum([[1.0]]))
+let t = [[1.0], [2.0]]
+let g = gather(t, [[5.0]] * n)
+print "mid"
+""",
+    # ... and in a loop whose if reads a number already on the host
+    "print_under_a_host_if": """
+let t = [[1.0], [2.0], [3.0]]
+for a in 0 .. 5 {
+    let g = gather(t, [[1.0]] * a)
+    if a > 1 {
+        print "big"
+    }
+}
+""",
+    # the check's notes (the def it is in) survive an if, a loop bound, a module's def
+    "notes_survive_an_if": """
+def pick(t: tensor[3x2], i: tensor[?x1]) -> tensor[?x2] = gather(t, i)
+let table = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+let n = row_sum(col_sum([[2.0]]))
+let r = pick(table, [[1.0]] * n * 3)
+if n > 1 {
+    print n
+}
+""",
+    "notes_survive_a_loop_bound": """
+import nn
+let n = row_sum(col_sum([[2.0]]))
+let l = nn.cross_entropy([[0.5, 0.25]], [[7.0]] * n)
+for k in 0 .. n {
+    print "k {k}"
+}
+""",
+    "no_spurious_notes": """
+let t = [[1.0], [2.0]]
+let g = gather(t, [[1.0]] * row_sum(col_sum([[9.0]])))
+def f(x: tensor[1x1]) {
+    var s = x
+    for k in 0 .. row_sum(col_sum(x)) {
+        s = s + 1
+    }
+    return s
+}
+print f([[2.0]])
+""",
+    "onehot_of_no_classes": """
+let n = row_sum(col_sum([[1.0]]))
+print "before"
+let o = onehot([[0.0]] * n, 0)
+print "after"
+""",
     "grad_of_a_lookup": """
 var e = [[0.1, 0.2], [0.3, 0.4]]
 for step in 0 .. 3 {

@@ -199,6 +199,17 @@ def _reads(region, node) -> bool:
 MAX_BOUND = 2 ** 53        # beyond, consecutive whole numbers are not all floats
 
 
+def _settle_before(be, *values):
+    """Before a loop's bounds or an if's condition are read on the host: the checks the back
+    end holds (XpBackend.require) are read first, so that one that failed is reported as it
+    was placed, not at the loop or the if.  Numbers already on the host need no read, and
+    leave the checks held."""
+    for v in values:
+        if type(v) is not float:
+            be.settle()
+            return
+
+
 def _bound(be, x, node, k):
     """Loop bound ``k`` (0: from, 1: to) of LOOP ``node`` as an int, or GoatError."""
     loc = operand_loc(node, k)
@@ -551,6 +562,7 @@ class Evaluator:
         f32 = getattr(be, "dtype_name", "f64") == "f32" and _reads(body, body.params[0])
 
         def run(lo, hi, *state):
+            _settle_before(be, lo, hi)
             try:
                 lo = _bound(be, lo, node, 0)
                 hi = _bound(be, hi, node, 1)
@@ -602,6 +614,7 @@ class Evaluator:
         be = self.be
 
         def run(cond):
+            _settle_before(be, cond)
             try:
                 taken = _one_number(be, cond, "an if condition", operand_loc(node, 0)) != 0.0  # NaN: true, as in C
             except GoatError as e:
@@ -616,6 +629,8 @@ class Evaluator:
         return self.be.to_numpy(self.values[node.id])
 
     def _effect(self, effect, vals):
+        # a check a device back end holds, made before this effect, fails before it shows
+        self.be.settle()
         kind = effect.kind
         if kind == "print":
             value = self.be.to_numpy(vals[effect.node.id])

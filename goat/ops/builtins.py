@@ -712,6 +712,12 @@ def _indices(be, idx, count, name):
                       "holds every whole number only up to it), got %s at position %d (run in "
                       "f64)" % (name, 2 ** 24, repr(float(be.to_numpy(flat)[k])), k))
 
+    if count == 0 and flat.size:
+        # none is valid, whatever the values: fail here, without reading them from a device,
+        # after any check held before this one (writing a one-hot row of 0 columns on a GPU
+        # is no safe stand-in)
+        be.settle()
+        fail()
     if be.require(xp.all(ok), fail):
         return xp.where(ok, flat, 0).astype(xp.intp)    # safe to run until the check is read
     return flat.astype(xp.intp)
