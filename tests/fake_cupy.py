@@ -38,6 +38,13 @@ def asnumpy(x):
     return np.asarray(x)
 
 
+def matmul(a, b):
+    """NumPy's product, its NaNs made as cuBLAS makes them: CUDA's one NaN, positive (x86
+    gives 0 * inf its sign bit; NumPy's BLAS keeps a NaN operand's)."""
+    r = np.matmul(a, b)
+    return np.where(np.isnan(r), np.float64("nan"), r).astype(r.dtype, copy=False)
+
+
 class _Runtime:
     @staticmethod
     def getDeviceCount():

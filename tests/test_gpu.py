@@ -128,6 +128,27 @@ print (x - mean) / sqrt(variance + 0.00001) * g + b
 """
 
 
+# NaNs made by matrix products (0 * inf), read by every kind of op: cuBLAS makes its own NaNs
+# positive (tests/fake_cupy.py does too), x86 gives them the sign bit
+MATMUL_NANS = """
+let a = [[0.0, 1.0], [2.0, 3.0]]
+let b = [[1.0, 1.0], [1.0, 2.0]] + [[1.0, 0.0], [0.0, 0.0]] / [[0.0, 1.0], [1.0, 1.0]]
+let p = a @ b
+print p
+print p * 2 + 1
+print row_sum(p)
+print col_max(p)
+print reshape(p, tensor[1x4])
+print p @ a
+print transpose(p) @ a
+let q = reshape(a @ b, tensor[1x4]) * 3
+print q
+var w = [[0.5, 0.25], [0.125, 1.0]]
+let l = row_sum(col_sum(tanh(b @ w)))
+print grad(l, w)
+"""
+
+
 @pytest.fixture(scope="module")
 def lm35_programs():
     return [EXAMPLES / "tour.mg", EXAMPLES / "lm35" / "train_10.mg",
@@ -136,8 +157,8 @@ def lm35_programs():
 
 # ---------------------------------------------------------------- the test back end
 
-@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM],
-                         ids=["ops", "control", "layer_norm"])
+@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM, MATMUL_NANS],
+                         ids=["ops", "control", "layer_norm", "matmul_nans"])
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_guard_prints_numpy_bits(text, dtype):
     """The generic device code (what CuPy runs, fused) gives the NumPy back end's bits."""
@@ -700,8 +721,8 @@ def fake_cupy(monkeypatch):
     return fake
 
 
-@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM],
-                         ids=["ops", "control", "layer_norm"])
+@pytest.mark.parametrize("text", [OPS_PROGRAM, CONTROL_PROGRAM, LAYER_NORM, MATMUL_NANS],
+                         ids=["ops", "control", "layer_norm", "matmul_nans"])
 @pytest.mark.parametrize("dtype", ["f64", "f32"])
 def test_cupy_backend_code_prints_what_numpy_prints(fake_cupy, text, dtype):
     """The CuPy back end's generated kernels and reductions (compiled as C here) print the
