@@ -146,6 +146,14 @@ print q
 var w = [[0.5, 0.25], [0.125, 1.0]]
 let l = row_sum(col_sum(tanh(b @ w)))
 print grad(l, w)
+print ((a * 2) @ b) * 2 + 1
+print (((a * 3) @ b) @ a) - 1
+print row_max(((a * 4) @ b) * 1)
+print -((a * 5) @ b)
+print row_max((a * 6) @ b) + col_sum(transpose((a * 7) @ b))
+print reshape((a * 8) @ b, tensor[1x4]) * 2
+print transpose(reshape((a * 9) @ b, tensor[2x2])) + 1
+print reshape((a * 10) @ b, tensor[2x2]) @ a
 """
 
 

@@ -13,7 +13,9 @@ op registry (goat/gpu/kernels.py):
   step (associative, so any order of the GPU's threads gives the NumPy back end's bits); sums
   and means in the GPU's order (their last bits differ from NumPy's pairwise sums: the
   chapter's training is to stay within 1e-9 of the NumPy run, issue 8);
-* matrix products are CuPy's (cuBLAS), their NaNs given x86's sign;
+* matrix products are CuPy's (cuBLAS), their NaNs given x86's sign: by the fused kernel that
+  reads the product, as it loads it, where every reader is one (or another product), else by
+  a pass of its own;
 * the embedding gradient (``gather``'s derivative) is a one-hot matrix product, so repeated
   tokens add up in a fixed order (GPU atomics would add them in a different order each run),
   infinities and NaNs put where NumPy's ``add.at`` puts them; beyond 2**26 one-hot cells it
@@ -161,6 +163,12 @@ class CupyBackend(XpBackend):
     def matmul(self):
         mm, signed = self._cupy.matmul, self._signed
         return lambda a, b: signed(mm(a, b))
+
+    @property
+    def matmul_unsigned(self):
+        """cuBLAS's product as it is, its NaNs positive: for a product whose readers give
+        them x86's sign themselves (goat/interp/fusion.py's unsigned_products)."""
+        return self._cupy.matmul
 
     def reducer(self, kind: str, axis: int):
         """One reduction kernel per kind (goat/gpu/kernels.py's REDUCTIONS): an empty axis

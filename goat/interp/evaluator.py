@@ -365,9 +365,15 @@ class Evaluator:
         fuses, a chain of elementwise ops is one instruction (goat/interp/fusion.py)."""
         be = self.be
         fused = None
+        unsigned = ()
         if getattr(be, "fuse_min", 0) and free and start == 0:
-            from .fusion import groups
+            from .fusion import groups, unsigned_products
             fused = groups(region, keep, be.fuse_min)
+            if getattr(be, "matmul_unsigned", None) is not None:
+                # products whose readers give their NaNs the sign (goat/interp/fusion.py)
+                unsigned = unsigned_products(region, fused, keep)
+                if unsigned:
+                    fused = groups(region, keep, be.fuse_min, unsigned)
         steps, frees = schedule(region, start, estart, free, keep, fused)
         plan = []
         for (node, effect), fr in zip(steps, frees):
@@ -380,6 +386,8 @@ class Evaluator:
                 value = (be.constant(node.value) if isinstance(node.value, float)
                          else be.asarray(node.value))
                 plan.append((node.id, value, None, fr))
+            elif node.id in unsigned and node.op.name == "matmul":
+                plan.append((node.id, be.matmul_unsigned, tuple(a.id for a in node.args), fr))
             else:
                 plan.append((node.id, self._fn(node), tuple(a.id for a in node.args), fr))
         return plan

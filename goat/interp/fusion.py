@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..ops.registry import Op
 from ..typecheck.program import OP, subregions
 
 
@@ -28,19 +29,11 @@ def fusible(node) -> bool:
             and len(node.args) == node.op.arity)
 
 
-def groups(region, keep=(), min_size: int = 2) -> dict:
-    """The fused groups of ``region``: root id -> (spec, input nodes, ids of the group's other
-    nodes), ``spec`` as goat/gpu/kernels.py takes it, for every group of at least
-    ``min_size`` ops.  ``keep``:
-    ids read after the region's plan by someone else (a loop body reads its pre-region's
-    values); they are never inside a group."""
-    nodes = region.nodes
-    here = {n.id for n in nodes}
-    uses = Counter()
+def _outside(region, keep=()) -> set:
+    """Ids of ``region``'s values read by something other than its own ops: a nested block, an
+    effect (print, save), a yield, or ``keep`` (read after the region's plan)."""
     outside = set(keep)
-    for n in nodes:
-        for a in n.args:
-            uses[a.id] += 1
+    for n in region.nodes:
         for sub in subregions(n):
             outside |= sub.free_values()
     for sub in region.inner:
@@ -48,6 +41,89 @@ def groups(region, keep=(), min_size: int = 2) -> dict:
     for e in region.effects:
         outside.update(u.id for u in e.uses())
     outside.update(y.id for y in region.yields)
+    return outside
+
+
+def _nan_signed_kernel(be):
+    xp = be.xp
+    from ..gpu.xp_backend import neg_nan
+    nan = neg_nan(be.dtype)
+    return lambda x: xp.where(xp.isnan(x), nan, x)
+
+
+# A matrix product's NaNs given x86's sign (the one a separate pass gives them on a GPU, whose
+# BLAS makes its own NaNs positive), as the first instruction of the fused group that reads
+# the product (see unsigned_products): not a registry entry, as no program can write it.
+NAN_SIGNED = Op(name="nan_signed", arity=1, signature="(nan_signed(x) -> x)",
+                doc="x with every NaN replaced by x86's default NaN (sign bit set)",
+                shape=lambda s: s, evaluate=_nan_signed_kernel, callable_by_name=False,
+                kernel="(isnan({0}) ? goat_fresh_nan() : {0})")
+
+
+# ops that only move cells (their NaNs keep their bits): a product read through them may
+# still leave the sign to the readers beyond
+_MOVES = ("reshape", "transpose")
+
+
+def unsigned_products(region, fused, keep=()) -> set:
+    """Ids of ``region``'s matrix products whose NaNs need no pass of their own to get x86's
+    sign, and of the reshapes and transposes of them read the same way: every reader is a
+    fused group (``fused``, as :func:`groups` gives it, whose kernel then gives the sign as it
+    loads the value: :data:`NAN_SIGNED`), another product (whose own NaNs are given the sign
+    in their turn, whatever the signs of its operands' NaNs), or a reshape or transpose read
+    so in its turn; none is outside the region's ops (printed, yielded, read by a block or
+    after the plan).  On a GPU that saves a kernel and a pass over memory per product."""
+    member = set()
+    for root, (_, _, inner) in fused.items():
+        member.add(root)
+        member |= inner
+    readers = {}
+    for n in region.nodes:
+        for a in n.args:
+            readers.setdefault(a.id, []).append(n)
+    outside = _outside(region, keep)
+    ok = {}
+
+    def left_to_readers(n) -> bool:
+        """May ``n``'s NaNs stay as the GPU made them (its readers give them the sign)?"""
+        if n.id in ok:
+            return ok[n.id]
+        ok[n.id] = False                        # (no cycles in a region; a guard anyway)
+        good = n.id not in outside and n.id in readers and all(
+            r.id in member
+            or (r.kind == OP and not r.check and (
+                r.op.name == "matmul"
+                or (r.op.name in _MOVES and r.args[0] is n and left_to_readers(r))))
+            for r in readers[n.id])
+        ok[n.id] = good
+        return good
+
+    out = set()
+    for n in region.nodes:                      # in order: a move's operand comes first
+        if n.kind != OP or n.check:
+            continue
+        if n.op.name == "matmul" and left_to_readers(n):
+            out.add(n.id)
+        elif n.op.name in _MOVES and n.args[0].id in out and left_to_readers(n):
+            out.add(n.id)
+    return out
+
+
+def groups(region, keep=(), min_size: int = 2, unsigned=frozenset()) -> dict:
+    """The fused groups of ``region``: root id -> (spec, input nodes, ids of the group's other
+    nodes), ``spec`` as goat/gpu/kernels.py takes it, for every group of at least
+    ``min_size`` ops.  ``keep``:
+    ids read after the region's plan by someone else (a loop body reads its pre-region's
+    values); they are never inside a group.  An input in ``unsigned`` (a matrix product left
+    to its readers, :func:`unsigned_products`) is read through :data:`NAN_SIGNED`, the
+    group's first instructions."""
+    nodes = region.nodes
+    here = {n.id for n in nodes}
+    uses = Counter()
+    for n in nodes:
+        for a in n.args:
+            uses[a.id] += 1
+    outside = _outside(region, keep)
 
     position = {n.id: k for k, n in enumerate(nodes)}
     members = {}                    # root id -> member nodes
@@ -74,9 +150,13 @@ def groups(region, keep=(), min_size: int = 2) -> dict:
                     inputs.append(a)
         n_in = len(inputs)
         instrs = []
-        for j, m in enumerate(mine):
+        for k, a in enumerate(inputs):
+            if a.id in unsigned:
+                ref[a.id] = n_in + len(instrs)
+                instrs.append((NAN_SIGNED, (k,)))
+        for m in mine:
             instrs.append((m.op, tuple(ref[a.id] for a in m.args)))
-            ref[m.id] = n_in + j
+            ref[m.id] = n_in + len(instrs) - 1
         out[root] = ((n_in, tuple(instrs)), inputs, inside - {root})
     return out
 
