@@ -97,17 +97,21 @@ class ElementwiseKernel:
         ins, outs = _params(in_params), _params(out_params)
         assert "--fmad=false" in options
         ctype = _C[outs[0][0]]
-        assert len(outs) == 1 and preamble in ("", kernels.prefix("cuda", ctype))
+        assert len({t for t, _ in outs}) == 1 and preamble in ("", kernels.prefix("cuda", ctype))
         self.dtype = np.dtype(outs[0][0])
         args = "".join(", const T *%s_p" % n for _, n in ins)
         # CuPy pastes an input as a const reference (const double &x0 = _raw_x0[...]), so a
-        # body that assigns to one does not compile
+        # body that assigns to one does not compile; each output is a reference to its cell
         loads = "".join("const T %s = %s_p[i]; " % (n, n) for _, n in ins)
-        src = (kernels.prefix("c", ctype) + "\nvoid %s(long n%s, T *y_p) {\n"
-               "for (long i = 0; i < n; i++) { %s T %s;\n%s;\ny_p[i] = %s; }\n}\n"
-               % (name, args, loads, outs[0][1], operation, outs[0][1]))
+        results = "".join(", T *%s_p" % n for _, n in outs)
+        decls = "".join("T %s; " % n for _, n in outs)
+        stores = "".join("%s_p[i] = %s; " % (n, n) for _, n in outs)
+        src = (kernels.prefix("c", ctype) + "\nvoid %s(long n%s%s) {\n"
+               "for (long i = 0; i < n; i++) { %s %s\n%s;\n%s }\n}\n"
+               % (name, args, results, loads, decls, operation, stores))
         self.fn = _build(src, name)
         self.n_in = len(ins)
+        self.n_out = len(outs)
 
     def __call__(self, *inputs):
         assert len(inputs) == self.n_in
@@ -117,9 +121,10 @@ class ElementwiseKernel:
         # overflow to inf unless the caller's np.errstate says not to)
         arrays = np.broadcast_arrays(*[np.asarray(x, dtype=self.dtype) for x in inputs])
         arrays = [np.ascontiguousarray(a) for a in arrays]
-        out = np.empty(arrays[0].shape, dtype=self.dtype)
-        self.fn(ctypes.c_long(out.size), *[_ptr(a) for a in arrays], _ptr(out))
-        return out
+        outs = [np.empty(arrays[0].shape, dtype=self.dtype) for _ in range(self.n_out)]
+        self.fn(ctypes.c_long(outs[0].size), *[_ptr(a) for a in arrays],
+                *[_ptr(o) for o in outs])
+        return outs[0] if self.n_out == 1 else tuple(outs)
 
 
 class ReductionKernel:

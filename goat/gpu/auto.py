@@ -95,9 +95,9 @@ def region_cost(region) -> Cost:
     say)."""
     from ..interp.fusion import groups
     c = Cost()
-    fused = groups(region, (), 1)
+    fused = groups(region, (), 1, multi=True)     # as the GPU back end runs it
     inner = set()
-    for _, _, members in fused.values():
+    for _, _, members, _ in fused.values():
         inner |= members
     for node in region.nodes:
         if node.kind == OP and node.op.lowering is ALIAS:

@@ -142,13 +142,16 @@ class CupyBackend(XpBackend):
     # ------------------------------------------------------------ kernels
     def fuse(self, spec):
         """The fused group ``spec`` (goat/gpu/kernels.py) as one CuPy ElementwiseKernel,
-        compiled once per group and precision."""
+        compiled once per group and precision; a group with extra outputs returns them all,
+        the root's first (CuPy's kernel with several outputs returns a tuple)."""
         k = self._kernels.get(spec)
         if k is None:
             n = spec[0]
+            outs = ["%s y" % self._ptype] + ["%s y%d" % (self._ptype, j)
+                                             for j in range(1, kernels.outputs(spec))]
             k = self._kernels[spec] = self._cupy.ElementwiseKernel(
                 ", ".join("%s x%d" % (self._ptype, i) for i in range(n)),
-                "%s y" % self._ptype, kernels.body(spec), kernels.kernel_name(spec),
+                ", ".join(outs), kernels.body(spec), kernels.kernel_name(spec),
                 preamble=self._preamble, options=_OPTIONS)
         cupy = self._cupy
         dtype = self.dtype

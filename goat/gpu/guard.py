@@ -242,7 +242,8 @@ class GuardBackend(XpBackend):
         """A fused group as one launch: here the ops' own evaluations composed (the CuPy
         back end compiles the group's kernel instead)."""
         self.groups.append(spec)
-        n, instrs = spec
+        instrs = spec[1]
+        extra = spec[2] if len(spec) > 2 else ()
         fns = [op.evaluate(self) for op, _ in instrs]
         counter = self.counter
 
@@ -253,6 +254,8 @@ class GuardBackend(XpBackend):
                 vals = list(inputs)
                 for f, (_, refs) in zip(fns, instrs):
                     vals.append(f(*[vals[r] for r in refs]))
+                if extra:
+                    return (vals[-1],) + tuple(vals[r] for r in extra)
                 return vals[-1]
             finally:
                 counter.paused -= 1

@@ -189,11 +189,18 @@ def prefix(target: str, ctype: str) -> str:
 
 # ---------------------------------------------------------------- the kernel's body
 
+def outputs(spec) -> int:
+    """How many values a fused group writes: its root, and its extra outputs
+    (goat/interp/fusion.py's ``multi``)."""
+    return 1 + (len(spec[2]) if len(spec) > 2 else 0)
+
+
 def body(spec) -> str:
     """The statements computing one cell of a fused group ``spec`` from its inputs ``x0``,
-    ``x1``, ... into ``y``: one ``T tJ = ...;`` per instruction, in order, each op's
-    registry body with its operands' names put in."""
-    n, instrs = spec
+    ``x1``, ... into ``y`` (and its extra outputs into ``y1``, ``y2``, ...): one
+    ``T tJ = ...;`` per instruction, in order, each op's registry body with its operands'
+    names put in."""
+    n, instrs = spec[0], spec[1]
     lines = []
 
     def name(r):
@@ -209,13 +216,15 @@ def body(spec) -> str:
                 pick = "isnan(%s) ? %s : %s" % (a, a, pick)
             lines.append("if (isnan(t%d)) t%d = %s;" % (j, j, pick))
     lines.append("y = t%d;" % (len(instrs) - 1))
+    for k, r in enumerate(spec[2] if len(spec) > 2 else ()):
+        lines.append("y%d = %s;" % (k + 1, name(r)))
     return "\n".join(lines)
 
 
 def describe(spec) -> str:
     """A fused group as one expression, for messages and kernel names:
     ``multiply(subtract(x0, x1), x2)``."""
-    n, instrs = spec
+    n, instrs = spec[0], spec[1]
     exprs = []
 
     def name(r):
@@ -223,7 +232,7 @@ def describe(spec) -> str:
 
     for op, refs in instrs:
         exprs.append("%s(%s)" % (op.name, ", ".join(name(r) for r in refs)))
-    return exprs[-1]
+    return "; ".join([exprs[-1]] + [name(r) for r in (spec[2] if len(spec) > 2 else ())])
 
 
 def kernel_name(spec) -> str:
@@ -238,7 +247,8 @@ def c_source(spec, ctype: str = "double") -> str:
     """The group as a C function ``void NAME(long n, const T *x0, ..., T *out)`` over ``n``
     cells of inputs already broadcast to the result's shape: the host-compiler twin of the
     CUDA kernel, which the tests compile to check the bodies' values."""
-    n, _ = spec
+    n = spec[0]
+    assert outputs(spec) == 1, "c_source writes one output"
     params = "".join(", const T *x%d_p" % k for k in range(n))
     loads = "".join("T x%d = x%d_p[i]; " % (k, k) for k in range(n))
     return (prefix("c", ctype)

@@ -243,8 +243,8 @@ def schedule(region, start=0, estart=0, free=True, keep=(), fused=None):
     schedule."""
     skip = set()
     if fused:
-        for _, _, inner in fused.values():
-            skip |= inner
+        for group in fused.values():
+            skip |= group[2]
     nodes = region.nodes
     effects = region.effects
     steps = []
@@ -368,20 +368,21 @@ class Evaluator:
         unsigned = ()
         if getattr(be, "fuse_min", 0) and free and start == 0:
             from .fusion import groups, unsigned_products
-            fused = groups(region, keep, be.fuse_min)
+            fused = groups(region, keep, be.fuse_min, multi=True)
             if getattr(be, "matmul_unsigned", None) is not None:
                 # products whose readers give their NaNs the sign (goat/interp/fusion.py)
                 unsigned = unsigned_products(region, fused, keep)
                 if unsigned:
-                    fused = groups(region, keep, be.fuse_min, unsigned)
+                    fused = groups(region, keep, be.fuse_min, unsigned, multi=True)
         steps, frees = schedule(region, start, estart, free, keep, fused)
         plan = []
         for (node, effect), fr in zip(steps, frees):
             if node is None:
                 plan.append((None, effect, (), fr))
             elif fused and node.id in fused:
-                spec, inputs, _ = fused[node.id]
-                plan.append((node.id, be.fuse(spec), tuple(a.id for a in inputs), fr))
+                spec, inputs, _, more = fused[node.id]
+                out = (node.id,) + more if more else node.id     # extra outputs: a tuple
+                plan.append((out, be.fuse(spec), tuple(a.id for a in inputs), fr))
             elif node.kind == CONST:
                 value = (be.constant(node.value) if isinstance(node.value, float)
                          else be.asarray(node.value))
@@ -433,6 +434,8 @@ class Evaluator:
                 break
             if code is run_plan:
                 out = f.f_locals.get("out")
+                if type(out) is tuple:
+                    out = out[0]
                 break
             f = f.f_back
         else:
@@ -458,6 +461,11 @@ class Evaluator:
             elif args is None:
                 scope["c%d" % out] = fn
                 lines.append("    v[%d] = c%d" % (out, out))
+            elif type(out) is tuple:        # a fused group with extra outputs
+                scope["f%d" % out[0]] = fn
+                lines.append("    %s = f%d(%s)" % (", ".join("v[%d]" % o for o in out), out[0],
+                                                  ", ".join("v[%d]" % a for a in args)))
+                where[len(lines)] = out[0]
             else:
                 node = self.program.nodes[out]
                 if node.kind == GET:
@@ -535,6 +543,9 @@ class Evaluator:
                     self._effect(fn, vals)
                 elif args is None:
                     vals[out] = fn
+                elif type(out) is tuple:    # a fused group with extra outputs
+                    for o, x in zip(out, fn(*[vals[a] for a in args])):
+                        vals[o] = x
                 elif len(args) == 2:
                     vals[out] = fn(vals[args[0]], vals[args[1]])
                 elif len(args) == 1:
@@ -546,7 +557,7 @@ class Evaluator:
         except (MemoryError, OpError, ValueError) as e:
             if out is None or not _located_kind(e):
                 raise
-            raise self._located(e, self.program.nodes[out]) from None
+            raise self._located(e, self.program.nodes[out if type(out) is int else out[0]]) from None
 
     def _loop(self, node):
         """The function that runs a LOOP node: (lo, hi, *initial values) -> final values.

@@ -8,6 +8,12 @@ its ops read from outside the group.  ``x - row_mean(x)`` then ``/ sqrt(var + ep
 ``* g + b`` in a layer norm is one group of five ops (the two ``row_*`` reductions are not
 elementwise and stay apart), so a GPU runs one kernel where NumPy makes five temporaries.
 
+A group may also write *extra outputs* (``multi``): a chain carried to a loop's next step and
+read once in the step, by a chain of the same shape, is computed inside that chain's kernel and
+written out too (AdamW's new moments, inside the new weight's kernel).  And a matrix product
+read only by groups (or other products) leaves its NaNs' sign to them
+(:func:`unsigned_products`).
+
 An op whose shape is re-checked when it runs (a ``?`` size) stays out of groups, so its
 message keeps its line.  The evaluator (goat/interp/evaluator.py) asks for groups only when
 its back end fuses (``fuse_min`` > 0: CuPy fuses even single ops, so that every elementwise op
@@ -74,9 +80,9 @@ def unsigned_products(region, fused, keep=()) -> set:
     so in its turn; none is outside the region's ops (printed, yielded, read by a block or
     after the plan).  On a GPU that saves a kernel and a pass over memory per product."""
     member = set()
-    for root, (_, _, inner) in fused.items():
+    for root, group in fused.items():
         member.add(root)
-        member |= inner
+        member |= group[2]
     readers = {}
     for n in region.nodes:
         for a in n.args:
@@ -109,14 +115,20 @@ def unsigned_products(region, fused, keep=()) -> set:
     return out
 
 
-def groups(region, keep=(), min_size: int = 2, unsigned=frozenset()) -> dict:
+def groups(region, keep=(), min_size: int = 2, unsigned=frozenset(), multi=False) -> dict:
     """The fused groups of ``region``: root id -> (spec, input nodes, ids of the group's other
-    nodes), ``spec`` as goat/gpu/kernels.py takes it, for every group of at least
-    ``min_size`` ops.  ``keep``:
+    nodes, ids of its extra outputs), ``spec`` as goat/gpu/kernels.py takes it, for every
+    group of at least ``min_size`` ops.  ``keep``:
     ids read after the region's plan by someone else (a loop body reads its pre-region's
-    values); they are never inside a group.  An input in ``unsigned`` (a matrix product left
-    to its readers, :func:`unsigned_products`) is read through :data:`NAN_SIGNED`, the
-    group's first instructions."""
+    values).  An input in ``unsigned`` (a matrix product left to its readers,
+    :func:`unsigned_products`) is read through :data:`NAN_SIGNED`, the group's first
+    instructions.
+
+    With ``multi``, a chain whose value is read once in the region, by the group, and also
+    after the region's plan (a loop's next state, or ``keep``) joins the group as an *extra
+    output*: the kernel writes it as well as the root (an optimizer's new moments, each also
+    read by the new weight: one kernel, not three).  Without ``multi`` such a value, like
+    any read elsewhere, ends a group."""
     nodes = region.nodes
     here = {n.id for n in nodes}
     uses = Counter()
@@ -124,17 +136,33 @@ def groups(region, keep=(), min_size: int = 2, unsigned=frozenset()) -> dict:
         for a in n.args:
             uses[a.id] += 1
     outside = _outside(region, keep)
+    # read only after the plan (never by an effect or a nested block in the middle of it)
+    late = set(keep) | {y.id for y in region.yields}
+    late -= _outside(_Effects(region), ())
 
     position = {n.id: k for k, n in enumerate(nodes)}
+    shape_of = {n.id: n.shape for n in nodes}
     members = {}                    # root id -> member nodes
+    extras = {}                     # root id -> ids of its extra outputs
     for n in nodes:
         if not fusible(n):
             continue
         mine = [n]
+        more = []
         for a in n.args:
-            if (a.id in members and a.id in here and uses[a.id] == 1 and a.id not in outside):
+            if a.id in members and a.id in here and uses[a.id] == 1 and (
+                    a.id not in outside or (multi and a.id in late)):
+                carried = list(extras.get(a.id, ())) + ([a.id] if a.id in outside else [])
+                # a kernel writes every output over the root's cells: an extra output must
+                # have the root's shape (one broadcast up to it would be written again)
+                if any(shape_of[c] != n.shape for c in carried):
+                    continue
                 mine.extend(members.pop(a.id))
+                extras.pop(a.id, None)
+                more.extend(carried)
         members[n.id] = mine
+        if more:
+            extras[n.id] = more
 
     out = {}
     for root, mine in members.items():
@@ -157,6 +185,19 @@ def groups(region, keep=(), min_size: int = 2, unsigned=frozenset()) -> dict:
         for m in mine:
             instrs.append((m.op, tuple(ref[a.id] for a in m.args)))
             ref[m.id] = n_in + len(instrs) - 1
-        out[root] = ((n_in, tuple(instrs)), inputs, inside - {root})
+        more = tuple(extras.get(root, ()))
+        spec = (n_in, tuple(instrs)) + ((tuple(ref[e] for e in more),) if more else ())
+        out[root] = (spec, inputs, inside - {root}, more)
     return out
+
+
+class _Effects:
+    """A region's effects and nested blocks alone (what reads its values in the middle of
+    its plan), for :func:`_outside`."""
+
+    def __init__(self, region):
+        self.nodes = region.nodes
+        self.inner = region.inner
+        self.effects = region.effects
+        self.yields = ()
 
