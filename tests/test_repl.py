@@ -37,9 +37,11 @@ class Driven:
     changes -- once the hint thread has worked out the hint for that input.)
     """
 
-    def __init__(self, keys, *later):
+    def __init__(self, keys, *later, ready=None):
         """``later``: more keystrokes, each sent 0.3 s after the one before (for what the
-        REPL does in the background, such as completing)."""
+        REPL does in the background, such as completing) -- or, with ``ready`` (a test of
+        the Repl), once it is true (within 10 s), so that a loaded machine does not fail the
+        test."""
         self.out = io.StringIO()
         self.toolbars = []
         self.texts = []             # the input, as it stood at each toolbar
@@ -55,6 +57,10 @@ class Driven:
                 def feed():
                     for chunk in later:
                         time.sleep(0.3)
+                        deadline = time.monotonic() + 10
+                        while (ready is not None and not ready(self.repl)
+                               and time.monotonic() < deadline):
+                            time.sleep(0.02)
                         inp.send_text(chunk)
                     inp.send_text(CTRL_C + CTRL_D)
                 inp.send_text(keys)
@@ -110,7 +116,8 @@ def test_multi_line_input_while_a_bracket_is_open():
 
 
 def test_tab_completes_a_builtin():
-    d = Driven("let a = [[1, 2]]" + ENTER + "let r = row_s" + TAB, "(a)" + ENTER)
+    d = Driven("let a = [[1, 2]]" + ENTER + "let r = row_s" + TAB, "(a)" + ENTER,
+               ready=lambda repl: repl.prompt.default_buffer.text.endswith("row_sum"))
     assert "r : tensor[1x1]" in d.text
 
 
