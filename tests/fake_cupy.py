@@ -27,8 +27,29 @@ _DIR = tempfile.mkdtemp(prefix="goat-fake-cupy-")
 _C = {"float64": "double", "float32": "float"}      # CuPy's parameter types -> C's
 
 
+# CuPy's own arithmetic (not goat's generated kernels) gives a NaN result the GPU's one NaN,
+# positive; NumPy on x86 keeps a NaN operand's bits.  So the stand-in does too, for the
+# functions goat might call on values holding NaNs.
+_GPU_ARITHMETIC = {"add", "subtract", "multiply", "divide", "true_divide", "negative", "sum",
+                   "mean", "exp", "log", "sqrt", "tanh", "sin", "cos", "power", "cumsum"}
+
+
+def _positive_nans(r):
+    if isinstance(r, np.ndarray) and r.dtype.kind == "f":
+        return np.where(np.isnan(r), np.array(np.nan, dtype=r.dtype), r)
+    if isinstance(r, (np.floating, float)) and r != r:
+        return type(r)(np.nan)
+    return r
+
+
 def __getattr__(name):          # everything else is NumPy's
-    return getattr(np, name)
+    f = getattr(np, name)
+    if name in _GPU_ARITHMETIC:
+        def run(*args, **kw):
+            return _positive_nans(f(*args, **kw))
+        run.__name__ = name
+        return run
+    return f
 
 
 ndarray = np.ndarray
@@ -36,6 +57,12 @@ ndarray = np.ndarray
 
 def asnumpy(x):
     return np.asarray(x)
+
+
+def reshape(a, newshape, order="C"):
+    """As CuPy's (cupy/_manipulation/shape.py): the array's own method, so a Python float,
+    which has none, is refused, as CuPy refuses it."""
+    return a.reshape(newshape, order=order)
 
 
 def matmul(a, b):
@@ -120,7 +147,7 @@ class ElementwiseKernel:
         # a scalar is converted as CuPy 14 converts it, by NumPy's cast (which warns of an
         # overflow to inf unless the caller's np.errstate says not to)
         arrays = np.broadcast_arrays(*[np.asarray(x, dtype=self.dtype) for x in inputs])
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [np.asarray(a, order="C") for a in arrays]     # (0-d stays 0-d, as in CuPy)
         outs = [np.empty(arrays[0].shape, dtype=self.dtype) for _ in range(self.n_out)]
         self.fn(ctypes.c_long(outs[0].size), *[_ptr(a) for a in arrays],
                 *[_ptr(o) for o in outs])

@@ -115,6 +115,8 @@ class CupyBackend(XpBackend):
         self._preamble = kernels.prefix("cuda", kernels.C_TYPES[dtype])
         self._kernels = {}
         self._reductions = {}
+        self._host = None           # a NumPy back end, for groups of numbers only
+        self._host_fns = {}
         self._signed = cupy.ElementwiseKernel(
             "%s x" % self._ptype, "%s y" % self._ptype, kernels.SIGNED_NANS,
             "goat_signed_nans", preamble=self._preamble, options=_OPTIONS)
@@ -154,13 +156,37 @@ class CupyBackend(XpBackend):
                 ", ".join(outs), kernels.body(spec), kernels.kernel_name(spec),
                 preamble=self._preamble, options=_OPTIONS)
         cupy = self._cupy
-        dtype = self.dtype
+        ndarray = cupy.ndarray
 
         def run(*inputs):
-            if not any(isinstance(x, cupy.ndarray) for x in inputs):
-                inputs = (cupy.asarray(inputs[0], dtype=dtype),) + inputs[1:]
-            return k(*inputs)
+            for x in inputs:
+                if isinstance(x, ndarray):
+                    return k(*inputs)
+            return self._on_host(spec, inputs)
         return run
+
+    def _on_host(self, spec, inputs):
+        """A group of numbers only (constants of the program): computed as the NumPy back end
+        computes them -- an op at a time, each result in the precision, a whole number that
+        float32 cannot hold kept exact until it meets a float32 value -- and kept on the host,
+        as numbers are (a kernel takes them as arguments).  A kernel would round every number
+        to float32 first (16777217 - 16777216 would be 0, log(1e308) inf)."""
+        host = self._host
+        if host is None:
+            from .numpy_backend import NumpyBackend
+            host = self._host = NumpyBackend(dtype=self.dtype_name)
+        fns = self._host_fns.get(spec)
+        if fns is None:
+            fns = self._host_fns[spec] = [op.evaluate(host) for op, _ in spec[1]]
+        dtype, const = self.dtype, host.constant
+        vals = list(inputs)
+        with host.errstate():
+            for f, (_, refs) in zip(fns, spec[1]):
+                r = f(*[vals[j] for j in refs])
+                vals.append(const(r) if type(r) is float else
+                            r if r.dtype == dtype else r.astype(dtype))
+        outs = [vals[-1]] + [vals[j] for j in (spec[2] if len(spec) > 2 else ())]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property
     def matmul(self):
@@ -208,4 +234,6 @@ class CupyBackend(XpBackend):
         total, up, down, nan = s[:, :c], s[:, c:2 * c], s[:, 2 * c:3 * c], s[:, 3 * c:]
         total = cupy.where((nan > 0) | ((up > 0) & (down > 0)), neg_nan(self.dtype),
                            cupy.where(up > 0, inf, cupy.where(down > 0, -inf, total)))
-        out += total.astype(self.dtype, copy=False)
+        total = total.astype(self.dtype, copy=False)
+        # a NaN keeps its bits (the GPU's out + NaN would be its own NaN, positive)
+        cupy.copyto(out, cupy.where(cupy.isnan(total), total, out + total))

@@ -325,7 +325,15 @@ class Evaluator:
             key = node.op.name if not node.attrs else (node.op.name, node.attrs)
             fn = self._fns.get(key)
             if fn is None:
-                fn = self._fns[key] = node.op.evaluate(self.be, *node.attrs)
+                op = node.op
+                if (op.kernel is not None and getattr(self.be, "fuse_min", 0) == 1
+                        and len(node.args) == op.arity and not node.attrs):
+                    # an elementwise op left out of the fused groups (its shape is checked
+                    # again when it runs): still a generated kernel, keeping goat's NaN rules
+                    fn = self.be.fuse((op.arity, ((op, tuple(range(op.arity))),)))
+                else:
+                    fn = op.evaluate(self.be, *node.attrs)
+                self._fns[key] = fn
             if node.check:
                 fn = _checked(fn, node)
             if node.shape == () and self.be.dtype_name != "f64":

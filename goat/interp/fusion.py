@@ -30,9 +30,10 @@ from ..typecheck.program import OP, subregions
 
 def fusible(node) -> bool:
     """Can ``node`` be part of a fused group: an elementwise op with a kernel body, whose
-    shape rule need not run again."""
+    shape rule need not run again, on tensors (an op on numbers alone is computed as NumPy
+    computes it, in the precision an op at a time: CupyBackend's _on_host)."""
     return (node.kind == OP and node.op.kernel is not None and not node.check
-            and len(node.args) == node.op.arity)
+            and len(node.args) == node.op.arity and node.shape != ())
 
 
 def _outside(region, keep=()) -> set:

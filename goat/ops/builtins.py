@@ -13,6 +13,8 @@ Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_shape,
                                 format_type, matmul)
 from ..aot import kernels as lower
@@ -397,8 +399,20 @@ def _reshape_shape(s, target):
     return tuple(target)
 
 
+def _as_array(be, x):
+    """A number (a Python float or a NumPy scalar: a constant of the program, or computed from
+    constants) as the back end's 0-d array: CuPy's reshape takes arrays only, and a NumPy
+    scalar is a host value no device op takes."""
+    if type(x) is float or isinstance(x, np.generic):
+        return be.asarray(np.asarray(x))
+    return x
+
+
 def _reshape(be, target):
-    reshape = be.xp.reshape
+    xp_reshape = be.xp.reshape
+
+    def reshape(x, shape):
+        return xp_reshape(_as_array(be, x), shape)
     if sum(d is None for d in target) > 1:
         def run(x):
             raise OpError("cannot reshape to %s: more than one size is unknown"
@@ -413,6 +427,7 @@ def _reshape(be, target):
             known *= d
 
     def run(x):
+        x = _as_array(be, x)
         if known == 0 or x.size % known:
             raise OpError("cannot reshape %s (%d cells) to %s: the ? size cannot be worked out "
                           "(%s)" % (format_shape(x.shape), x.size, format_type(target),
@@ -623,6 +638,16 @@ def _sum_to(be, target):
                                           if t == 1 and shape[lead + i] != 1)
         if lead == 0 and len(axes) == 1:            # the common case: one axis, as col_sum
             return be.reducer("sum", axes[0])
+        if not be.host:
+            # on a device, the back end's own reductions, an axis at a time: its kernels keep
+            # goat's NaN rules (CuPy's sum gives every NaN the GPU's sign)
+            steps = [be.reducer("sum", a) for a in axes]
+
+            def device(g):
+                for step in steps:
+                    g = step(g)
+                return g.reshape(target)
+            return device
         if len(axes) == 1:
             return lambda g: xp.sum(g, axis=axes, keepdims=True).reshape(target)
         return lambda g: xp.sum(_dense(xp, g), axis=axes, keepdims=True).reshape(target)
@@ -652,8 +677,9 @@ def _broadcast_to(be, target):
     cells = 1
     for d in target:
         cells *= d
-    if cells > 65536:           # a view: no copy of a large array
-        return lambda g: g if g.shape == target else xp.broadcast_to(g, target)
+    if cells > 65536 or not be.host:    # a view: no copy of a large array (on a device,
+        # g * 1 would give a NaN the GPU's sign; a number is made an array first)
+        return lambda g: g if g.shape == target else xp.broadcast_to(_as_array(be, g), target)
     one = xp.ones(target, dtype=be.dtype)   # g * 1 is g exactly, and a small product is faster than the
                                 # view broadcast_to builds
     return lambda g: g if g.shape == target else g * one
