@@ -821,6 +821,19 @@ def test_cupy_backend_code_in_f32_overflows_to_inf_without_a_warning(fake_cupy):
     assert all(a.dtype == np.float32 for a in got)
 
 
+def test_cupy_backend_code_computes_f32_kernels_in_float32(fake_cupy):
+    """In f32 a kernel's exp is float32's (CUDA's expf; the stand-in's C takes tgmath.h's):
+    in sigmoid(-100) = 1 / (1 + exp(100)), exp(100) overflows to inf, so the result is 0, as
+    NumPy's float32 gives, not the subnormal 3.78e-44 of a double exp rounded (found by a
+    fuzzer of the stand-in)."""
+    from goat.gpu.cupy_backend import CupyBackend
+    program = _program("print sigmoid([[-100.0, -90.0, -80.0]])\n")
+    _, want = _run(program, get_backend("numpy", dtype="f32"))
+    _, got = _run(program, CupyBackend("f32"))
+    assert want[0].tolist()[0][:2] == [0.0, 0.0]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=0)
+
+
 def test_cupy_backend_code_trains_the_chapter_model(fake_cupy):
     """Ten steps of the chapter's training through the CuPy back end's code: the NumPy run's
     values to 1e-9 (the embedding gradient as a one-hot product, sums in sequence)."""

@@ -66,7 +66,7 @@ typedef unsigned long long U;
 #define GOAT_INF 0x7ff0000000000000ULL
 #define GOAT_SIGN 0x8000000000000000ULL
 """,
-    "float": """#include <math.h>
+    "float": """#include <tgmath.h>   /* exp(float) is expf, as CUDA's overloads make it */
 #include <string.h>
 typedef float T;
 typedef unsigned int U;
