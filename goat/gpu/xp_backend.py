@@ -165,7 +165,8 @@ class XpBackend:
     def _read_all(self, flags):
         """Booleans, one per one-element array of ``flags``: one host read for them all."""
         xp = self.raw
-        return np.asarray(self.to_host(xp.stack([f.reshape(()) for f in flags])), dtype=bool).tolist()
+        flags = xp.stack([f.reshape(()) for f in flags])
+        return np.asarray(self.to_host(flags), dtype=bool).tolist()
 
     def to_host(self, x):
         """``x`` copied to a NumPy array as it is (no check settled: :meth:`to_numpy` is the

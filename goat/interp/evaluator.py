@@ -565,7 +565,8 @@ class Evaluator:
         except (MemoryError, OpError, ValueError) as e:
             if out is None or not _located_kind(e):
                 raise
-            raise self._located(e, self.program.nodes[out if type(out) is int else out[0]]) from None
+            node = self.program.nodes[out if type(out) is int else out[0]]
+            raise self._located(e, node) from None
 
     def _loop(self, node):
         """The function that runs a LOOP node: (lo, hi, *initial values) -> final values.
