@@ -952,6 +952,25 @@ def test_cupy_backend_code_computes_numbers_as_numpy_does(fake_cupy, dtype):
     assert all(_same_bits(a, b) for a, b in zip(got, want))
 
 
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_cupy_backend_code_keeps_numbers_numbers(fake_cupy, dtype):
+    """An op on numbers alone gives a number, never a host array, which a CuPy kernel refuses
+    (NumPy's tanh and where of numbers give 0-d arrays; found by a fuzzer: a TypeError on a
+    GPU, hidden by the stand-in, whose arrays are NumPy's)."""
+    from goat.gpu.cupy_backend import CupyBackend
+    be = CupyBackend(dtype)
+    want = np.dtype({"f64": np.float64, "f32": np.float32}[dtype])
+    for name, args in (("tanh", (0.5,)), ("where", (1.0, 2.0, 3.0)), ("exp", (1.0,)),
+                       ("add", (16777217.0, be.constant(0.5)))):
+        op = REGISTRY[name]
+        got = be.fuse((len(args), ((op, tuple(range(len(args)))),)))(*args)
+        assert not isinstance(got, np.ndarray), (name, type(got))
+        assert type(got) is float or got.dtype == want, (name, type(got))
+    program = _program("let a: scalar = tanh(0.5)\nprint [[1, 2]] * a\n"
+                       "let b: scalar = where(1, 2, 3)\nprint [[1, 2]] * b\n")
+    assert _run(program, be)[0] == _run(program, get_backend("numpy", dtype=dtype))[0]
+
+
 def test_cupy_embedding_gradient_puts_infinities_where_add_at_does(fake_cupy):
     """The one-hot product of the CuPy back end's add_at must not spread 0 * inf to rows
     that no token hit; repeated rows add up; inf + -inf is a NaN."""

@@ -183,6 +183,10 @@ class CupyBackend(XpBackend):
         with host.errstate():
             for f, (_, refs) in zip(fns, spec[1]):
                 r = f(*[vals[j] for j in refs])
+                if type(r) is np.ndarray:
+                    # NumPy's tanh and where of numbers give a 0-d array, a host array a CuPy
+                    # kernel refuses: its number instead
+                    r = r[()]
                 vals.append(const(r) if type(r) is float else
                             r if r.dtype == dtype else r.astype(dtype))
         outs = [vals[-1]] + [vals[j] for j in (spec[2] if len(spec) > 2 else ())]
