@@ -178,7 +178,6 @@ class CupyBackend(XpBackend):
         fns = self._host_fns.get(spec)
         if fns is None:
             fns = self._host_fns[spec] = [op.evaluate(host) for op, _ in spec[1]]
-        dtype, const = self.dtype, host.constant
         vals = list(inputs)
         with host.errstate():
             for f, (_, refs) in zip(fns, spec[1]):
@@ -187,9 +186,8 @@ class CupyBackend(XpBackend):
                     # NumPy's tanh and where of numbers give a 0-d array, a host array a CuPy
                     # kernel refuses: its number instead
                     r = r[()]
-                vals.append(const(r) if type(r) is float else
-                            r if r.dtype == dtype else r.astype(dtype))
-        outs = [vals[-1]] + [vals[j] for j in (spec[2] if len(spec) > 2 else ())]
+                vals.append(host.in_precision(r))
+        outs = [vals[-1]] + [vals[j] for j in kernels.extra_outputs(spec)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from . import kernels
 from .xp_backend import XpBackend
 
 
@@ -243,7 +244,7 @@ class GuardBackend(XpBackend):
         back end compiles the group's kernel instead)."""
         self.groups.append(spec)
         instrs = spec[1]
-        extra = spec[2] if len(spec) > 2 else ()
+        extra = kernels.extra_outputs(spec)
         fns = [op.evaluate(self) for op, _ in instrs]
         counter = self.counter
 

@@ -175,8 +175,10 @@ REDUCTIONS = {
 PARAM_TYPES = {"f64": "float64", "f32": "float32"}
 C_TYPES = {"f64": "double", "f32": "float"}
 
-# a matrix product's NaNs with x86's sign (the BLAS's own NaN for 0 * inf may be positive)
-SIGNED_NANS = "y = isnan(x) ? goat_fresh_nan() : x;"
+# a value's NaNs with x86's sign (a matrix product's: the BLAS's own NaN for 0 * inf may be
+# positive), as an expression of {0} (goat/interp/fusion.py's NAN_SIGNED), and as a kernel
+SIGNED_NAN = "(isnan({0}) ? goat_fresh_nan() : {0})"
+SIGNED_NANS = "y = %s;" % SIGNED_NAN.format("x")
 
 
 def prefix(target: str, ctype: str) -> str:
@@ -189,10 +191,15 @@ def prefix(target: str, ctype: str) -> str:
 
 # ---------------------------------------------------------------- the kernel's body
 
+def extra_outputs(spec) -> tuple:
+    """The references of a fused group's extra outputs (goat/interp/fusion.py's ``multi``),
+    written after its root; () for most groups."""
+    return spec[2] if len(spec) > 2 else ()
+
+
 def outputs(spec) -> int:
-    """How many values a fused group writes: its root, and its extra outputs
-    (goat/interp/fusion.py's ``multi``)."""
-    return 1 + (len(spec[2]) if len(spec) > 2 else 0)
+    """How many values a fused group writes: its root, and its extra outputs."""
+    return 1 + len(extra_outputs(spec))
 
 
 def body(spec) -> str:
@@ -216,7 +223,7 @@ def body(spec) -> str:
                 pick = "isnan(%s) ? %s : %s" % (a, a, pick)
             lines.append("if (isnan(t%d)) t%d = %s;" % (j, j, pick))
     lines.append("y = t%d;" % (len(instrs) - 1))
-    for k, r in enumerate(spec[2] if len(spec) > 2 else ()):
+    for k, r in enumerate(extra_outputs(spec)):
         lines.append("y%d = %s;" % (k + 1, name(r)))
     return "\n".join(lines)
 
@@ -232,7 +239,7 @@ def describe(spec) -> str:
 
     for op, refs in instrs:
         exprs.append("%s(%s)" % (op.name, ", ".join(name(r) for r in refs)))
-    return "; ".join([exprs[-1]] + [name(r) for r in (spec[2] if len(spec) > 2 else ())])
+    return "; ".join([exprs[-1]] + [name(r) for r in extra_outputs(spec)])
 
 
 def kernel_name(spec) -> str:

@@ -174,6 +174,14 @@ class XpBackend:
         return np.asarray(x)
 
     # ------------------------------------------------------------ values
+    def in_precision(self, r):
+        """``r``, a number an op gave, in the back end's precision: NumPy makes a float64
+        scalar of an op on two Python floats; a Python float stays one where
+        :meth:`constant` keeps it."""
+        if type(r) is float:
+            return self.constant(r)
+        return r if r.dtype == self.dtype else r.astype(self.dtype)
+
     def constant(self, v: float):
         """A number written in the program (or a loop's index) as this back end holds it: a
         Python float in f64 (which NumPy and CuPy treat as a weak scalar); in f32 a float32

@@ -143,14 +143,8 @@ def _in_precision(fn, be):
     """``fn`` (an op computing one number), its result in the back end's precision: NumPy
     makes a float64 scalar of an op on two Python floats (numbers written in the program that
     float32 cannot hold exactly stay Python floats, see XpBackend.constant)."""
-    dtype, const = be.dtype, be.constant
-
-    def run(*xs):
-        r = fn(*xs)
-        if type(r) is float:
-            return const(r)
-        return r if r.dtype == dtype else r.astype(dtype)
-    return run
+    precise = be.in_precision
+    return lambda *xs: precise(fn(*xs))
 
 
 def _located_kind(e) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..gpu.kernels import SIGNED_NAN
 from ..ops.registry import Op
 from ..typecheck.program import OP, subregions
 
@@ -36,19 +37,28 @@ def fusible(node) -> bool:
             and len(node.args) == node.op.arity and node.shape != ())
 
 
-def _outside(region, keep=()) -> set:
-    """Ids of ``region``'s values read by something other than its own ops: a nested block, an
-    effect (print, save), a yield, or ``keep`` (read after the region's plan)."""
-    outside = set(keep)
+def _read_during(region) -> set:
+    """Ids of ``region``'s values read in the middle of its plan by something other than its
+    own ops: a nested block or an effect (print, save)."""
+    read = set()
     for n in region.nodes:
         for sub in subregions(n):
-            outside |= sub.free_values()
+            read |= sub.free_values()
     for sub in region.inner:
-        outside |= sub.free_values()
+        read |= sub.free_values()
     for e in region.effects:
-        outside.update(u.id for u in e.uses())
-    outside.update(y.id for y in region.yields)
-    return outside
+        read.update(u.id for u in e.uses())
+    return read
+
+
+def _read_after(region, keep=()) -> set:
+    """Ids of ``region``'s values read after its plan: its yields, and ``keep``."""
+    return set(keep) | {y.id for y in region.yields}
+
+
+def _outside(region, keep=()) -> set:
+    """Ids of ``region``'s values read by something other than its own ops."""
+    return _read_during(region) | _read_after(region, keep)
 
 
 def _nan_signed_kernel(be):
@@ -64,7 +74,7 @@ def _nan_signed_kernel(be):
 NAN_SIGNED = Op(name="nan_signed", arity=1, signature="(nan_signed(x) -> x)",
                 doc="x with every NaN replaced by x86's default NaN (sign bit set)",
                 shape=lambda s: s, evaluate=_nan_signed_kernel, callable_by_name=False,
-                kernel="(isnan({0}) ? goat_fresh_nan() : {0})")
+                kernel=SIGNED_NAN)
 
 
 # ops that only move cells (their NaNs keep their bits): a product read through them may
@@ -136,10 +146,9 @@ def groups(region, keep=(), min_size: int = 2, unsigned=frozenset(), multi=False
     for n in nodes:
         for a in n.args:
             uses[a.id] += 1
-    outside = _outside(region, keep)
-    # read only after the plan (never by an effect or a nested block in the middle of it)
-    late = set(keep) | {y.id for y in region.yields}
-    late -= _outside(_Effects(region), ())
+    during = _read_during(region)
+    outside = during | _read_after(region, keep)
+    late = _read_after(region, keep) - during      # read only after the plan
 
     position = {n.id: k for k, n in enumerate(nodes)}
     shape_of = {n.id: n.shape for n in nodes}
@@ -191,14 +200,4 @@ def groups(region, keep=(), min_size: int = 2, unsigned=frozenset(), multi=False
         out[root] = (spec, inputs, inside - {root}, more)
     return out
 
-
-class _Effects:
-    """A region's effects and nested blocks alone (what reads its values in the middle of
-    its plan), for :func:`_outside`."""
-
-    def __init__(self, region):
-        self.nodes = region.nodes
-        self.inner = region.inner
-        self.effects = region.effects
-        self.yields = ()
 

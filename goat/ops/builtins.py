@@ -716,15 +716,14 @@ def _indices(be, idx, count, name):
     not made to wait at every lookup."""
     xp = be.xp
     flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.full((1,), idx, dtype=be.dtype)
-    ok = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
-    # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24, so a
-    # larger index may be a neighbour's, rounded; refused rather than read wrongly
-    f32 = be.dtype_name == "f32" and count > 2 ** 24
-    if f32:
-        ok = ok & (flat < 2 ** 24)
+    whole = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
+    ok = whole
+    if be.dtype_name == "f32" and count > 2 ** 24:
+        # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24, so
+        # a larger index may be a neighbour's, rounded; refused rather than read wrongly
+        ok = whole & (flat < 2 ** 24)
 
     def fail():
-        whole = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
         if not be.scalar(xp.all(whole)):
             k = int(be.scalar(xp.argmin(whole)))
             got = repr(float(be.to_numpy(flat)[k]))
