@@ -113,15 +113,21 @@ class _ArgumentParser(argparse.ArgumentParser):
 
     command = None          # the command being parsed (set by _main), for its messages
 
+    commands = {}           # the commands' own parsers (set by _parser), for their usage
+
     def error(self, message):
-        _say(self.format_usage())
+        words = self.prog.split()
+        command = self.command or (words[1] if len(words) > 1 else None)
+        _say(self.commands.get(command, self).format_usage())
         unknown = message.split(": ", 1)[1].split() if message.startswith(
             "unrecognized arguments: ") else []
         options = [w for w in unknown if w.startswith("-") and w != "-"]
-        if options and self.command:    # not "unrecognized arguments: --threads first.mg"
-            message = "goat %s does not take %s (goat %s --help lists what it takes)" % (
-                self.command, " or ".join(options), self.command)
-        _say("goat: error: %s\n" % message)
+        if options and command:         # not "unrecognized arguments: --threads first.mg"
+            message = "%s %s not an option of goat %s (goat %s --help lists them)" % (
+                " or ".join(options), "is" if len(options) == 1 else "are", command, command)
+        elif unknown and command in ("run", "check", "compile"):
+            message = "one FILE at a time (also given: %s)" % " ".join(unknown)
+        _say("goat%s: error: %s\n" % (" " + command if command else "", message))
         raise _Exit(1)
 
     def exit(self, status=0, message=None):
@@ -224,8 +230,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="ahead-of-time compilation to native code (the only kind there is; "
                            "required, so that the command says what it does)")
     comp.add_argument("-o", "--output", metavar="OUTPUT",
-                      help="the executable to write (default: FILE without .mg; with "
-                           "--emit-llvm, FILE with .ll)")
+                      help="the executable to write (default: FILE without .mg, or FILE.out "
+                           "when FILE has no .mg; a.out for standard input; with --emit-llvm, "
+                           "FILE with .ll for .mg, a.ll for standard input)")
     comp.add_argument("--emit-llvm", action="store_true",
                       help="write the program's LLVM IR (a .ll file) instead of an executable")
     comp.add_argument("-O", dest="opt", type=int, choices=[0, 1, 2, 3], default=2,
@@ -263,6 +270,7 @@ def _parser() -> argparse.ArgumentParser:
                             "choose")
     check.add_argument("--dtype", default="f64", choices=["f64", "f32"],
                        help="with --cost: the precision to count bytes and FLOP rates in")
+    p.commands = {"run": run, "compile": comp, "repl": repl, "check": check}
     return p
 
 
@@ -300,6 +308,8 @@ def _with_command(argv: list) -> list:
         # options only, a program piped in (echo 'print [[1]]' | goat --dtype f32): run it
         if argv and not _isatty(sys.stdin):
             return ["run"] + argv + ["-"]
+        if argv and _isatty(sys.stdout):    # on a terminal, plain goat is the REPL
+            return ["repl"] + argv if _repl_options(argv) else _options_need_a_file(argv)
         return argv
     word = argv[i]
     if word in COMMANDS:
@@ -311,6 +321,26 @@ def _with_command(argv: list) -> list:
     _say("goat: error: %r is neither a command nor a file; the commands are %s%s, and goat "
          "FILE runs a program (see goat --help)\n"
          % (word, ", ".join(COMMANDS), " (did you mean %s?)" % close[0] if close else ""))
+    raise _Exit(1)
+
+
+def _repl_options(argv: list) -> bool:
+    """Are ``argv``'s options all the REPL's (``--backend NAME``, ``--dtype D``)?"""
+    i = 0
+    while i < len(argv):
+        name = argv[i].split("=", 1)[0]
+        if name not in ("--backend", "--dtype"):
+            return False
+        i += 1 if "=" in argv[i] else 2
+    return True
+
+
+def _options_need_a_file(argv: list):
+    """``goat --time`` on a terminal: options of goat run with no program to run."""
+    options = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+    _say("goat: error: %s %s a FILE to run (goat run %s FILE); plain goat starts the REPL, "
+         "which takes --backend and --dtype\n"
+         % (" ".join(options), "needs" if len(options) == 1 else "need", " ".join(argv)))
     raise _Exit(1)
 
 
@@ -350,7 +380,7 @@ def _cmd_run(args) -> int:
     from .api import _execute, _load, with_deep_stack
     from .progress import Progress
     if args.portable and not args.aot:
-        _say("goat run: error: --portable goes with --aot (it chooses how the compiled "
+        _say("goat run: error: --portable needs --aot (it chooses how the compiled "
              "program computes)\n")
         return 1
     if args.aot and (args.backend != "numpy" or args.dtype != "f64"):
@@ -360,7 +390,7 @@ def _cmd_run(args) -> int:
              "it does not go with %s\n" % " or ".join(extra))
         return 1
     if args.aot and args.threads != 1:
-        _say("goat run: error: --threads goes without --aot: a compiled program computes its "
+        _say("goat run: error: --threads cannot be combined with --aot: a compiled program computes its "
              "matrix products on one thread, as goat run does by default (so that its bits "
              "are goat run's)\n")
         return 1

@@ -344,6 +344,18 @@ def test_compile_writes_an_executable_and_llvm(env, tmp_path):
     # the default output is the file without .mg
     r = goat_cmd(["compile", "--aot", str(src)], env)
     assert r.returncode == 0 and os.access(tmp_path / "p", os.X_OK)
+    # ... and a.out for standard input (it had been a file named "a"), FILE.out without .mg
+    r = goat_cmd(["compile", "--aot", "-"], env, cwd=str(tmp_path), input=src.read_text())
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(tmp_path / "a")
+    out = subprocess.run([str(tmp_path / "a.out")], capture_output=True, text=True)
+    assert out.stdout == goat_cmd(["run", str(src)], env).stdout
+    r = goat_cmd(["compile", "--aot", "--emit-llvm", "-"], env, cwd=str(tmp_path),
+                 input=src.read_text())
+    assert r.returncode == 0 and 'define i32 @"main"' in (tmp_path / "a.ll").read_text()
+    (tmp_path / "plain").write_text(src.read_text())
+    r = goat_cmd(["compile", "--aot", "plain"], env, cwd=str(tmp_path))
+    assert r.returncode == 0 and os.access(tmp_path / "plain.out", os.X_OK)
 
 
 def test_compile_errors_are_clear_and_leave_nothing(env, tmp_path):

@@ -638,7 +638,6 @@ def test_save_errors(lib, tmp_path):
              (tmp_path / "pipe.npy", "pipe.npy"), (tmp_path / "null.npy", "null.npy"),
              (tmp_path / "loop.npy", "loop.npy"), (tmp_path / "broken.npy", "broken.npy"),
              (tmp_path / ("n" * 300 + ".npy"), "long.npy"),
-             (tmp_path / ("n" * 250 + ".npy"), "long.npy"),
              ("/proc/goat-test.npy", None), (str(tmp_path) + "/", "slash/")]
     for path, shown in cases:
         expected = py_save(path, np.zeros(2), shown)
@@ -647,6 +646,38 @@ def test_save_errors(lib, tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["file", "dir.npy", "pipe.npy", "null.npy", "loop.npy", "dirlink.npy", "broken.npy"])
     assert os.listdir(tmp_path / "dir.npy") == []
+
+
+def test_save_errors_name_what_is_wrong(lib, tmp_path):
+    """A dangling link's missing folder had been named '.', and a folder of /proc that takes
+    no new file 'no such directory'."""
+    os.symlink("missing/x.npy", tmp_path / "broken.npy")
+    cases = [(tmp_path / "broken.npy", "broken.npy",
+              "cannot save broken.npy: it links to missing/x.npy, in a directory that does "
+              "not exist (%r)" % str(tmp_path / "missing")),
+             ("/proc/goat-test.npy", None,
+              "cannot save /proc/goat-test.npy: no new file can be made in the directory "
+              "'/proc'"),
+             ("/proc/self/goat-test.npy", "p.npy",
+              "cannot save p.npy: no new file can be made in the directory '/proc/self'"),
+             (tmp_path / "none" / "x.npy", "none/x.npy",
+              "cannot save none/x.npy: no such directory 'none'")]
+    for path, shown, said in cases:
+        assert py_save(path, np.zeros(2), shown) == ("error", said)
+        assert c_save(lib, path, np.zeros(2), shown) == ("error", said)
+
+
+@pytest.mark.parametrize("name", ["n" * 251 + ".npy", "é" * 125 + ".npy", "n" * 199 + "é" * 20])
+def test_save_takes_names_up_to_the_longest_a_folder_holds(lib, tmp_path, name):
+    """A name of 242 to 255 bytes had been refused as too long (its temporary file's name,
+    14 bytes longer, was); the temporary name is cut, between UTF-8 sequences."""
+    assert len(name.encode()) <= 255
+    for who, save in (("py", py_save), ("c", lambda p, a: c_save(lib, p, a))):
+        d = tmp_path / who
+        d.mkdir()
+        assert save(d / name, np.arange(3.0)) == ("ok", None)
+        assert np.load(d / name).tolist() == [0.0, 1.0, 2.0]
+        assert os.listdir(d) == [name]
 
 
 def file_size_limit(limit):

@@ -173,7 +173,8 @@ def test_broken_pipe_is_quiet(tmp_path):
 
 def test_command_line_mistakes_are_status_1():
     status, out, err = cli("run")
-    assert status == 1 and "goat: error: the following arguments are required: FILE" in err
+    assert status == 1 and "goat run: error: the following arguments are required: FILE" in err
+    assert err.startswith("usage: goat run ")          # the command's own usage
     status, _, err = cli("frob")
     assert status == 1 and "'frob' is neither a command nor a file; the commands are run, check, compile, repl" in err
 
@@ -319,22 +320,36 @@ def test_run_aot_refuses_threads_it_would_ignore(tmp_path):
     path = write(tmp_path, "t.mg", "print [[1]]\n")
     status, out, err = cli("run", "--aot", "--threads", "4", path)
     assert (status, out) == (1, "")
-    assert err == ("goat run: error: --threads goes without --aot: a compiled program computes "
+    assert err == ("goat run: error: --threads cannot be combined with --aot: a compiled program computes "
                    "its matrix products on one thread, as goat run does by default (so that its "
                    "bits are goat run's)\n")
 
 
-@pytest.mark.parametrize("argv, said", [
-    (["compile", "--aot", "--threads", "2", "p.mg"], "goat compile does not take --threads"),
-    (["run", "--frob", "p.mg"], "goat run does not take --frob"),
-    (["--frob", "p.mg"], "goat run does not take --frob"),         # goat FILE is goat run FILE
-    (["check", "--time", "p.mg"], "goat check does not take --time"),
+@pytest.mark.parametrize("argv, cmd, said", [
+    (["compile", "--aot", "--threads", "2", "p.mg"], "compile", "--threads is"),
+    (["run", "--frob", "p.mg"], "run", "--frob is"),
+    (["--frob", "p.mg"], "run", "--frob is"),         # goat FILE is goat run FILE
+    (["check", "--time", "p.mg"], "check", "--time is"),
+    (["repl", "--time", "--quiet"], "repl", "--time or --quiet are"),
 ])
-def test_an_option_a_command_does_not_take_is_named(tmp_path, argv, said):
-    """It had read 'unrecognized arguments: --threads p.mg' (the 2 taken as the file)."""
+def test_an_option_a_command_does_not_take_is_named(tmp_path, argv, cmd, said):
+    """It had read 'unrecognized arguments: --threads p.mg' (the 2 taken as the file), after
+    the usage of goat as a whole rather than the command's."""
     write(tmp_path, "p.mg", "print [[1]]\n")
     status, out, err = cli(*argv, cwd=str(tmp_path))
     assert (status, out) == (1, "")
-    cmd = said.split()[1]
-    assert err.splitlines()[-1] == "goat: error: %s (goat %s --help lists what it takes)" % (
-        said, cmd)
+    assert err.startswith("usage: goat %s " % cmd)
+    assert err.splitlines()[-1] == (
+        "goat %s: error: %s not an option of goat %s (goat %s --help lists them)"
+        % (cmd, said, cmd, cmd))
+
+
+@pytest.mark.parametrize("argv", [["run", "a.mg", "b.mg"], ["a.mg", "b.mg"],
+                                  ["check", "a.mg", "b.mg"]])
+def test_a_second_file_is_named_as_one_too_many(tmp_path, argv):
+    write(tmp_path, "a.mg", "print [[1]]\n")
+    write(tmp_path, "b.mg", "print [[2]]\n")
+    status, out, err = cli(*argv, cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    cmd = argv[0] if argv[0] in ("run", "check") else "run"
+    assert err.splitlines()[-1] == "goat %s: error: one FILE at a time (also given: b.mg)" % cmd

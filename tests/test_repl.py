@@ -237,11 +237,12 @@ class Terminal:
     """The real `goat` in a pseudo-terminal (pexpect), its screen kept by a VT100 emulator
     (pyte), which also answers the cursor-position requests prompt-toolkit makes."""
 
-    def __init__(self, env, rows=24, cols=100):
+    def __init__(self, env, rows=24, cols=100, args=()):
         import pexpect
         import pyte
         self.pexpect = pexpect
-        self.child = pexpect.spawn(sys.executable, ["-m", "goat"], env=env, encoding="utf-8",
+        self.child = pexpect.spawn(sys.executable, ["-m", "goat", *args], env=env,
+                                   encoding="utf-8",
                                    dimensions=(rows, cols), timeout=30)
         child = self.child
 
@@ -252,14 +253,14 @@ class Terminal:
         self.stream = pyte.Stream(self.screen)
 
     @classmethod
-    def started(cls, tmp_path):
-        """goat's REPL in a terminal, its history under ``tmp_path``, at its first prompt
-        (skips the test without pexpect or pyte)."""
+    def started(cls, tmp_path, args=(), prompt="goat>"):
+        """goat (with ``args``) in a terminal, its history under ``tmp_path``, once
+        ``prompt`` shows (skips the test without pexpect or pyte)."""
         pytest.importorskip("pexpect")
         pytest.importorskip("pyte")
         env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
-        term = cls(env)
-        term.wait_for("goat>")
+        term = cls(env, args=args)
+        term.wait_for(prompt)
         return term
 
     def lines(self):
@@ -275,6 +276,40 @@ class Terminal:
             if any(text in line for line in self.lines()):
                 return True
         raise AssertionError("%r never appeared; the screen:\n%s" % (text, "\n".join(self.lines())))
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--dtype", "f32"], "back end: numpy, precision f32"),
+    (["--backend=numpy", "--dtype=f32"], "back end: numpy, precision f32"),
+    (["--dtype", "f64"], "back end: numpy, precision f64"),
+])
+def test_plain_goat_with_the_repl_options_starts_the_repl_with_them(tmp_path, args, said):
+    """goat --dtype f32 on a terminal had said "invalid choice: 'f32'" for a COMMAND."""
+    term = Terminal.started(tmp_path, args)
+    try:
+        term.child.send(":dtype" + ENTER)
+        term.wait_for(said)
+        term.child.send(CTRL_D)
+        term.child.expect(term.pexpect.EOF)
+    finally:
+        term.child.close()
+    assert term.child.exitstatus == 0
+
+
+@pytest.mark.parametrize("args, named", [(["--time"], "--time needs"),
+                                         (["--threads", "2", "--quiet"], "--threads --quiet need"),
+                                         (["--dtype", "f32", "--aot"], "--dtype --aot need")])
+def test_plain_goat_with_run_options_only_asks_for_a_file(tmp_path, args, named):
+    """goat --time on a terminal had said "unrecognized arguments: --time" under a usage
+    line that lists it."""
+    term = Terminal.started(tmp_path, args, prompt="goat: error:")
+    term.child.expect(term.pexpect.EOF)
+    term.child.close()
+    assert term.child.exitstatus == 1
+    screen = "".join(term.lines()).replace(" ", "")       # (the line wraps)
+    said = ("goat: error: %s a FILE to run (goat run %s FILE); plain goat starts the REPL, "
+            "which takes --backend and --dtype" % (named, " ".join(args)))
+    assert screen == said.replace(" ", "")
 
 
 def test_end_to_end_in_a_pseudo_terminal(tmp_path):

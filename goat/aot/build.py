@@ -350,8 +350,11 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
 
 def default_output(path: str, emit_llvm: bool = False) -> str:
     """Where ``goat compile --aot PATH`` writes when not told: PATH without ``.mg`` (``.ll``
-    added with --emit-llvm; ``a`` for standard input; PATH.out if that is PATH itself)."""
-    base = "a" if path == "-" else (path[:-3] if path.endswith(".mg") else path)
+    added with --emit-llvm; ``a.out`` (``a.ll``) for standard input, as C compilers do;
+    PATH.out if that is PATH itself)."""
+    if path == "-":
+        return "a.ll" if emit_llvm else "a.out"
+    base = path[:-3] if path.endswith(".mg") else path
     output = base + (".ll" if emit_llvm else "")
     return path + ".out" if output == path else output
 

@@ -351,6 +351,10 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
         if os.path.isdir(target):
             raise OpError("cannot save %s: it is a directory" % name)
         directory = os.path.dirname(target) or os.curdir
+        if not os.path.isdir(directory) and target != path and not os.path.exists(directory):
+            # a link to a file in a folder that is not there: name the folder it needs
+            raise OpError("cannot save %s: it links to %s, in a directory that does not "
+                          "exist (%r)" % (name, os.readlink(path), directory))
         if not os.path.isdir(directory):
             raise OSError(errno.ENOTDIR if os.path.exists(directory) else errno.ENOENT,
                           os.strerror(errno.ENOENT))
@@ -364,9 +368,7 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
                 raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
-        import tempfile
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".",
-                                   suffix=".tmp")
+        fd, tmp = _temporary(directory, os.path.basename(target), name)
         with os.fdopen(fd, "wb") as f:
             _write_array(f, arr)
             f.flush()
@@ -387,6 +389,26 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
             except OSError:
                 pass
     _fsync_directory(directory)
+
+
+def _temporary(directory: str, base: str, name: str):
+    """(descriptor, path) of a new file in ``directory`` to write ``base`` through: named
+    ``.BASE.XXXXXXXX.tmp``, BASE cut short enough that the name fits in a directory entry
+    (255 bytes) whatever ``base``'s own length.  OpError when the directory takes no new file
+    (a folder of /proc, say)."""
+    import tempfile
+    raw = base.encode("utf-8", "surrogateescape")
+    cut = min(len(raw), 200)
+    while 0 < cut < len(raw) and raw[cut] & 0xC0 == 0x80:
+        cut -= 1                        # back to the start of the UTF-8 sequence cut
+    short = raw[:cut].decode("utf-8", "surrogateescape")
+    try:
+        return tempfile.mkstemp(dir=directory, prefix="." + short + ".", suffix=".tmp")
+    except FileNotFoundError:
+        if not os.path.isdir(directory):
+            raise
+        raise OpError("cannot save %s: no new file can be made in the directory %r"
+                      % (name, directory)) from None
 
 
 def _write_array(f, arr) -> None:

@@ -3990,6 +3990,17 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         free(directory);
         directory = xstrdup(".");
     }
+    if (!py_isdir(directory) && strcmp(target, path) != 0 && !py_exists(directory)) {
+        /* a link to a file in a folder that is not there: name the folder it needs */
+        char link[PATH_MAX + 1];
+        ssize_t len = readlink(path, link, PATH_MAX);
+        link[len < 0 ? 0 : len] = '\0';
+        goat_str r = {0};
+        repr_path(&r, directory);
+        sb_f(&m, "cannot save %s: it links to %s, in a directory that does not exist (%s)",
+             S.name, link, sb_str(&r));
+        goat_fail(site, "%s", sb_str(&m));
+    }
     if (!py_isdir(directory))
         sv_os_fail(&S, py_exists(directory) ? ENOTDIR : ENOENT, NULL);
     mode_t mode;
@@ -4006,7 +4017,15 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         sv_os_fail(&S, errno, NULL);
     }
 
-    /* tempfile.mkstemp(dir=directory, prefix="." + basename + ".", suffix=".tmp") */
+    /* tempfile.mkstemp(dir=directory, prefix="." + short + ".", suffix=".tmp"), short the
+     * basename's first 200 bytes less a cut UTF-8 sequence (so the name fits in 255 bytes) */
+    const char *leafname = py_basename(target);
+    size_t cut = strlen(leafname);
+    if (cut > 200) {
+        cut = 200;
+        while (cut > 0 && ((unsigned char)leafname[cut] & 0xC0) == 0x80)
+            cut--;              /* back to the start of the sequence cut */
+    }
     static const char CHARS[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
     char *absdir = py_abspath(directory);
     if (absdir == NULL)
@@ -4020,7 +4039,7 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
             base[i] = CHARS[random_bits() % (sizeof CHARS - 1)];
         base[8] = '\0';
         goat_str leaf = {0};
-        sb_f(&leaf, ".%s.%s.tmp", py_basename(target), base);
+        sb_f(&leaf, ".%.*s.%s.tmp", (int)cut, leafname, base);
         char *full = py_join(absdir, sb_str(&leaf));
         sb_free(&leaf);
         sb(&tmp, full);
@@ -4034,6 +4053,13 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
     if (fd < 0) {
         if (errno == EEXIST)
             sv_os_fail(&S, EEXIST, "No usable temporary file name found");
+        if (errno == ENOENT && py_isdir(directory)) {   /* a folder of /proc, say */
+            goat_str r = {0};
+            repr_path(&r, directory);
+            sb_f(&m, "cannot save %s: no new file can be made in the directory %s", S.name,
+                 sb_str(&r));
+            goat_fail(site, "%s", sb_str(&m));
+        }
         sv_os_fail(&S, errno, NULL);
     }
     int err = 0;
