@@ -11,12 +11,12 @@ and a process too small to load NumPy gets goat's own error rather than a traceb
 """
 __version__ = "0.1.0"
 
-from .diagnostics import GoatError, GoatErrors  # noqa: E402
+from .diagnostics import GoatError, GoatErrors, GoatMemoryError  # noqa: E402
 
 _API = ("run_source", "run_file", "check_source", "check_file", "load", "execute",
         "compile_file")
 
-__all__ = ["__version__", "GoatError", "GoatErrors", "run_source", "run_file", "check_source", "check_file",
+__all__ = ["__version__", "GoatError", "GoatErrors", "GoatMemoryError", "run_source", "run_file", "check_source", "check_file",
            "load", "execute", "compile_file"]
 
 

@@ -14,8 +14,11 @@ Errors:
   a ``stdout`` that is not a writable text stream, ...).  The message names the argument and
   what was expected.  ``ValueError`` -- an argument of the right type and a wrong value: an
   unknown back end name, a closed ``stdout``.  Both are raised before anything is read or run.
-* ``MemoryError`` -- a value too large for this process's memory (what the command line
-  reports as ``goat: error: out of memory``).
+* ``MemoryError`` -- a value too large for this process's memory.  When an op's value is
+  the one too large, it is a :class:`goat.GoatMemoryError`, both a ``GoatError`` at that line
+  (``PATH:LINE: error: out of memory computing a value of shape 100000x100000 (80 GB)``, as
+  the command line reports it) and a ``MemoryError``; memory running out elsewhere (a
+  recursion too deep for it) is a plain ``MemoryError``.
 
 Process-wide state: deep recursion needs a large stack and a raised recursion limit, so
 checking (and running a program whose blocks nest deeply) happens on a helper thread with a

@@ -117,7 +117,7 @@ class GoatError(Exception):
     def __reduce__(self):
         """Pickled whole (a process pool sends it back to the caller): message, position,
         notes and any attribute set on it."""
-        return (GoatError, (self.message, self.loc, self._path, self.notes), self.__dict__)
+        return (type(self), (self.message, self.loc, self._path, self.notes), self.__dict__)
 
     @property
     def path(self) -> str | None:
@@ -173,10 +173,28 @@ class GoatError(Exception):
                     else:
                         width = max(1, len(text) - first)
                     width = max(1, min(width, len(text) - first))
-                    out.append("%s | %s^%s" % (" " * len(gutter), " " * first, "~" * (width - 1)))
+                    # columns, not characters: a wide character (CJK) takes two on a
+                    # terminal, a combining mark none
+                    under = _columns(text[first:first + width])
+                    out.append("%s | %s^%s" % (" " * len(gutter), " " * _columns(text[:first]),
+                                               "~" * (max(1, under) - 1)))
         for note in self.notes:
             out.append("note: %s" % note)
         return "\n".join(out)
+
+
+def _columns(text: str) -> int:
+    """The columns ``text`` takes on a terminal: two for each wide or full-width character
+    (Unicode's East Asian Width W or F), none for a combining mark, one for any other."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+    n = 0
+    for c in text:
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        n += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return n
 
 
 MAX_FRAMES = 10        # at most this many notes of calls and imports name an error's frames
@@ -211,6 +229,12 @@ def frame_notes(via, here) -> tuple:
         else:
             notes.append("in %s, called at %s:%d" % (name, loc.source.path, loc.line))
     return tuple(notes)
+
+
+class GoatMemoryError(GoatError, MemoryError):
+    """A value too large for this process's memory, at the line that computes it: both a
+    :class:`GoatError` (``PATH:LINE: error: out of memory computing a value of shape ...``)
+    and a ``MemoryError`` (what Python code catches for running out of memory)."""
 
 
 class GoatErrors(GoatError):

@@ -362,6 +362,19 @@ def test_out_of_memory_names_the_line():
     e = error(src)
     assert e.line == 2
     assert e.message == "out of memory computing a value of shape 300000x300000 (720 GB)"
+    assert isinstance(e, MemoryError)       # as the API's docs say (it had been a GoatError only)
+    import pickle
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is goat.GoatMemoryError and back.render() == e.render()
+
+
+def test_out_of_memory_counts_the_bytes_of_the_precision():
+    """In float32 a 300000x300000 value is 360 GB, not the 720 it had been said to be."""
+    src = "let r = [[%s]]\nprint row_sum(transpose(r) @ r)" % ", ".join(["1"] * 300_000)
+    with pytest.raises(MemoryError) as info:
+        goat.run_source(src, dtype="f32")
+    assert info.value.message == ("out of memory computing a value of shape 300000x300000 "
+                                  "(360 GB)")
 
 
 def test_a_missing_comma_between_rows():
@@ -570,3 +583,16 @@ def test_errors_pickle_whole_and_print_every_line():
     assert e.render() == info.value.render()
     one = pickle.loads(pickle.dumps(error("let a = zz\n", path="q.mg")))
     assert (one.path, one.line, one.message) == ("q.mg", 1, "unknown name 'zz'")
+
+
+@pytest.mark.parametrize("line, before", [
+    ('print "日本語 {[[1,2]]}"', 7 + 6 + 2),         # wide: two columns each
+    ('print "ｘ {[[1,2]]}"', 7 + 2 + 2),              # full-width
+    ('print "e\u0301 {[[1,2]]}"', 7 + 1 + 2),        # a combining accent: none
+    ('print "é {[[1,2]]}"', 7 + 1 + 2),
+])
+def test_the_caret_counts_the_columns_characters_take(line, before):
+    """The caret had been 3 columns left of its expression after 日本語 (one per character):
+    ``before`` counts the columns of ``print "``, the text and `` {``."""
+    e = error(line + "\n")
+    assert e.render().splitlines()[1:] == ["1 | " + line, "  | " + " " * before + "^~~~~~~"]

@@ -23,7 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from ..diagnostics import GoatError, frame_notes
+from ..diagnostics import GoatError, GoatMemoryError, frame_notes
 from ..ops.registry import OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, operand_loc,
                                  subregions)
@@ -511,13 +511,14 @@ class Evaluator:
             return GoatError(e.message, **_at(node))
         shape = self._actual_shape(node)
         if shape is None:
-            return GoatError("out of memory computing a value of shape %s"
-                             % format_shape(node.shape), **_at(node))
+            return GoatMemoryError("out of memory computing a value of shape %s"
+                                   % format_shape(node.shape), **_at(node))
         cells = 1
         for d in shape:
             cells *= d
-        return GoatError("out of memory computing a value of shape %s (%.3g GB)"
-                         % (format_shape(shape), cells * 8 / 1e9), **_at(node))
+        size = 4 if self.be.dtype == np.float32 else 8
+        return GoatMemoryError("out of memory computing a value of shape %s (%.3g GB)"
+                               % (format_shape(shape), cells * size / 1e9), **_at(node))
 
     def _actual_shape(self, node):
         """The shape a failing node was to have, from its inputs' actual shapes (a ? size
