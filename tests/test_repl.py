@@ -2,11 +2,13 @@
 pseudo-terminal."""
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,6 +183,24 @@ def test_load_is_all_or_nothing(tmp_path):
     d = Driven(":load " + str(bad) + ENTER)
     assert "bad.mg:2: error: cannot matrix-multiply" in d.text
     assert d.repl.session.names() == []
+
+
+def test_load_completes_programs_and_folders_with_their_slash(tmp_path):
+    """:load exd<Tab> had given 'exdir' (a second Tab then did nothing), and every file was
+    offered, not only programs."""
+    (tmp_path / "exdir").mkdir()
+    (tmp_path / "exdir" / "inner.mg").write_text("print [[1]]\n")
+    for name in ["model.mg", "notes.txt", "model.ll", "run.py"]:
+        (tmp_path / name).write_text("")
+    c = GoatCompleter(Session(out=io.StringIO()))
+
+    def texts(line):
+        return sorted(x.text for x in c.get_completions(Document(line), CompleteEvent()))
+    base = ":load %s/" % tmp_path
+    assert texts(base) == ["exdir/", "model.mg"]
+    assert texts(base + "exd") == ["ir/"]
+    assert texts(base + "exdir/") == ["inner.mg"]
+    assert texts(base + "no") == []
 
 
 def test_completion_offers_names_with_shapes_and_signatures():
@@ -396,6 +416,23 @@ def test_no_hint_for_what_is_plainly_unfinished():
     assert s.hint("foo + ro") == "error: unknown name 'foo'"
 
 
+def test_a_partly_typed_module_member_shows_the_candidates():
+    """nn. had shown "error: unexpected character '.'" and nn.ge "module nn has no def or let
+    named 'ge'", while row_ showed the built-ins it could be."""
+    s = Session(out=io.StringIO())
+    s.run("import nn\nlet x = [[1, 2]]")
+    members = sorted(n for n, _ in s.members())
+    assert len(members) > 6
+    assert s.hint("nn.") == "nn.…  (%s, …)" % ", ".join(members[:6])
+    assert s.hint("nn.ge") == "nn.ge…  (nn.gelu)"
+    assert s.hint("x + nn.la") == "nn.la…  (nn.layer_norm, nn.layer_norm_back)"
+    assert s.hint("print nn.softmax_") == "nn.softmax_…  (nn.softmax_rows, nn.softmax_rows_back)"
+    assert s.hint("nn.zz") == "error: module nn has no def or let named 'zz'"
+    assert s.hint("nn.gelu(x") == "nn.gelu(x…  :  tensor[1x2]"
+    assert s.hint("x.") == "error: unexpected character '.'"
+    assert s.hint("ro").startswith("ro…  (row_max, ")
+
+
 def test_repl_with_its_input_piped_writes_a_transcript():
     """goat repl < session.txt: each input echoed after the prompt (an open bracket or an if
     that an else may follow joins lines, as Enter does on a terminal) and answered as on a
@@ -500,7 +537,10 @@ def test_type_of_a_def_shows_its_signature():
     d = Driven("def f(x: tensor[1x2]) = x * 2" + ENTER + "import nn" + ENTER + ":type f" + ENTER
                + ":type exp" + ENTER + ":type nn.softmax_rows" + ENTER + ":t nn" + ENTER
                + ":type f")
-    assert "import nn\ndef f(x: tensor[1x2]) -> tensor[1x2]\n" in d.text
+    defs = re.findall(r"^def ([a-z]\w*)", (Path(ROOT) / "stdlib" / "nn.mg").read_text(), re.M)
+    # an import had been answered by its own words, "import nn"
+    assert ("nn : module, %d defs (Tab after nn. lists them)\n"
+            "def f(x: tensor[1x2]) -> tensor[1x2]\n" % len(defs)) in d.text
     assert "\nexp(x: S) -> S\n" in d.text
     assert "\ndef nn.softmax_rows(m: tensor[..., N, C]) -> tensor[..., N, C]\n" in d.text
     assert "\nmodule nn\n" in d.text

@@ -51,7 +51,7 @@ COMMANDS = {
     ":reset": "forget every name",
     ":backend": ":backend [NAME]  -- show or change the back end: numpy, cupy",
     ":dtype": ":dtype [f64|f32]  -- show or change the precision of every value",
-    ":quit": "leave (Ctrl-D does too)",
+    ":quit": "leave (so do :q, exit and Ctrl-D)",
 }
 
 HELP = """\
@@ -73,6 +73,7 @@ Defining a name again replaces it.
 Commands:
 %s
   :type f   the signature of the def (or built-in) f
+  :h :t     short for :help and :type
 
 Keys: Tab completes names, built-ins and commands; Ctrl-R searches the
 history (Enter runs the line found); Enter inside an open bracket goes on to
@@ -343,6 +344,10 @@ class HintWorker:
                 pass
 
 
+def _count(n: int, word: str) -> str:
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
 def history_path() -> str:
     """``$XDG_STATE_HOME/goat/history`` (``~/.local/state/goat/history`` by default)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
@@ -354,7 +359,9 @@ class GoatCompleter(Completer):
 
     def __init__(self, session: Session):
         self.session = session
-        self.paths = PathCompleter(expanduser=True)
+        # :load's files: programs (.mg) and the folders on the way to them
+        self.paths = PathCompleter(expanduser=True, file_filter=lambda path: path.endswith(
+            ".mg") or os.path.isdir(path))
 
     def get_completions(self, document, complete_event):
         line = document.current_line_before_cursor
@@ -369,7 +376,12 @@ class GoatCompleter(Completer):
                 return
             if stripped.startswith(":load "):
                 sub = Document(stripped[len(":load "):])
-                yield from self.paths.get_completions(sub, complete_event)
+                for c in self.paths.get_completions(sub, complete_event):
+                    if c.display_text.endswith("/") and not c.text.endswith("/"):
+                        # a folder comes with its slash, so that Tab goes on into it
+                        c = Completion(c.text + "/", c.start_position, display=c.display,
+                                       display_meta=c.display_meta)
+                    yield c
                 return
         m = _MEMBER.search(line)
         if m:
@@ -660,7 +672,13 @@ class Repl:
             for name, shape in zip(r.name.split(", "), r.shape):
                 self.write("%s : %s\n" % (name, _type(shape)), "type")
         elif r.kind == "import":
-            self.write("import %s\n" % r.name, "type")
+            prefix = r.name + "."
+            members = [d for n, d in self.session.members() if n.startswith(prefix)]
+            defs = sum(1 for d in members if d.startswith("def "))
+            parts = [_count(defs, "def")] + ([_count(len(members) - defs, "let")]
+                                             if len(members) > defs else [])
+            self.write("%s : module, %s (Tab after %s lists them)\n"
+                       % (r.name, " and ".join(parts), prefix), "type")
         elif r.kind == "def":
             self.write("def %s\n" % r.signature, "type")
 

@@ -51,6 +51,7 @@ class _NoSuchException(Exception):
 
 _CheckCancelled = getattr(_checker_module, "CheckCancelled", _NoSuchException)
 _PARTIAL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_PARTIAL_MEMBER = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z0-9_]*)$")   # nn.ge
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
@@ -621,6 +622,13 @@ class Session:
         except GoatError as e:
             if _incomplete(e) or (missing and not _shape_complaint(e)):
                 return ""           # an open bracket: the rest is still to come
+            member = _PARTIAL_MEMBER.search(body)
+            if member and (e.message == "unexpected character '.'" or e.message.startswith(
+                    "module %s has no def or let named" % member.group(1))):
+                word = member.group()       # nn. or nn.ge, as Tab completes it
+                matches = sorted(n for n, _ in self.members() if n.startswith(word) and n != word)
+                if matches:
+                    return "%s…  (%s)" % (word, ", ".join(matches[:6]) + (", …" if len(matches) > 6 else ""))
             partial = _PARTIAL_NAME.search(body)
             if partial and e.message.startswith("unknown ") and "'%s'" % partial.group() in e.message:
                 word = partial.group()
