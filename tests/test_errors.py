@@ -67,6 +67,22 @@ def test_names():
     assert error("print exp").message == "exp is a built-in function; call it as exp(...)"
 
 
+def test_names_differing_only_in_case_and_slips_for_the_standard_library():
+    """print x with only X defined, and sofmax(x), had had no suggestion."""
+    assert error("let X = [[1]]\nprint x").message == "unknown name 'x'; did you mean 'X'?"
+    assert error("let Alpha = [[1]]\nprint alpha").message == (
+        "unknown name 'alpha'; did you mean 'Alpha'?")
+    assert error("def F(a: tensor[1x1]) = a\nprint f([[1]])").message == (
+        "unknown function 'f'; did you mean 'F'?")
+    assert error("print sofmax([[1]])").message == (
+        "unknown function 'sofmax'; did you mean 'softmax'? write nn.softmax_rows(x) after "
+        "import nn")
+    assert error("print sofmax_rows([[1]])").message == (
+        "unknown function 'sofmax_rows'; did you mean nn.softmax_rows? (in the standard "
+        "library's nn module)")
+    assert error("print foo([[1]])").message == "unknown function 'foo'"
+
+
 def test_use_before_definition():
     e = error("print a\nlet a = [[1]]")
     assert (e.line, e.message) == (1, "unknown name 'a': it is defined later, on line 2; a name "

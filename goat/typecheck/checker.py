@@ -1836,8 +1836,18 @@ class Checker:
                                 % (name, module, module, name,
                                    "" if imported else " after import %s" % module), e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
-            raise GoatError("unknown function '%s'%s"
-                            % (name, _suggest(name, candidates + builtin_names())), e.name_loc)
+            hint = _suggest(name, candidates + builtin_names())
+            if not hint and "." not in name:
+                # a slip for a name the standard library has (sofmax_rows), or for one
+                # with advice of its own (sofmax: softmax is nn.softmax_rows)
+                stdlib = stdlib_defs()
+                near = _closest(name, list(stdlib) + list(_FUNCTION_HABITS))
+                if near in _FUNCTION_HABITS:
+                    hint = "; did you mean '%s'? %s" % (near, _FUNCTION_HABITS[near])
+                elif near is not None:
+                    hint = "; did you mean %s.%s? (in the standard library's %s module)" % (
+                        stdlib[near], near, stdlib[near])
+            raise GoatError("unknown function '%s'%s" % (name, hint), e.name_loc)
         return self._op_call(op, e, scope, b, want)
 
     def _grad_call(self, e: ast.Call, scope, b):
@@ -2141,10 +2151,21 @@ def resolve_path(path: str, loc: Loc) -> str:
 
 
 def _suggest(name, candidates) -> str:
+    return "; did you mean '%s'?" % _closest(name, candidates) if _closest(
+        name, candidates) else ""
+
+
+def _closest(name, candidates):
+    """The candidate ``name`` is most likely a slip for, or None: one differing only in case
+    (``x`` for ``X``, however short), else the closest by spelling."""
     import difflib
+    candidates = list(candidates)
+    same = [c for c in candidates if c.lower() == name.lower() and c != name]
+    if same:
+        return same[0]
     # a short name needs a closer match: 'foo' is not a slip for 'floor'
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75 if len(name) > 3 else 0.8)
-    return "; did you mean '%s'?" % close[0] if close else ""
+    return close[0] if close else None
 
 
 def check(module: ast.Module, program: Program | None = None) -> Program:
