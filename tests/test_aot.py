@@ -315,6 +315,24 @@ def test_run_time_errors_reported_as_goat_run_reports_them(env, tmp_path, text):
     same(interp, compiled)
 
 
+@pytest.mark.parametrize("redirect", ["2>&-", ">&-", "1</dev/null", "<&-"])
+@pytest.mark.parametrize("text", ["print [[1]]\n", "let x = [[1]]\n",
+                                  "print 1\nprint gather([[1]], [[3]])\n"])
+def test_closed_standard_streams_as_goat_run_meets_them(env, tmp_path, redirect, text):
+    """goat run --aot with a standard stream closed had failed with an internal error
+    (sys.stdout is None), and with stdout open read-only said 'closed'."""
+    path = tmp_path / "p.mg"
+    path.write_text(text)
+    got = {}
+    for flags in ("", "--aot"):
+        got[flags] = subprocess.run(
+            ["sh", "-c", 'exec "$0" -m goat run %s "$1" %s' % (flags, redirect),
+             sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=120)
+        assert "internal error" not in got[flags].stderr
+    assert got["--aot"].returncode == got[""].returncode
+    assert (got["--aot"].stdout, got["--aot"].stderr) == (got[""].stdout, got[""].stderr)
+
+
 def test_save_then_load_compiled(env, tmp_path):
     text = ('let w = [[1, 2.5], [-3, 4]]\nsave(w, "w.npy")\nfor i in 0 .. 2 {\n'
             '    save(w * i, "w_{i}.npy")\n}\nprint load("w.npy", tensor[2x2]) + 1\n')

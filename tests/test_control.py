@@ -1549,6 +1549,24 @@ def test_check_shapes_outline_of_a_loop_and_an_if(tmp_path):
         "s : tensor[2x1]\n")
 
 
+def test_check_shapes_outline_of_a_def_with_leading_axes():
+    """A def over tensor[..., N, C] had shown its locals without the ... (h : tensor[N, C],
+    a 2-d shape), though its signature kept it; a local whose ... cannot be written (a
+    reshape folds it) shows as the def's check with no leading axes sees it."""
+    program = goat.check_source(
+        "def k(a: tensor[...]) {\n    let h = a * 2\n    return h\n}\n"
+        "def n(a: tensor[..., N, K], w: tensor[K, M]) {\n    let h = a @ w\n"
+        "    let t = transpose(h)\n    let g = grad(col_sum(row_sum(reshape(h, tensor[1x?]))), w)\n"
+        "    return h\n}\n"
+        "def r(a: tensor[..., N, C]) {\n    let flat = reshape(a, tensor[?x1])\n"
+        "    return flat\n}\n")
+    assert program.outline == [
+        (0, "def k(a: tensor[...]) -> tensor[...]"), (1, "h : tensor[...]"),
+        (0, "def n(a: tensor[..., N, K], w: tensor[K, M]) -> tensor[..., N, M]"),
+        (1, "h : tensor[..., N, M]"), (1, "t : tensor[..., M, N]"), (1, "g : tensor[K, M]"),
+        (0, "def r(a: tensor[..., N, C]) -> tensor[?x1]"), (1, "flat : tensor[?x1]")]
+
+
 def test_outline_program_values():
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
     w = np.zeros((2, 2))

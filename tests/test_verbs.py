@@ -376,6 +376,19 @@ def test_where_values_and_gradients():
     np.testing.assert_allclose(got[3][finite], want[finite], rtol=1e-7)
 
 
+def test_the_gradient_through_where_of_an_operand_singular_where_not_chosen():
+    """As docs/language.md says (and PyTorch and JAX do): the operand not chosen gets a zero,
+    which its own derivative multiplies (0 x 1/0 at x = 0, a NaN); kept finite there by a
+    second where, the gradient is 1/x where x > 0 and 0 elsewhere."""
+    got = run("let x = [[0, -1, 4, 0.5]]\n"
+              "print grad(col_sum(row_sum(where(x > 0, log(x), 0))), x)\n"
+              "print grad(col_sum(row_sum(where(x > 0, log(where(x > 0, x, 1)), 0))), x)\n"
+              "print grad(col_sum(row_sum(where(x > 0, sqrt(where(x > 0, x, 1)), 0))), x)\n")
+    assert np.isnan(got[0][0, 0]) and got[0][0, 2] == 0.25
+    np.testing.assert_array_equal(got[1], [[0, 0, 0.25, 2]])
+    np.testing.assert_allclose(got[2], [[0, 0, 0.25, 0.5 / np.sqrt(0.5)]], rtol=1e-15)
+
+
 def test_where_shapes_and_errors():
     e = error("print where([[1, 0]], [[1], [2]], [[1, 2, 3]])\n")
     assert e.message == ("cannot select with shapes 2x2 and 1x3: dimensions 2 and 3 differ "

@@ -420,10 +420,18 @@ def run_executable(exe: str) -> int:
     reported in one line, status 128 + the signal's number."""
     import signal
     from ..diagnostics import Terminated
-    sys.stdout.flush()
-    sys.stderr.flush()
+    closed = []
+    for fd, stream in enumerate((sys.stdin, sys.stdout, sys.stderr)):
+        if stream is None:          # closed when goat started (goat ... >&-): closed for the
+            closed.append(fd)       # program too (goat's own /dev/null there is not its)
+        elif fd:
+            stream.flush()
+
+    def close_them():
+        for fd in closed:
+            os.close(fd)
     try:
-        p = subprocess.Popen([exe])
+        p = subprocess.Popen([exe], preexec_fn=close_them if closed else None)
     except OSError as e:
         raise GoatError("cannot run the compiled program %s: %s" % (exe, e.strerror or e),
                         path="goat") from None
@@ -447,7 +455,9 @@ def run_executable(exe: str) -> int:
             raise KeyboardInterrupt
         if -status == signal.SIGTERM:
             raise Terminated()
-        sys.stderr.write("goat: error: the compiled program %s was ended by %s\n" % (exe, name))
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.write("goat: error: the compiled program %s was ended by %s\n"
+                             % (exe, name))
+            sys.stderr.flush()
         return 128 - status
     return status

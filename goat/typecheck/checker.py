@@ -21,6 +21,7 @@ again at run time with the same rule and message (LANGUAGE.md Part A, Errors).
 from __future__ import annotations
 
 import os
+import re
 
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
@@ -961,16 +962,23 @@ class Checker:
             if scope is not self.top:
                 raise GoatError("a def must be at the top level of the program, not inside a "
                                 "block", stmt.loc)
-            mark = len(self.program.outline)
+            outline = self.program.outline
+            mark = len(outline)
             tmpl = self._define(stmt)
             if tmpl.generic is not None:        # its result with ... standing for a size
-                try:
-                    shape = self._define(stmt, rest=(SizeVar("..."),), scope=tmpl.scope).shape
+                first = outline[mark:]          # its locals' shapes with ... as no sizes
+                del outline[mark:]
+                try:                            # ... with ... as written, where it can be
+                    shape = self._define(stmt, rest=(SizeVar("..."),), scope=tmpl.scope,
+                                         outlined=True).shape
                     shapes = shape if isinstance(tmpl.result, tuple) else (shape,)
                     if all(SizeVar("...") not in s[1:] for s in shapes):
                         tmpl.display = shape
                 except GoatError:
                     pass
+                if tmpl.display is None or any(re.search(r"[^\[]\.\.\.", text)
+                                               for _, text in outline[mark:]):
+                    outline[mark:] = first      # (... inside a shape: no way to write it)
             self.globals[stmt.name] = tmpl
             self.where[stmt.name] = stmt.loc.line
             if not self.module:
@@ -1356,10 +1364,12 @@ class Checker:
         return data
 
     # ------------------------------------------------------------------ defs
-    def _define(self, stmt: ast.Def, rest=None, scope=None) -> Template:
+    def _define(self, stmt: ast.Def, rest=None, scope=None, outlined=False) -> Template:
         """Check a def.  ``rest``: the leading sizes its ``...`` stand for in this check (a
         call's specialization, :meth:`specialize`), in ``scope`` (the names the def saw when it
-        was written); None for the def statement itself, where ``...`` stands for no sizes."""
+        was written); None for the def statement itself, where ``...`` stands for no sizes.
+        ``outlined``: a check with ``rest`` that still adds its locals to the outline (the
+        def's own, with ``...`` as written)."""
         if rest is None:
             self._new_name(self.top, stmt.name, stmt.name_loc)
         params = []
@@ -1370,7 +1380,8 @@ class Checker:
         self._generic_def = any(p.type.dims[:1] == (...,) for p in stmt.params)
         outer_defining, self._defining = self._defining, stmt.name
         outer_rest, self._rest = self._rest, rest or ()
-        outer_quiet, self._quiet = self._quiet, self._quiet or rest is not None
+        outer_quiet, self._quiet = self._quiet, self._quiet or (rest is not None
+                                                               and not outlined)
         outer_sizes, self._sizes = self._sizes, None
         try:
             for p in stmt.params:

@@ -6,6 +6,7 @@
  * count so large it never reaches zero.  The compiled program keeps one reference per value
  * slot and releases it after the slot's last use, as `goat run` drops a value. */
 #include <errno.h>
+#include <fcntl.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -94,8 +95,10 @@ static void out_error(void)
     int e = errno;
     if (e == EPIPE)             /* the reader went away (prog | head): not an error */
         _exit(0);
+    /* EBADF: closed, or open but not for writing (goat run says which) */
     fprintf(stderr, "goat: error: cannot write output: %s\n",
-            e == EBADF ? "standard output is closed" : strerror(e));
+            e != EBADF ? strerror(e) : fcntl(1, F_GETFL) == -1 ? "standard output is closed"
+                                                            : "standard output is not open for writing");
     _exit(1);
 }
 
@@ -103,6 +106,17 @@ static void put(const char *s, size_t n);
 #define puts_(lit) put((lit), sizeof(lit) - 1)
 static void put(const char *s, size_t n)
 {
+    static int writable = 0;
+    if (!writable) {
+        /* a closed or read-only standard output fails the first print, as in goat run (the
+         * buffer would otherwise hold it until a later error had been reported) */
+        int flags = fcntl(1, F_GETFL);
+        if (flags == -1 || (flags & O_ACCMODE) == O_RDONLY) {
+            errno = EBADF;
+            out_error();
+        }
+        writable = 1;
+    }
     if (n && fwrite(s, 1, n, stdout) != n)
         out_error();
 }
