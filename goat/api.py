@@ -501,14 +501,17 @@ def read_program_bytes(f, shown: str) -> bytes:
         parts.append(chunk)
         total += len(chunk)
         if total > MAX_PROGRAM_BYTES:
-            _too_big(shown)
+            _too_big(shown, size is not None)
         want = _CHUNK
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _too_big(shown: str):
-    raise GoatError("cannot read %s: it holds more than %d MB, which is not a program"
-                    % (shown, MAX_PROGRAM_BYTES // (1024 * 1024)), path=shown)
+def _too_big(shown: str, regular: bool = True):
+    """A file too large to be a program; a device or a pipe that gives more than one holds
+    (/dev/urandom, /dev/zero) is said to give it."""
+    raise GoatError("cannot read %s: it %s more than %d MB, which is not a program"
+                    % (shown, "holds" if regular else "gave", MAX_PROGRAM_BYTES // (1024 * 1024)),
+                    path=shown)
 
 
 def read_source(path) -> Source:

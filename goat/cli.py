@@ -217,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
                           "the same output, faster loops")
     run.add_argument("--portable", action="store_true",
                      help="with --aot: compute with the compiled program's own code only, not "
-                          "NumPy's BLAS and SVML (the same numbers to the last bits)")
+                          "NumPy's BLAS and SVML (the same numbers but for the last bits)")
 
     comp = sub.add_parser("compile", help="compile a program ahead of time to a native "
                                           "executable (--aot)",

@@ -61,7 +61,8 @@ def test_a_long_else_if_chain_runs():
 def test_a_device_is_not_read_as_a_program(tmp_path):
     status, out, err = cli("run", "/dev/zero")
     assert status == 1 and out == ""
-    assert err == "/dev/zero: error: cannot read /dev/zero: it holds more than 256 MB, which is not a program\n"
+    # a device gives, it does not hold (it had said "holds more than 256 MB")
+    assert err == "/dev/zero: error: cannot read /dev/zero: it gave more than 256 MB, which is not a program\n"
 
 
 # ---- habits from Python and NumPy
