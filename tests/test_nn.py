@@ -364,7 +364,8 @@ def test_sizes_known_only_when_the_program_runs(folder, tmp_path):
                                    "print nn.layer_norm(y, [[1, 1, 1]], [[0, 0, 0]])\n")
     status, out, err = cli("run", "w.mg", cwd=str(tmp_path))
     assert status == 1 and out.endswith("[[1]]\n") and out.count("Unranked") == 1
-    assert err.startswith("w.mg:4: error: argument h of nn.layer_norm must have shape ?x3, got 3x5")
+    assert err.startswith("w.mg:4: error: argument h of nn.layer_norm must have shape ?x3 "
+                          "(declared tensor[N, C] with C = 3), got 3x5")
 
 
 def test_causal_mask_of_scores_sized_at_run_time(folder, tmp_path):

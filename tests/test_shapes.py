@@ -128,7 +128,9 @@ def test_a_size_variable_bound_by_one_argument_checks_an_unknown_one():
            "let z = f(a, [[1, 2], [3, 4]])\nprint z\n")
     assert goat.check_source(src).lets["z"].shape == (2, 2)
     e = error(src)
-    assert (e.line, e.message) == (3, "argument x of f must have shape 2x2, got 1x2")
+    # the sizes it was held to, and where they came from (it had said only "2x2")
+    assert (e.line, e.message) == (3, "argument x of f must have shape 2x2 (declared "
+                                      "tensor[N, K] with N = 2, K = 2), got 1x2")
 
 
 @pytest.mark.parametrize("written, dims", [("Nx3", ("N", 3)), ("?xK", (None, "K")),

@@ -88,6 +88,9 @@ def _checked(fn, node):
 def _mismatch(what, shape, declared) -> str:
     """The message of a run-time shape check: ``what`` names the value, or is ("var", name)
     for a value assigned to a var (which the checker's own message words)."""
+    if type(what) is tuple and what[0] == "declared":    # its size variables' sizes
+        return "%s must have shape %s (%s), got %s" % (what[1], format_shape(declared), what[2],
+                                                      format_shape(shape))
     if type(what) is tuple:
         from ..typecheck.checker import _var_shape_message
         return _var_shape_message(what[1], shape, declared)

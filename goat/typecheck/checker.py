@@ -1657,8 +1657,9 @@ class Checker:
         checked, env = self.check_arguments(tmpl, shapes, [loc] * len(args))
         # an argument whose shape is known keeps it (a ? parameter does not make it unknown:
         # the body's operations are then checked on it now, not when they run)
-        out = [builder.cast(a, bound, what, loc, runtime) if runtime else a
-               for a, (bound, runtime, what) in zip(args, checked)]
+        out = [builder.cast(a, bound, _declared_what(what, declared, env), loc, runtime)
+               if runtime else a
+               for a, (bound, runtime, what), (_, declared, _) in zip(args, checked, tmpl.params)]
         if tmpl.has_vars:
             for i, j, k, m, name in self.unknown_sizes(tmpl, shapes):
                 out[i] = builder.same_size(out[i], j, out[k], m, name, checked[i][2], checked[k][2], loc)
@@ -2014,6 +2015,18 @@ def _declared_shape(declared, env) -> str:
     bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
              if n in env and env[n][0] is not None]
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
+
+
+def _declared_what(what, declared, env):
+    """A run-time check's phrase for an argument whose declared shape has size variables
+    bound by the other arguments: ("declared", phrase, "N = 4 from argument y of f"), so that
+    its failure names them (as the checker's own message does); else the phrase alone."""
+    names = dict.fromkeys(d.name for d in declared if isinstance(d, SizeVar) and d.name != "...")
+    bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in names
+             if n in env and env[n][0] is not None]
+    if not bound:
+        return what
+    return ("declared", what, "declared %s with %s" % (format_type(declared), ", ".join(bound)))
 
 
 def _var_shape_message(name, shape, declared) -> str:
