@@ -126,7 +126,9 @@ def test_a_number_too_large_for_a_float_is_an_error_of_any_length(src, shown):
     line, message = cli_error("print 1\n" + src)
     assert line == 2
     assert message.startswith(shown)
-    assert message.endswith("is too large for a 64-bit float (the largest is about 1.8e+308)")
+    # "about 1.8e+308" had read as if 1.8e308 fitted
+    assert message.endswith("is too large for a 64-bit float (the largest is 1.79769e+308, as "
+                            "%g prints it)")
     assert len(message) < 200
 
 

@@ -263,7 +263,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 raise GoatError("unexpected character '.'", Loc(source, start_, end_))
             if float(piece) == _INF:
                 raise GoatError("the number %s is too large for a 64-bit float (the largest is "
-                                "about 1.8e+308)" % _shown_number(piece), Loc(source, start_, end_))
+                                "1.79769e+308, as %%g prints it)" % _shown_number(piece), Loc(source, start_, end_))
             tok = Tok("NUMBER", piece, start_, end_)
         elif kind == _STRINGK:
             if not _STRING.fullmatch(piece):
