@@ -540,8 +540,8 @@ def _iota_shape(target, axis):
     target = _static_shape("iota", target)
     r = len(target)
     if not -r <= axis < r:
-        raise ShapeError("iota's axis %d is outside %s, of rank %d (axes 0 to %d, or -1 for the "
-                         "last)" % (axis, format_type(target), r, r - 1))
+        raise ShapeError("iota's axis %s is outside %s, of rank %d (axes 0 to %d, or -1 for the "
+                         "last)" % (format_dim(axis), format_type(target), r, r - 1))
     return target
 
 

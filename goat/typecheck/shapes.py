@@ -70,6 +70,8 @@ def format_dim(d) -> str:
         return "?"
     if d is ...:
         return "..."
+    if type(d) is int and abs(d) >= 10 ** 18:     # no machine holds it: not 301 digits
+        return "%.6g" % d
     return str(d)
 
 
