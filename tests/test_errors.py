@@ -621,3 +621,14 @@ def test_a_size_no_machine_holds_is_not_written_in_hundreds_of_digits():
     assert error("print iota(tensor[2x2], 1e30)\n").message == (
         "iota's axis 1e+30 is outside tensor[2x2], of rank 2 (axes 0 to 1, or -1 for the last)")
     assert error("print iota(tensor[2x2], 7)\n").message.startswith("iota's axis 7 is outside")
+
+
+@pytest.mark.parametrize("field, said", [
+    ("{1 < 2 == 1}", "syntax error: expected '+', '-', 'and', 'or' or the } that ends the "
+                     "field, found '=='; comparisons do not chain: write a < b and b < c"),
+    ("{1 +}", "syntax error: expected an expression, found the } that ends the field"),
+    ("{1 2}", "syntax error: expected an operator or the } that ends the field, found number 2"),
+])
+def test_a_syntax_error_in_a_format_field_ends_at_its_brace(field, said):
+    """It had said 'or the end of the line', inside a string that goes on."""
+    assert error('print "x = %s"\n' % field).message == said

@@ -758,7 +758,14 @@ def _format_parts(build: _Build, tok) -> list:
         statements = tokenize(source, base + start, base + end)
         if len(statements) != 1:
             raise GoatError("a {} field of a format string holds one expression", loc)
-        expr = _parse_tokens(build, statements[0], "expression")
+        try:
+            expr = _parse_tokens(build, statements[0], "expression")
+        except GoatError as e:
+            # the field ends at its } (or the : before a spec), not at the end of the line
+            e.message = e.message.replace("or the end of the line", "or the } that ends the field")
+            e.message = e.message.replace("the end of the line", "the } that ends the field")
+            e.args = (e.message,) + e.args[1:]
+            raise
         if spec is not None:
             problem = check_spec(spec)
             if problem:
