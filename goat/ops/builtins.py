@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_shape,
-                                format_type, matmul)
+from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_huge,
+                                format_shape, format_type, matmul)
 from ..aot import kernels as lower
 from .registry import ZERO, Op, OpError, identity, register
 
@@ -541,7 +541,7 @@ def _iota_shape(target, axis):
     r = len(target)
     if not -r <= axis < r:
         raise ShapeError("iota's axis %s is outside %s, of rank %d (axes 0 to %d, or -1 for the "
-                         "last)" % (format_dim(axis), format_type(target), r, r - 1))
+                         "last)" % (format_huge(axis), format_type(target), r, r - 1))
     return target
 
 

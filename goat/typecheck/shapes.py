@@ -70,9 +70,15 @@ def format_dim(d) -> str:
         return "?"
     if d is ...:
         return "..."
-    if type(d) is int and abs(d) >= 10 ** 18:     # no machine holds it: not 301 digits
-        return "%.6g" % d
     return str(d)
+
+
+def format_huge(d) -> str:
+    """A size or an axis as :func:`format_dim` writes it, but one no machine could hold (a
+    count of 10**18 or more) as %g: ``1e+300``, not 301 digits."""
+    if type(d) is int and abs(d) >= 10 ** 18:
+        return "%.6g" % d
+    return format_dim(d)
 
 
 def format_shape(shape) -> str:
@@ -124,7 +130,8 @@ def check_size(shape) -> None:
             cells *= d
     if cells * 8 > MAX_BYTES:
         raise ShapeError("%s is too large for any machine to address: more than 2**63 bytes"
-                         % format_type(shape))
+                         % (format_type(shape) if any(type(d) is not int for d in shape)
+                            else "tensor[%s]" % "x".join(format_huge(d) for d in shape)))
 
 
 def cells(shape):
