@@ -500,15 +500,32 @@ def _seed_passes(values, shapes, attrs):
     rng.check_seed(np.asarray(seed, dtype=np.float64).reshape(()))
 
 
-def _indices_pass(idx, count):
+def _indices_pass(idx, count, name):
     """Constant indices, each a whole number from 0 to count - 1 (and below 2**24, which
-    float32 holds exactly)."""
+    float32 holds exactly).  ValueError when that is not known; OpError, with the message
+    the op gives when it runs, when some index is sure to fail in any precision."""
     import numpy as np
-    if idx is None or type(count) is not int or count > 2 ** 24:
+    if idx is None or type(count) is not int:
         raise ValueError("not known to pass")
     a = np.asarray(idx, dtype=np.float64).reshape(-1)
-    if not np.all((a >= 0) & (a < count) & (a == np.floor(a))):
-        raise ValueError("out of range")
+    whole = (a >= 0) & (a < count) & (a == np.floor(a))
+    if not np.all(whole):
+        raise OpError(_index_problem(name, count, a, whole))
+    if count > 2 ** 24:
+        raise ValueError("not known to pass in float32")
+
+
+def _index_problem(name, count, flat, whole) -> str:
+    """The message for indices ``flat`` (NumPy, read on the host) of which ``whole`` marks the
+    whole numbers from 0 to count - 1: the first that is not, and its position."""
+    import numpy as np
+    k = int(np.argmin(whole))
+    got = repr(float(flat[k]))
+    if count == 0:          # not "from 0 to -1"
+        return ("%s's indices point into 0 rows or classes, so none is valid; got %s at "
+                "position %d" % (name, got, k))
+    return ("%s's indices must be whole numbers from 0 to %d, got %s at position %d"
+            % (name, count - 1, got, k))
 
 
 def _scalar(be, x):
@@ -725,13 +742,7 @@ def _indices(be, idx, count, name):
 
     def fail():
         if not be.scalar(xp.all(whole)):
-            k = int(be.scalar(xp.argmin(whole)))
-            got = repr(float(be.to_numpy(flat)[k]))
-            if count == 0:          # not "from 0 to -1"
-                raise OpError("%s's indices point into 0 rows or classes, so none is valid; "
-                              "got %s at position %d" % (name, got, k))
-            raise OpError("%s's indices must be whole numbers from 0 to %d, got %s at position "
-                          "%d" % (name, count - 1, got, k))
+            raise OpError(_index_problem(name, count, be.to_numpy(flat), be.to_numpy(whole)))
         k = int(be.scalar(xp.argmax(flat >= 2 ** 24)))
         raise OpError("%s's indices in float32 (--dtype f32) must be below 2**24 = %d (float32 "
                       "holds every whole number only up to it), got %s at position %d (run in "
@@ -770,7 +781,8 @@ def _gather(be):
 
 
 register(Op(name="gather", checks_values=True,
-            static_check=lambda values, shapes, attrs: _indices_pass(values[1], shapes[0][0]),
+            static_check=lambda values, shapes, attrs: _indices_pass(values[1], shapes[0][0],
+                                                                     "gather"),
             arity=2, params=(("table", "value"), ("indices", "value")),
             signature="gather(table: VxC, indices: Nx1) -> NxC",
             doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
@@ -838,7 +850,8 @@ def _onehot(be, target):
 
 
 register(Op(name="onehot", checks_values=True,
-            static_check=lambda values, shapes, attrs: _indices_pass(values[0], attrs[0][-1]),
+            static_check=lambda values, shapes, attrs: _indices_pass(values[0], attrs[0][-1],
+                                                                     "onehot"),
             arity=2, params=(("indices", "value"), ("shape", "type")),
             signature="onehot(indices: Nx1, V) -> NxV  (or onehot(indices, tensor[NxV]))",
             doc="row i is 1 in column indices[i] and 0 elsewhere (indices whole numbers from 0 "

@@ -27,7 +27,7 @@ from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
-from ..ops.registry import REGISTRY, TRANSFORMS, builtin_names
+from ..ops.registry import REGISTRY, TRANSFORMS, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, subregions)
 from .shapes import (RunDim, ShapeError, SizeVar, bind, cells, check_size, compatible,
@@ -308,7 +308,15 @@ class Builder:
                 args = tuple(args) + tuple(s for s in sources if s not in args)
         pure = op.pure
         home = self._home(args) if pure and not check else self.region
-        if op.checks_values and home is not self.region and not _sure_to_pass(op, args, attrs):
+        verdict = _static_verdict(op, args, attrs) if op.checks_values else None
+        if type(verdict) is str:
+            # written in the program, sure to fail: where and through which calls, as the
+            # run-time error would say (at the user's call of a library def)
+            from ..interp.evaluator import _site
+            from types import SimpleNamespace
+            where, notes = _site(SimpleNamespace(loc=loc, via=tuple(self.checker.calls)))
+            raise GoatError(verdict, where, notes=notes)
+        if op.checks_values and home is not self.region and verdict is not True:
             # an op that may stop the program is not hoisted ahead of the loop body's
             # statements before it (their output would be lost); hash-consing still shares it
             home = self.region
@@ -2060,14 +2068,24 @@ def _unbound(node):
 def _sure_to_pass(op, args, attrs) -> bool:
     """Is the run-time check of ``op`` (``Op.checks_values``) on ``args`` sure to pass: its
     operands written in the program (constants) and fine?"""
+    return _static_verdict(op, args, attrs) is True
+
+
+def _static_verdict(op, args, attrs):
+    """What the run-time check of ``op`` (``Op.checks_values``) on ``args`` is sure to give
+    from its operands written in the program (constants): True (it passes), the message of
+    its failure (an index out of range, a seed that is not whole: an error found before the
+    program runs, as a shape error is), or None (not known before it runs)."""
     if op.static_check is None:
-        return False
+        return None
     values = [v.value if v.kind == CONST else None
               for v in map(_unbound, args[:op.n_values])]
     try:
         op.static_check(values, [a.shape for a in args], attrs)
+    except OpError as e:
+        return e.message
     except Exception:
-        return False
+        return None
     return True
 
 

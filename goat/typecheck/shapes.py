@@ -74,9 +74,10 @@ def format_dim(d) -> str:
 
 
 def format_huge(d) -> str:
-    """A size or an axis as :func:`format_dim` writes it, but one no machine could hold (a
-    count of 10**18 or more) as %g: ``1e+300``, not 301 digits."""
-    if type(d) is int and abs(d) >= 10 ** 18:
+    """A size or an axis as :func:`format_dim` writes it, but one far past what any machine
+    holds (10**30 or more: a float such as 1e300 taken as a count) as %g: ``1e+300``, not
+    301 digits."""
+    if type(d) is int and abs(d) >= 10 ** 30:
         return "%.6g" % d
     return format_dim(d)
 
