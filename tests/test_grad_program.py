@@ -440,7 +440,10 @@ print grad(x @ w, w)
 """, path=str(tmp_path / "p.mg"))
     e = info.value
     assert e.loc.line == 3
-    assert e.message == "grad's loss (one element) must have shape 1x1, got 6x1"
+    # the checker's own message (it had been "grad's loss (one element) must have shape 1x1,
+    # got 6x1", which reads as if a scalar loss were refused, and says nothing of the fix)
+    assert e.message == ("grad needs a loss of one element, got shape 6x1; reduce it first: "
+                         "col_sum(row_sum(x)) for its sum, col_mean(row_mean(x)) for its mean")
 
 
 def test_no_derivative_inside_a_module_names_the_module_line_and_the_call():

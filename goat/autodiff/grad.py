@@ -409,14 +409,20 @@ def _fit(b, g, like):
 
 def loss_shape_error(shape, loc) -> GoatError:
     """The error for a loss of more than one element, with how to reduce one of its rank."""
+    return GoatError(loss_shape_message(shape), loc)
+
+
+def loss_shape_message(shape) -> str:
+    """:func:`loss_shape_error`'s message (also when a ``?`` size shows it as the program
+    runs)."""
     if len(shape) <= 2:
         how = "col_sum(row_sum(x)) for its sum, col_mean(row_mean(x)) for its mean"
     else:
         cells = _cells(shape)
         how = ("row_sum(reshape(x, tensor[1x%s])) for its sum (a rank-%d value: reshape it to "
                "one row first)" % (cells if cells is not None else "?", len(shape)))
-    return GoatError("grad needs a loss of one element, got shape %s; reduce it first: %s"
-                     % (format_shape(shape), how), loc)
+    return ("grad needs a loss of one element, got shape %s; reduce it first: %s"
+            % (format_shape(shape), how))
 
 
 def grad(builder, loss, wrt, names, loc):
@@ -427,8 +433,7 @@ def grad(builder, loss, wrt, names, loc):
     if cells is not None and cells != 1:
         raise loss_shape_error(loss.shape, loc)
     if cells is None:           # a ? size: one element, checked when it runs
-        loss = builder.cast(loss, (1,) * len(loss.shape), "grad's loss (one element)", loc,
-                            True)
+        loss = builder.cast(loss, (1,) * len(loss.shape), ("loss",), loc, True)
     checker = builder.checker
     outer, checker.grad_site = checker.grad_site, loc     # the size limit blames the grad
     try:

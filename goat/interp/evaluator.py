@@ -88,6 +88,9 @@ def _checked(fn, node):
 def _mismatch(what, shape, declared) -> str:
     """The message of a run-time shape check: ``what`` names the value, or is ("var", name)
     for a value assigned to a var (which the checker's own message words)."""
+    if what == ("loss",):       # grad's loss, a ? size: the checker's own message
+        from ..autodiff.grad import loss_shape_message
+        return loss_shape_message(shape)
     if type(what) is tuple and what[0] == "declared":    # its size variables' sizes
         return "%s must have shape %s (%s), got %s" % (what[1], format_shape(declared), what[2],
                                                       format_shape(shape))
