@@ -632,3 +632,11 @@ def test_a_size_no_machine_holds_is_not_written_in_hundreds_of_digits():
 def test_a_syntax_error_in_a_format_field_ends_at_its_brace(field, said):
     """It had said 'or the end of the line', inside a string that goes on."""
     assert error('print "x = %s"\n' % field).message == said
+
+
+def test_a_size_variable_bound_to_itself_is_not_shown_as_n_equals_n():
+    """A def called from another with its own size variable had said "(N = N)"."""
+    assert error("def inner(x: tensor[N, 3]) = x\ndef outer(y: tensor[N, 4]) = inner(y)\n"
+                 ).message == "argument x of inner must have shape Nx3, got Nx4"
+    assert error("def inner(x: tensor[M, 3]) = x\ndef outer(y: tensor[N, 4]) = inner(y)\n"
+                 ).message == "argument x of inner must have shape Mx3 (M = N), got Nx4"

@@ -2021,7 +2021,7 @@ def _declared_shape(declared, env) -> str:
     ``Nx3 (N = 1)``."""
     names = [d.name for d in declared if isinstance(d, SizeVar)]
     bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
-             if n in env and env[n][0] is not None]
+             if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
 
 
@@ -2031,7 +2031,7 @@ def _declared_what(what, declared, env):
     its failure names them (as the checker's own message does); else the phrase alone."""
     names = dict.fromkeys(d.name for d in declared if isinstance(d, SizeVar) and d.name != "...")
     bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in names
-             if n in env and env[n][0] is not None]
+             if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
     if not bound:
         return what
     return ("declared", what, "declared %s with %s" % (format_type(declared), ", ".join(bound)))
