@@ -74,9 +74,10 @@ def test_names_differing_only_in_case_and_slips_for_the_standard_library():
         "unknown name 'alpha'; did you mean 'Alpha'?")
     assert error("def F(a: tensor[1x1]) = a\nprint f([[1]])").message == (
         "unknown function 'f'; did you mean 'F'?")
-    assert error("print sofmax([[1]])").message == (
-        "unknown function 'sofmax'; did you mean 'softmax'? write nn.softmax_rows(x) after "
-        "import nn")
+    assert error("print sofmax([[1]])").message == (   # (goat has no softmax to suggest)
+        "unknown function 'sofmax'; for softmax, write nn.softmax_rows(x) after import nn")
+    assert error("import nn\nprint nn.softmax([[1]])").message == (
+        "module nn has no def or let named 'softmax'; did you mean 'softmax_rows'?")
     assert error("print sofmax_rows([[1]])").message == (
         "unknown function 'sofmax_rows'; did you mean nn.softmax_rows? (in the standard "
         "library's nn module)")

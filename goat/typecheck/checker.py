@@ -1757,8 +1757,11 @@ class Checker:
             if v is None or isinstance(v, Module) or isinstance(v, VarBinding):
                 close = [k for k, x in module.names.items()
                          if not isinstance(x, (Module, VarBinding))]
+                # nn.softmax: the member it begins (softmax_rows) before one spelled alike
+                longer = sorted(k for k in close if k.startswith(member + "_"))
+                hint = ("; did you mean '%s'?" % longer[0]) if longer else _suggest(member, close)
                 raise GoatError("module %s has no def or let named '%s'%s"
-                                % (mod_name, member, _suggest(member, close)), loc)
+                                % (mod_name, member, hint), loc)
             return v
         v, owner = scope.find(name)
         if isinstance(v, VarBinding) and self._crosses_def(scope, owner):
@@ -1863,7 +1866,7 @@ class Checker:
                 stdlib = stdlib_defs()
                 near = _closest(name, list(stdlib) + list(_FUNCTION_HABITS))
                 if near in _FUNCTION_HABITS:
-                    hint = "; did you mean '%s'? %s" % (near, _FUNCTION_HABITS[near])
+                    hint = "; for %s, %s" % (near, _FUNCTION_HABITS[near])
                 elif near is not None:
                     hint = "; did you mean %s.%s? (in the standard library's %s module)" % (
                         stdlib[near], near, stdlib[near])
