@@ -564,7 +564,8 @@ def test_a_wrong_number_of_arguments_shows_the_parameters():
                        "v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, "
                        "eps: scalar, wd: scalar)",)
     e = error("print zeros(2, 3)\n")
-    assert (e.message, e.notes) == ("zeros takes 1 argument, got 2", ("zeros(tensor[S]) -> S",))
+    assert (e.message, e.notes) == ("zeros takes 1 argument, got 2; a shape is written as a "
+                                    "type: zeros(tensor[4x8])", ("zeros(tensor[S]) -> S",))
 
 
 @pytest.mark.parametrize("src, message", [
@@ -641,3 +642,37 @@ def test_a_size_variable_bound_to_itself_is_not_shown_as_n_equals_n():
                  ).message == "argument x of inner must have shape Nx3, got Nx4"
     assert error("def inner(x: tensor[M, 3]) = x\ndef outer(y: tensor[N, 4]) = inner(y)\n"
                  ).message == "argument x of inner must have shape Mx3 (M = N), got Nx4"
+
+
+@pytest.mark.parametrize("src, said", [
+    ("print zeros(4, 8)",
+     "zeros takes 1 argument, got 2; a shape is written as a type: zeros(tensor[4x8])"),
+    ("print randn(4, 8)",
+     "argument shape of randn must be a type such as tensor[2x3], got the number 4; write "
+     "randn(tensor[4x8], ...)"),
+    ("let x = [[1, 2]]\nprint reshape(x, [2, 1])",
+     "argument shape of reshape must be a type such as tensor[2x3], got a list; write "
+     "reshape(..., tensor[4x8])"),
+    ("let x = [[1, 2]]\nprint(x, x)",
+     'print takes one value, and this is 2: to print several on a line, print "{v1} {v2}"'),
+    ("let a = [[1]]\nprint a, a",
+     "syntax error: expected the end of the line, found ','; print takes one value: to print "
+     'several on a line, print "{a} {b}"'),
+    ("let xs = [[1]]\nfor x in xs {\n}",
+     "syntax error: expected '..', found '{'; a loop runs over a range of numbers, for i in "
+     "0..n { ... }, not over a tensor's rows (take row i with gather(xs, reshape(i, "
+     "tensor[1x1])))"),
+    ("for i in 0...3 {\n}", "a range is written with two dots: 0..3 (three read as .. .3)"),
+    ("def f(x: tensor[nxk]) = x",
+     "tensor[nxk] is one size, a size variable named nxk; for 2 sizes write tensor[n, k] (the "
+     "x form takes numbers, ? and single capitals: tensor[NxK])"),
+])
+def test_habits_from_numpy_pytorch_and_python_get_the_goat_way(src, said):
+    """Each had had a bare or misleading message (an invalid COMMAND-like 'must be a type',
+    a bound of 0.3, a shape silently of one size)."""
+    assert error(src + "\n").message == said
+
+
+def test_a_lower_case_name_with_an_x_that_is_no_x_form_stays_one_size():
+    assert run("def f(x: tensor[maxlen]) = x * 2\nprint f([1, 2])")[0].tolist() == [2, 4]
+    assert run("def f(x: tensor[xx3]) = x * 2\nprint f([1, 2])")[0].tolist() == [2, 4]

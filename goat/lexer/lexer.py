@@ -271,6 +271,10 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                                 Loc(source, start_, start_ + 1))
             tok = Tok("STRING", piece, start_, end_)
         elif (kind == _PUNCT and piece in punctuation) or piece == "..":
+            if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
+                # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
+                raise GoatError("a range is written with two dots: 0..3 (three read as .. .3)",
+                                Loc(source, start_, end_ + 1))
             if piece == "[":
                 tok = _try_array(source, start_)
                 if tok is not None and tok.end_pos <= limit:
@@ -368,7 +372,20 @@ def _type_token(source, word, start, end):
                         % shown, Loc(source, start, close + 1))
     if any(type(d) is _HugeDim for d in dims):
         raise GoatError(_huge_type_message(dims), Loc(source, start, close + 1))
+    if len(dims) == 1 and type(dims[0]) is str and all(
+            _LOWER_X_PART.fullmatch(p) for p in dims[0].split("x")) and "x" in dims[0]:
+        # tensor[nxk] is one size variable named nxk: surely meant as two sizes
+        parts = dims[0].split("x")
+        raise GoatError("tensor[%s] is one size, a size variable named %s; for %d sizes write "
+                        "tensor[%s] (the x form takes numbers, ? and single capitals: "
+                        "tensor[%s])" % (dims[0], dims[0], len(parts), ", ".join(parts),
+                                         "x".join(p.upper() for p in parts)),
+                        Loc(source, start, close + 1))
     return Tok("TYPE", text[start:close + 1], start, close + 1, dims)
+
+
+# nxk, bxtxc, nx3: the x form with lower-case letters (one name to the lexer)
+_LOWER_X_PART = re.compile(r"[a-wyz]|[0-9]+")
 
 
 def _try_array(source, start):

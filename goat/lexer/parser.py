@@ -604,6 +604,12 @@ def _hint(tokens, tok) -> str:
     if tokens[0].type == "FOR" and tok.type in ("_COLON", "LBRACE") and any(
             t.type == "NAME" and t.value == "range" for t in tokens[:i]):
         return "; a loop over 0, 1, ..., n - 1 is written for i in 0..n { ... }"
+    if tokens[0].type == "FOR" and tok.type == "LBRACE" and i == 4 and prev == "NAME":
+        return ("; a loop runs over a range of numbers, for i in 0..n { ... }, not over a "
+                "tensor's rows (take row i with gather(%s, reshape(i, tensor[1x1])))"
+                % tokens[i - 1].value)
+    if tokens[0].type == "PRINT" and tok.type == "_COMMA" and _open_parens(tokens[:i]) == 0:
+        return ('; print takes one value: to print several on a line, print "{a} {b}"')
     if tokens[0].type == "FOR" and tok.type == "_COLON":
         return "; a loop's body is a block in braces: for i in 0..n { ... }"
     if tokens[0].type == "DEF" and tok.type in ("RPAR", "_COMMA") and prev == "NAME" and \

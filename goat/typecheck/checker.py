@@ -927,6 +927,11 @@ class Checker:
             self._outline("%s : %s" % (stmt.name, format_type(node.shape)))
             return node
         if t is ast.Print:
+            if type(stmt.expr) is ast.Tuple:        # print(a, b), as Python writes it
+                raise GoatError('print takes one value, and this is %d: to print several on '
+                                'a line, print "%s"' % (len(stmt.expr.items), " ".join(
+                                    "{v%d}" % (k + 1) for k in range(len(stmt.expr.items)))),
+                                stmt.expr.loc)
             node = self.value(stmt.expr, scope, b)
             self.program.add_effect(b.region, "print", node, stmt.loc)
             self.impure = True
@@ -1902,7 +1907,11 @@ class Checker:
         if len(args) != len(params):
             n = len(params)
             hint = ""
-            if any(kind == "type" for _, kind in params) and len(args) == n - 1:
+            if (any(kind == "type" for _, kind in params) and len(args) > n
+                    and type(args[0]) is ast.Number):
+                # zeros(4, 8), as NumPy and PyTorch write it
+                hint = "; a shape is written as a type: %s" % _written_call(e.name, params)
+            elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
                 written = ", ".join("tensor[4x4]" if kind == "type" else
                                     '"file.npy"' if kind == "string" else "..."
                                     for _, kind in params)
@@ -1923,10 +1932,13 @@ class Checker:
                     attrs.append(op.count_type([n.shape for n in nodes], int(a.value)))
                     continue
                 if type(a) is not ast.TypeArg:
-                    raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s"
+                    got = ("the number %s" % _number_text(a.value) if type(a) is ast.Number
+                           else "a list" if type(a) is ast.Array else "a value")
+                    raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s, "
+                                    "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
-                                       "whole number, 0 or more)" if op.count_type else ""),
-                                    a.loc)
+                                       "whole number, 0 or more)" if op.count_type else "",
+                                       got, _written_call(e.name, params)), a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
@@ -2026,6 +2038,18 @@ def _declared_shape(declared, env) -> str:
     bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
              if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
+
+
+def _written_call(name, params) -> str:
+    """How a call of the built-in ``name`` is written, its type arguments as types:
+    ``randn(tensor[4x8], ...)``."""
+    return "%s(%s)" % (name, ", ".join("tensor[4x8]" if kind == "type" else
+                                       '"file.npy"' if kind == "string" else "..."
+                                       for _, kind in params))
+
+
+def _number_text(v) -> str:
+    return "%d" % v if v == int(v) and abs(v) < 1e15 else "%g" % v
 
 
 def _declared_what(what, declared, env):
