@@ -676,3 +676,12 @@ def test_habits_from_numpy_pytorch_and_python_get_the_goat_way(src, said):
 def test_a_lower_case_name_with_an_x_that_is_no_x_form_stays_one_size():
     assert run("def f(x: tensor[maxlen]) = x * 2\nprint f([1, 2])")[0].tolist() == [2, 4]
     assert run("def f(x: tensor[xx3]) = x * 2\nprint f([1, 2])")[0].tolist() == [2, 4]
+
+
+def test_a_load_with_fields_in_its_name_says_they_are_not_filled_in():
+    """load("w_{step}.npy") had failed when it ran, with "no such file w_{step}.npy"."""
+    e = error('for step in 0..2 {\n  let w = load("w_{step}.npy", tensor[2])\n}\n')
+    assert e.line == 2 and e.message == (
+        "load's file name is read as written: {fields} are filled in by print and save only, "
+        "so w_{step}.npy would be read as it stands; load a fixed name (save the same name at "
+        "each step to keep the last)")

@@ -13,6 +13,8 @@ Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_huge,
@@ -585,6 +587,12 @@ register(Op(name="iota", arity=2, params=(("shape", "type"), ("axis", "int")),
 
 def _load_path(value, loc):
     from ..typecheck.checker import resolve_path
+    if re.search(r"\{[^{}]*\}", value):
+        # save("w_{step}.npy") fills its fields in; load reads its name as written
+        from ..diagnostics import GoatError
+        raise GoatError("load's file name is read as written: {fields} are filled in by print "
+                        "and save only, so %s would be read as it stands; load a fixed name "
+                        "(save the same name at each step to keep the last)" % value, loc)
     return (resolve_path(value, loc), value)
 
 
