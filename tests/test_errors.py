@@ -663,6 +663,15 @@ def test_a_size_variable_bound_to_itself_is_not_shown_as_n_equals_n():
      "0..n { ... }, not over a tensor's rows (take row i with gather(xs, reshape(i, "
      "tensor[1x1])))"),
     ("for i in 0...3 {\n}", "a range is written with two dots: 0..3 (three read as .. .3)"),
+    ("print [[0 / 0]]",
+     "syntax error: expected ',' or ']', found '/'; a list literal holds numbers only, not "
+     "expressions: compute the value outside it, or write the number"),
+    ("def f(x: tensor[1x1]) = {\n  return x\n}",
+     "syntax error: expected an expression, found '{'; a def with a block body has no =: "
+     "def f(x: tensor[2x3]) { ...; return y }"),
+    ('let loss = 3\nprint "{loss=}"',
+     '{loss=} is Python\'s self-documenting field; goat\'s fields hold a value: write '
+     '"loss = {loss}"'),
     ("def f(x: tensor[nxk]) = x",
      "tensor[nxk] is one size, a size variable named nxk; for 2 sizes write tensor[n, k] (the "
      "x form takes numbers, ? and single capitals: tensor[NxK])"),

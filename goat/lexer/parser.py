@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import threading
 
 import numpy as np
@@ -608,6 +609,12 @@ def _hint(tokens, tok) -> str:
         return ("; a loop runs over a range of numbers, for i in 0..n { ... }, not over a "
                 "tensor's rows (take row i with gather(%s, reshape(i, tensor[1x1])))"
                 % tokens[i - 1].value)
+    if tok.type == "LBRACE" and prev == "_EQUAL" and tokens[0].type == "DEF":
+        return "; a def with a block body has no =: def f(x: tensor[2x3]) { ...; return y }"
+    if depth > 0 and prev in ("NUMBER", "ARRAY") and tok.type in (
+            "PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT"):
+        return ("; a list literal holds numbers only, not expressions: compute the value "
+                "outside it, or write the number")
     if tokens[0].type == "PRINT" and tok.type == "_COMMA" and _open_parens(tokens[:i]) == 0:
         return ('; print takes one value: to print several on a line, print "{a} {b}"')
     if tokens[0].type == "FOR" and tok.type == "_COLON":
@@ -764,6 +771,11 @@ def _format_parts(build: _Build, tok) -> list:
         statements = tokenize(source, base + start, base + end)
         if len(statements) != 1:
             raise GoatError("a {} field of a format string holds one expression", loc)
+        text = tok.value[1 + start:1 + end]
+        if re.fullmatch(r"\s*[A-Za-z_]\w*\s*=\s*", text):
+            name = text.strip().rstrip("=").strip()
+            raise GoatError("{%s} is Python's self-documenting field; goat's fields hold a value: "
+                            "write \"%s = {%s}\"" % (text, name, name), loc)
         try:
             expr = _parse_tokens(build, statements[0], "expression")
         except GoatError as e:
