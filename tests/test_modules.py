@@ -618,17 +618,30 @@ def test_a_run_time_error_inside_the_standard_library_is_reported_at_the_users_c
     a note naming the library def and its line, then the user's own calls."""
     if aot:
         pytest.importorskip("llvmlite")
+    with open(os.path.join(modules_stdlib(), "nn.mg")) as f:
+        line = next(k for k, text in enumerate(f, 1) if text.startswith("def cross_entropy("))
+    # targets computed when it runs (a var): found then, after the output before it
     write(tmp_path, "p.mg", "import nn\n"
                             "def loss(z: tensor[N, 2], t: tensor[N, 1]) = nn.cross_entropy(z, t)\n"
-                            "print [[7]]\nprint loss([[1, 2], [3, 4]], [[0], [2]])\n")
+                            "var t = [[0], [1]]\nt += [[0], [1]]\n"
+                            "print [[7]]\nprint loss([[1, 2], [3, 4]], t)\n")
     status, out, err = cli("run", *(["--aot"] if aot else []), "p.mg", cwd=str(tmp_path))
     assert status == 1 and out == MEMREF % (1, 1, 1) + "[[7]]\n"
     lines = err.splitlines()
     assert lines[0] == ("p.mg:2: error: onehot's indices must be whole numbers from 0 to 1, got "
                         "2.0 at position 1")
     assert lines[2] == "  | " + " " * 45 + "^" + "~" * (len("nn.cross_entropy(z, t)") - 1)
-    with open(os.path.join(modules_stdlib(), "nn.mg")) as f:
-        line = next(k for k, text in enumerate(f, 1) if text.startswith("def cross_entropy("))
+    assert lines[3:] == ["note: in nn.cross_entropy, at line %d of the standard library's nn.mg"
+                         % line, "note: in loss, called on line 6"]
+    # targets written in the program: the same error, found before anything runs
+    write(tmp_path, "p.mg", "import nn\n"
+                            "def loss(z: tensor[N, 2], t: tensor[N, 1]) = nn.cross_entropy(z, t)\n"
+                            "print [[7]]\nprint loss([[1, 2], [3, 4]], [[0], [2]])\n")
+    status, out, err = cli("run", *(["--aot"] if aot else []), "p.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    lines = err.splitlines()
+    assert lines[0] == ("p.mg:2: error: onehot's indices must be whole numbers from 0 to 1, got "
+                        "2.0 at position 1")
     assert lines[3:] == ["note: in nn.cross_entropy, at line %d of the standard library's nn.mg"
                          % line, "note: in loss, called on line 4"]
 
