@@ -488,6 +488,10 @@ def read_program_bytes(f, shown: str) -> bytes:
     want = size + 1 if size is not None else _CHUNK
     parts = []
     total = 0
+    try:
+        terminal = f.isatty()
+    except (OSError, ValueError, AttributeError):
+        terminal = False
     while True:
         try:
             chunk = f.read(want)
@@ -502,6 +506,8 @@ def read_program_bytes(f, shown: str) -> bytes:
         total += len(chunk)
         if total > MAX_PROGRAM_BYTES:
             _too_big(shown, size is not None)
+        if terminal and len(chunk) < want:
+            break       # a terminal's Ctrl-D ended that read: one, not a second, ends the program
         want = _CHUNK
     return parts[0] if len(parts) == 1 else b"".join(parts)
 

@@ -308,8 +308,16 @@ def _with_command(argv: list) -> list:
         # options only, a program piped in (echo 'print [[1]]' | goat --dtype f32): run it
         if argv and not _isatty(sys.stdin):
             return ["run"] + argv + ["-"]
-        if argv and _isatty(sys.stdout):    # on a terminal, plain goat is the REPL
-            return ["repl"] + argv if _repl_options(argv) else _options_need_a_file(argv)
+        if argv and not _isatty(sys.stdout):    # goat --dtype f32 > out: as plain goat > out
+            _say("goat: reading a program from the terminal (end it with Ctrl-D); the REPL "
+                 "needs a terminal for its output too\n")
+            return ["run"] + argv + ["-"]
+        if argv:                                # on a terminal, plain goat is the REPL
+            if _repl_options(argv):
+                return ["repl"] + argv
+            names = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+            if all(n in _RUN_OPTIONS for n in names):
+                _options_need_a_file(argv)
         return argv
     word = argv[i]
     if word in COMMANDS:
@@ -335,9 +343,15 @@ def _repl_options(argv: list) -> bool:
     return True
 
 
+_RUN_OPTIONS = ("--backend", "--dtype", "--time", "-q", "--quiet", "--threads", "--aot",
+                "--portable")
+
+
 def _options_need_a_file(argv: list):
-    """``goat --time`` on a terminal: options of goat run with no program to run."""
+    """``goat --time`` on a terminal: options of goat run with no program to run (named but
+    for the REPL's own, --backend and --dtype)."""
     options = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+    options = [o for o in options if o not in ("--backend", "--dtype")]
     _say("goat: error: %s %s a FILE to run (goat run %s FILE); plain goat starts the REPL, "
          "which takes --backend and --dtype\n"
          % (" ".join(options), "needs" if len(options) == 1 else "need", " ".join(argv)))

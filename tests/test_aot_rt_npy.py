@@ -653,7 +653,7 @@ def test_save_errors_name_what_is_wrong(lib, tmp_path):
     no new file 'no such directory'."""
     os.symlink("missing/x.npy", tmp_path / "broken.npy")
     cases = [(tmp_path / "broken.npy", "broken.npy",
-              "cannot save broken.npy: it links to missing/x.npy, in a directory that does "
+              "cannot save broken.npy: it links to 'missing/x.npy', in a directory that does "
               "not exist (%r)" % str(tmp_path / "missing")),
              ("/proc/goat-test.npy", None,
               "cannot save /proc/goat-test.npy: no new file can be made in the directory "
@@ -662,6 +662,11 @@ def test_save_errors_name_what_is_wrong(lib, tmp_path):
               "cannot save p.npy: no new file can be made in the directory '/proc/self'"),
              (tmp_path / "none" / "x.npy", "none/x.npy",
               "cannot save none/x.npy: no such directory 'none'")]
+    # a link whose target is not UTF-8: shown as Python's repr shows it, by both
+    os.symlink(b"nod\xffir/x.npy", os.fsencode(tmp_path / "odd.npy"))
+    cases.append((tmp_path / "odd.npy", "odd.npy",
+                  "cannot save odd.npy: it links to 'nod\\udcffir/x.npy', in a directory that "
+                  "does not exist (%r)" % (os.fsdecode(os.fsencode(str(tmp_path)) + b"/nod\xffir"),)))
     for path, shown, said in cases:
         assert py_save(path, np.zeros(2), shown) == ("error", said)
         assert c_save(lib, path, np.zeros(2), shown) == ("error", said)

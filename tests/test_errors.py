@@ -565,7 +565,7 @@ def test_a_wrong_number_of_arguments_shows_the_parameters():
                        "eps: scalar, wd: scalar)",)
     e = error("print zeros(2, 3)\n")
     assert (e.message, e.notes) == ("zeros takes 1 argument, got 2; a shape is written as a "
-                                    "type: zeros(tensor[4x8])", ("zeros(tensor[S]) -> S",))
+                                    "type: zeros(tensor[2x3])", ("zeros(tensor[S]) -> S",))
 
 
 @pytest.mark.parametrize("src, message", [
@@ -647,21 +647,23 @@ def test_a_size_variable_bound_to_itself_is_not_shown_as_n_equals_n():
 @pytest.mark.parametrize("src, said", [
     ("print zeros(4, 8)",
      "zeros takes 1 argument, got 2; a shape is written as a type: zeros(tensor[4x8])"),
+    ("print randn(2, 3, 4)",         # the sizes written, not an example's
+     "randn takes 2 arguments, got 3; a shape is written as a type: randn(tensor[2x3x4], ...)"),
     ("print randn(4, 8)",
      "argument shape of randn must be a type such as tensor[2x3], got the number 4; write "
      "randn(tensor[4x8], ...)"),
     ("let x = [[1, 2]]\nprint reshape(x, [2, 1])",
      "argument shape of reshape must be a type such as tensor[2x3], got a list; write "
-     "reshape(..., tensor[4x8])"),
+     "reshape(..., tensor[2x3])"),
     ("let x = [[1, 2]]\nprint(x, x)",
      'print takes one value, and this is 2: to print several on a line, print "{v1} {v2}"'),
     ("let a = [[1]]\nprint a, a",
      "syntax error: expected the end of the line, found ','; print takes one value: to print "
      'several on a line, print "{a} {b}"'),
     ("let xs = [[1]]\nfor x in xs {\n}",
-     "syntax error: expected '..', found '{'; a loop runs over a range of numbers, for i in "
-     "0..n { ... }, not over a tensor's rows (take row i with gather(xs, reshape(i, "
-     "tensor[1x1])))"),
+     "syntax error: expected '..', found '{'; a loop runs over a range of numbers: for i in "
+     "0..xs { ... } if xs is a count (goat has no loop over a tensor's rows; gather takes "
+     "rows)"),
     ("for i in 0...3 {\n}", "a range is written with two dots: 0..3 (three read as .. .3)"),
     ("print [[0 / 0]]",
      "syntax error: expected ',' or ']', found '/'; a list literal holds numbers only, not "
@@ -694,3 +696,43 @@ def test_a_load_with_fields_in_its_name_says_they_are_not_filled_in():
         "load's file name is read as written: {fields} are filled in by print and save only, "
         "so w_{step}.npy would be read as it stands; load a fixed name (save the same name at "
         "each step to keep the last)")
+
+
+@pytest.mark.parametrize("src", [
+    "var s = [[0]]\nfor i in 0..2 {\n    let big = randn(tensor[300000x300000], i)\n"
+    "    s = s + col_sum(row_sum(big))\n}\nprint s\n",
+    "var s = [[0]]\nif 1 > 0 {\n    let big = randn(tensor[300000x300000], 1)\n"
+    "    s = s + col_sum(row_sum(big))\n}\nprint s\n",
+])
+def test_out_of_memory_in_a_block_stays_at_its_own_line(src):
+    """A GoatMemoryError (a MemoryError too) had been caught again by the enclosing loop or
+    if, and reported at its line with the shape (1, 1)."""
+    e = error(src)
+    assert type(e) is goat.GoatMemoryError and e.line == 3
+    assert e.message == "out of memory computing a value of shape 300000x300000 (720 GB)"
+
+
+@pytest.mark.parametrize("expr", ["gather(t, [[2.00000001]])", "gather(t, [[-1e-50]])",
+                                  "onehot([[1.9999999999]], 3)",
+                                  "rand(tensor[1x2], 3.0000000001)"])
+def test_a_constant_that_float32_rounds_to_a_valid_index_or_seed_is_not_refused(expr):
+    """The check before running had refused these under --dtype f32, where the number is
+    rounded first and passes; in f64 they fail, when they run."""
+    src = "let t = [[1, 2], [3, 4], [5, 6]]\nprint %s\n" % expr
+    assert len(goat.run_source(src, dtype="f32")) == 1
+    program = goat.check_source(src)                    # no error before it runs
+    assert program is not None
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src)
+    assert info.value.line == 2
+
+
+def test_a_file_whose_name_holds_braces_is_loaded_as_named(tmp_path):
+    """The refusal of load("w_{step}.npy") had refused any name with braces, even a file
+    that is there."""
+    np.save(tmp_path / "data{1}.npy", np.arange(2.0))
+    np.save(tmp_path / "w_{step}.npy", np.arange(3.0))
+    (tmp_path / "p.mg").write_text('print load("data{1}.npy", tensor[2])\n'
+                                   'print load("w_{step}.npy", tensor[3])\n')
+    got = goat.run_file(str(tmp_path / "p.mg"))
+    assert [v.tolist() for v in got] == [[0.0, 1.0], [0.0, 1.0, 2.0]]

@@ -318,7 +318,8 @@ def test_plain_goat_with_the_repl_options_starts_the_repl_with_them(tmp_path, ar
 
 @pytest.mark.parametrize("args, named", [(["--time"], "--time needs"),
                                          (["--threads", "2", "--quiet"], "--threads --quiet need"),
-                                         (["--dtype", "f32", "--aot"], "--dtype --aot need")])
+                                         (["--dtype", "f32", "--aot"], "--aot needs"),
+                                         (["--backend", "numpy", "--time"], "--time needs")])
 def test_plain_goat_with_run_options_only_asks_for_a_file(tmp_path, args, named):
     """goat --time on a terminal had said "unrecognized arguments: --time" under a usage
     line that lists it."""
@@ -330,6 +331,33 @@ def test_plain_goat_with_run_options_only_asks_for_a_file(tmp_path, args, named)
     said = ("goat: error: %s a FILE to run (goat run %s FILE); plain goat starts the REPL, "
             "which takes --backend and --dtype" % (named, " ".join(args)))
     assert screen == said.replace(" ", "")
+
+
+def test_plain_goat_with_an_unknown_option_says_so(tmp_path):
+    """goat --bogus on a terminal had been told it needs a FILE."""
+    term = Terminal.started(tmp_path, ["--bogus"], prompt="goat: error:")
+    term.child.expect(term.pexpect.EOF)
+    term.child.close()
+    assert term.child.exitstatus == 1
+    assert "goat: error: unrecognized arguments: --bogus" in "\n".join(term.lines())
+
+
+def test_plain_goat_with_options_and_output_to_a_file_reads_a_program(tmp_path):
+    """goat --dtype f32 > out with a terminal on standard input had said "invalid choice:
+    'f32'"; plain goat > out reads a program from the terminal, and so does it now."""
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = tmp_path / "out.txt"
+    child = pexpect.spawn("/bin/sh", ["-c", '"$0" -m goat --dtype f32 > "$1"', sys.executable,
+                                      str(out)], env=env, timeout=30, encoding="utf-8")
+    child.expect("reading a program from the terminal")
+    child.send("print 1 / 3" + "\n")
+    time.sleep(0.3)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert out.read_text().splitlines()[1] == "[0.333333]"
 
 
 def test_end_to_end_in_a_pseudo_terminal(tmp_path):

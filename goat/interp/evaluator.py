@@ -156,7 +156,10 @@ def _in_precision(fn, be):
 def _located_kind(e) -> bool:
     """Is ``e`` a failure of the program's to report at its line: an op's complaint, or memory
     (NumPy says "array is too big" for a size no machine can address)?  Anything else is a bug
-    in goat."""
+    in goat.  A GoatError (a GoatMemoryError, a MemoryError too) is reported already, at its
+    own line: not again at an enclosing loop's or if's."""
+    if isinstance(e, GoatError):
+        return False
     if isinstance(e, ValueError):
         text = str(e)
         return "array is too big" in text or "Maximum allowed dimension" in text

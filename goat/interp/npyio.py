@@ -353,7 +353,7 @@ def save_npy(path: str, value, shown: str | None = None) -> None:
         directory = os.path.dirname(target) or os.curdir
         if not os.path.isdir(directory) and target != path and not os.path.exists(directory):
             # a link to a file in a folder that is not there: name the folder it needs
-            raise OpError("cannot save %s: it links to %s, in a directory that does not "
+            raise OpError("cannot save %s: it links to %r, in a directory that does not "
                           "exist (%r)" % (name, os.readlink(path), directory))
         if not os.path.isdir(directory):
             raise OSError(errno.ENOTDIR if os.path.exists(directory) else errno.ENOENT,

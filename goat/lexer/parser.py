@@ -606,9 +606,9 @@ def _hint(tokens, tok) -> str:
             t.type == "NAME" and t.value == "range" for t in tokens[:i]):
         return "; a loop over 0, 1, ..., n - 1 is written for i in 0..n { ... }"
     if tokens[0].type == "FOR" and tok.type == "LBRACE" and i == 4 and prev == "NAME":
-        return ("; a loop runs over a range of numbers, for i in 0..n { ... }, not over a "
-                "tensor's rows (take row i with gather(%s, reshape(i, tensor[1x1])))"
-                % tokens[i - 1].value)
+        return ("; a loop runs over a range of numbers: for i in 0..%s { ... } if %s is a "
+                "count (goat has no loop over a tensor's rows; gather takes rows)"
+                % ((tokens[i - 1].value,) * 2))
     if tok.type == "LBRACE" and prev == "_EQUAL" and tokens[0].type == "DEF":
         return "; a def with a block body has no =: def f(x: tensor[2x3]) { ...; return y }"
     if depth > 0 and prev in ("NUMBER", "ARRAY") and tok.type in (

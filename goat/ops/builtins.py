@@ -13,6 +13,7 @@ Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -499,7 +500,15 @@ def _seed_passes(values, shapes, attrs):
     seed = values[0]
     if seed is None:
         raise ValueError("computed")
-    rng.check_seed(np.asarray(seed, dtype=np.float64).reshape(()))
+    try:
+        rng.check_seed(np.asarray(seed, dtype=np.float64).reshape(()))
+    except OpError:
+        try:                # under --dtype f32 the number is rounded first, and may pass
+            rng.check_seed(np.asarray(seed, dtype=np.float32).astype(np.float64).reshape(()))
+        except OpError:
+            raise
+        else:
+            raise ValueError("passes in float32") from None
 
 
 def _indices_pass(idx, count, name):
@@ -512,6 +521,9 @@ def _indices_pass(idx, count, name):
     a = np.asarray(idx, dtype=np.float64).reshape(-1)
     whole = (a >= 0) & (a < count) & (a == np.floor(a))
     if not np.all(whole):
+        a32 = a.astype(np.float32).astype(np.float64)   # as --dtype f32 rounds it first
+        if np.all((a32 >= 0) & (a32 < count) & (a32 == np.floor(a32))):
+            raise ValueError("passes in float32")
         raise OpError(_index_problem(name, count, a, whole))
     if count > 2 ** 24:
         raise ValueError("not known to pass in float32")
@@ -587,13 +599,16 @@ register(Op(name="iota", arity=2, params=(("shape", "type"), ("axis", "int")),
 
 def _load_path(value, loc):
     from ..typecheck.checker import resolve_path
-    if re.search(r"\{[^{}]*\}", value):
-        # save("w_{step}.npy") fills its fields in; load reads its name as written
+    resolved = resolve_path(value, loc)
+    fields = re.findall(r"\{([^{}]*)\}", value)
+    if any(re.search(r"[A-Za-z_]", f) for f in fields) and not os.path.exists(resolved):
+        # save("w_{step}.npy") fills its fields in; load reads its name as written (a file
+        # so named that is there, data{1}.npy or even w_{step}.npy, is read all the same)
         from ..diagnostics import GoatError
         raise GoatError("load's file name is read as written: {fields} are filled in by print "
                         "and save only, so %s would be read as it stands; load a fixed name "
                         "(save the same name at each step to keep the last)" % value, loc)
-    return (resolve_path(value, loc), value)
+    return (resolved, value)
 
 
 def _load(be, path, target):

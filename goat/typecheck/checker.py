@@ -1910,7 +1910,8 @@ class Checker:
             if (any(kind == "type" for _, kind in params) and len(args) > n
                     and type(args[0]) is ast.Number):
                 # zeros(4, 8), as NumPy and PyTorch write it
-                hint = "; a shape is written as a type: %s" % _written_call(e.name, params)
+                hint = "; a shape is written as a type: %s" % _written_call(
+                    e.name, params, _sizes_written(e.args))
             elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
                 written = ", ".join("tensor[4x4]" if kind == "type" else
                                     '"file.npy"' if kind == "string" else "..."
@@ -1938,7 +1939,9 @@ class Checker:
                                     "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
                                        "whole number, 0 or more)" if op.count_type else "",
-                                       got, _written_call(e.name, params)), a.loc)
+                                       got, _written_call(e.name, params, _sizes_written(
+                                           args[next(i for i, x in enumerate(args)
+                                                     if x is a):]))), a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
@@ -2040,12 +2043,24 @@ def _declared_shape(declared, env) -> str:
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
 
 
-def _written_call(name, params) -> str:
+def _written_call(name, params, sizes=None) -> str:
     """How a call of the built-in ``name`` is written, its type arguments as types:
-    ``randn(tensor[4x8], ...)``."""
-    return "%s(%s)" % (name, ", ".join("tensor[4x8]" if kind == "type" else
+    ``randn(tensor[4x8], ...)`` (``sizes``: the ones written, as NumPy writes them)."""
+    shape = "tensor[%s]" % ("x".join(sizes) if sizes else "2x3")
+    return "%s(%s)" % (name, ", ".join(shape if kind == "type" else
                                        '"file.npy"' if kind == "string" else "..."
                                        for _, kind in params))
+
+
+def _sizes_written(args) -> list:
+    """The sizes a NumPy-style call writes as numbers (zeros(2, 3), randn(4, 8)): its
+    leading whole-number arguments."""
+    out = []
+    for a in args:
+        if type(a) is not ast.Number or a.value != int(a.value) or a.value < 0:
+            break
+        out.append("%d" % a.value)
+    return out
 
 
 def _number_text(v) -> str:

@@ -3995,10 +3995,11 @@ void goat_save_npy(const char *path, const char *shown, const double *data, int6
         char link[PATH_MAX + 1];
         ssize_t len = readlink(path, link, PATH_MAX);
         link[len < 0 ? 0 : len] = '\0';
-        goat_str r = {0};
+        goat_str r = {0}, l = {0};
         repr_path(&r, directory);
+        repr_path(&l, link);
         sb_f(&m, "cannot save %s: it links to %s, in a directory that does not exist (%s)",
-             S.name, link, sb_str(&r));
+             S.name, sb_str(&l), sb_str(&r));
         goat_fail(site, "%s", sb_str(&m));
     }
     if (!py_isdir(directory))
