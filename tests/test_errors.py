@@ -438,6 +438,39 @@ def test_every_independent_error_of_a_file_is_reported(tmp_path):
         "<stdin>:1", "<stdin>:3", "<stdin>:7", "<stdin>:10"]
 
 
+def test_independent_errors_inside_blocks_and_defs_are_reported_together():
+    """Only the first error of a def's body, a loop's or an if's had been reported; now each
+    independent one is, as at the top level, and a statement using a name a failed one
+    defines (r, the return of p) is skipped without a second report."""
+    src = ("let x = [[1, 2], [3, 4]]\n"                  # 1
+           "def f(a: tensor[2x2]) {\n"                   # 2
+           "    let p = a @ [[1, 2, 3]]\n"               # 3: an error
+           "    let q = a + [[1, 2, 3]]\n"               # 4: an error
+           "    let r = p * 2\n"                         # 5: uses p: skipped
+           "    return p\n"                              # 6: uses p: skipped
+           "}\n"
+           "for i in 0..3 {\n"                           # 8
+           "    let u = x @ [[1]]\n"                     # 9: an error
+           "    if i > 1 {\n"                            # 10
+           "        let w = x - [[1, 2, 3, 4]]\n"        # 11: an error
+           "        let z = transpose(x) @ [[9]]\n"      # 12: an error
+           "    }\n"
+           "    print u\n"                               # 14: uses u: skipped
+           "}\n"
+           "print f(x)\n"                                # 16: uses f: skipped
+           "print x + [[1, 2, 3]]\n")                    # 17: an error
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    assert [e.line for e in info.value.errors] == [3, 4, 9, 11, 12, 17]
+    assert info.value.errors[1].message == ("cannot add shapes 2x2 and 1x3: dimensions 2 and 3 "
+                                            "differ and neither is 1")
+    # the REPL checks a statement at a time, and a def with one error says just it
+    with pytest.raises(goat.GoatError) as one:
+        goat.check_source("def g(a: tensor[2x2]) {\n    let p = a @ [[1, 2, 3]]\n"
+                          "    return p\n}\n")
+    assert type(one.value) is goat.GoatError and one.value.line == 2
+
+
 def test_the_count_of_errors_shown_is_capped():
     src = "".join("print x%d\n" % i for i in range(25))
     with pytest.raises(goat.GoatErrors) as info:

@@ -767,6 +767,7 @@ class Checker:
         self.where = self.top.lines       # name -> line it was defined on
         self.main = Builder(self, self.program.main, symbolic=False)
         self._defining = None         # name of the def whose body is being checked
+        self.collecting = False       # check_module_all: every independent error in a block
         self.impure = False           # the def being checked has effects
         self.soft = False             # some value has a Node.book shape (Builder.op)
         self.later: dict = {}         # names the file defines further down -> their line
@@ -837,6 +838,13 @@ class Checker:
         Python failure while checking a statement (RecursionError, MemoryError) into a
         GoatError, or raises it again."""
         self.look_ahead(module)
+        self.collecting = True
+        try:
+            return self._check_all(module, limit, convert, errors)
+        finally:
+            self.collecting = False
+
+    def _check_all(self, module, limit, convert, errors):
         errors, left_out = list(errors[:limit]), max(0, len(errors) - limit)
         broken = set()                      # names whose value is unknown after an error
         for stmt in module.stmts:
@@ -859,10 +867,11 @@ class Checker:
                         raise
                     raise convert(stmt, e) from None
             except GoatError as e:
-                if len(errors) < limit:
-                    errors.append(e)
-                else:
-                    left_out += 1
+                for one in getattr(e, "errors", None) or [e]:   # a block's several, each
+                    if len(errors) < limit:
+                        errors.append(one)
+                    else:
+                        left_out += 1
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 self._recover()
@@ -1028,13 +1037,60 @@ class Checker:
     def _block(self, stmts, scope: Scope, b: Builder):
         self.depth += 1
         try:
-            for stmt in stmts:
-                self._stmt(stmt, scope, b)
+            self._statements(stmts, lambda stmt: self._stmt(stmt, scope, b))
         finally:
             self.depth -= 1
             for name, line in scope.lines.items():
                 if name not in scope.shadows:
                     self.gone[name] = line
+
+    def _statements(self, stmts, check, last=None):
+        """``check`` each of a block's statements (``last``: a def body's return, checked after
+        them).  In :meth:`check_module_all` every independent error is kept, as at the top
+        level: a statement that uses a name a failed one would have defined or assigned is
+        skipped, and at the end the errors are raised together (GoatErrors)."""
+        if not self.collecting or self._quiet:
+            for stmt in stmts:
+                check(stmt)
+            return None if last is None else last[0]()
+        errors, broken = [], set()
+        for stmt in stmts:
+            if broken and _uses(stmt) & broken:
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
+                continue
+            try:
+                check(stmt)
+            except GoatError as e:
+                if getattr(e, "fatal", False):
+                    raise
+                errors.extend(getattr(e, "errors", None) or [e])
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
+            except Exception:
+                if not errors:
+                    raise
+                break           # after an error, a failure of goat's own is its consequence
+        else:
+            if last is not None and not (broken and last[1] & broken):
+                try:
+                    result = last[0]()
+                except GoatError as e:
+                    if getattr(e, "fatal", False) or not errors:
+                        raise
+                    errors.extend(getattr(e, "errors", None) or [e])
+                except Exception:
+                    if not errors:
+                        raise
+                else:
+                    if not errors:
+                        return result
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            from ..diagnostics import GoatErrors
+            raise GoatErrors(errors)
+        return None
 
     def _bind(self, scope: Scope, name, loc, binding, line):
         self._new_name(scope, name, loc)
@@ -1441,15 +1497,21 @@ class Checker:
                 if stmt.block:
                     stmts = stmt.body
                     ends = bool(stmts) and type(stmts[-1]) is ast.Return
-                    for s in stmts[:-1] if ends else stmts:
+
+                    def one(s):
                         if type(s) is ast.Return:
                             raise GoatError("return must be the last statement of %s's body"
                                             % stmt.name, s.loc)
                         self._stmt(s, fscope, body)
-                    if not ends:
-                        raise GoatError("the body of %s must end with return, giving its value"
-                                        % stmt.name, stmts[-1].loc if stmts else stmt.loc)
-                    result = self.expr(stmts[-1].expr, fscope, body)
+
+                    def returned():
+                        if not ends:
+                            raise GoatError("the body of %s must end with return, giving its "
+                                            "value" % stmt.name,
+                                            stmts[-1].loc if stmts else stmt.loc)
+                        return self.expr(stmts[-1].expr, fscope, body)
+                    result = self._statements(stmts[:-1] if ends else stmts, one,
+                                              (returned, _uses(stmts[-1]) if ends else set()))
                     self.last = (stmts[-1], result)
                 else:
                     result = self.expr(stmt.body, fscope, body)
