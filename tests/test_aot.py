@@ -315,12 +315,15 @@ def test_run_time_errors_reported_as_goat_run_reports_them(env, tmp_path, text):
     same(interp, compiled)
 
 
-@pytest.mark.parametrize("redirect", ["2>&-", ">&-", "1</dev/null", "<&-"])
+@pytest.mark.parametrize("redirect", ["2>&-", ">&-", "1</dev/null", "<&-", ">/dev/full"])
 @pytest.mark.parametrize("text", ["print [[1]]\n", "let x = [[1]]\n",
-                                  "print 1\nprint gather([[1]], [[3]])\n"])
+                                  "print 1\nprint gather([[1]], [[3]])\n",
+                                  "print 1\nprint gather([[1]], reshape(floor(rand(tensor[1], "
+                                  "3)) + 5, tensor[1x1]))\n"])
 def test_closed_standard_streams_as_goat_run_meets_them(env, tmp_path, redirect, text):
     """goat run --aot with a standard stream closed had failed with an internal error
-    (sys.stdout is None), and with stdout open read-only said 'closed'."""
+    (sys.stdout is None), and with stdout open read-only said 'closed'; to a full disk, with an
+    error later, it reported the later error (its output was held back), not the write's."""
     path = tmp_path / "p.mg"
     path.write_text(text)
     got = {}

@@ -1,5 +1,6 @@
 /* goat_fail and goat_str_append: the two runtime functions every other part uses; and the
  * removal of a save's temporary file when a signal ends the program. */
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +35,16 @@ static void put_one_line(const char *text)
 void goat_fail(const char *site, const char *fmt, ...)
 {
     const char *sep = strchr(site, '\x01');
-    fflush(stdout);
+    if (fflush(stdout) != 0) {
+        /* the output held back could not be written: goat run, which writes each print as
+         * it comes, met that first (a reader gone: quietly, as goat run ends then) */
+        int e = errno;
+        if (e == EPIPE)
+            _exit(0);
+        fprintf(stderr, "goat: error: cannot write output: %s\n", strerror(e));
+        fflush(stderr);
+        _exit(1);
+    }
     if (sep == NULL) {
         fputs(site, stderr);
     } else {
