@@ -459,6 +459,11 @@ def test_a_partly_typed_module_member_shows_the_candidates():
     assert s.hint("nn.gelu(x") == "nn.gelu(x…  :  tensor[1x2]"
     assert s.hint("x.") == "error: unexpected character '.'"
     assert s.hint("ro").startswith("ro…  (row_max, ")
+    # inside an open call and inside a block too (they had shown nothing, and an error)
+    assert s.hint("exp(nn.ge") == "nn.ge…  (nn.gelu)"
+    assert s.hint("for i in 0..3 {\n  print nn.ge") == "nn.ge…  (nn.gelu)"
+    assert s.hint("for i in 0..3 {\n  let y = exp(nn.la") == (
+        "nn.la…  (nn.layer_norm, nn.layer_norm_back)")
 
 
 def test_repl_with_its_input_piped_writes_a_transcript():

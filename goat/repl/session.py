@@ -612,6 +612,9 @@ class Session:
             try:
                 kind, described, stmt = self._describe(text + closing, budget=budget)
             except GoatError as e:
+                members = self._member_hint(body, e)
+                if members:
+                    return members
                 if _incomplete(e) or (missing[-1] == "(" and not _shape_complaint(e)):
                     return ""
                 return "error: " + e.message
@@ -620,15 +623,11 @@ class Session:
         try:
             kind, described, stmt = self._describe(candidate, budget=budget)
         except GoatError as e:
+            members = self._member_hint(body, e)
+            if members:
+                return members
             if _incomplete(e) or (missing and not _shape_complaint(e)):
                 return ""           # an open bracket: the rest is still to come
-            member = _PARTIAL_MEMBER.search(body)
-            if member and (e.message == "unexpected character '.'" or e.message.startswith(
-                    "module %s has no def or let named" % member.group(1))):
-                word = member.group()       # nn. or nn.ge, as Tab completes it
-                matches = sorted(n for n, _ in self.members() if n.startswith(word) and n != word)
-                if matches:
-                    return "%s…  (%s)" % (word, ", ".join(matches[:6]) + (", …" if len(matches) > 6 else ""))
             partial = _PARTIAL_NAME.search(body)
             if partial and e.message.startswith("unknown ") and "'%s'" % partial.group() in e.message:
                 word = partial.group()
@@ -649,6 +648,19 @@ class Session:
         if len(shown) > room:
             shown = shown[:room - 1] + "…"
         return "%s  :  %s" % (shown, described)
+
+    def _member_hint(self, body, e):
+        """``nn.…  (nn.gelu, ...)`` for a module's name and part of a member's typed last (the
+        error ``e`` is then its own: a '.' with nothing after it, or no such member); None
+        otherwise."""
+        member = _PARTIAL_MEMBER.search(body)
+        if member and (e.message == "unexpected character '.'" or e.message.startswith(
+                "module %s has no def or let named" % member.group(1))):
+            word = member.group()       # nn. or nn.ge, as Tab completes it
+            matches = sorted(n for n, _ in self.members() if n.startswith(word) and n != word)
+            if matches:
+                return "%s…  (%s)" % (word, ", ".join(matches[:6]) + (", …" if len(matches) > 6 else ""))
+        return None
 
     # ------------------------------------------------------------------ names
     def names(self) -> list:
