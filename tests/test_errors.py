@@ -471,6 +471,40 @@ def test_independent_errors_inside_blocks_and_defs_are_reported_together():
     assert type(one.value) is goat.GoatError and one.value.line == 2
 
 
+@pytest.mark.parametrize("src, lines", [
+    # both branches of an if (the else had not been checked after an error in the first)
+    ("let x = [[1, 2], [3, 4]]\nif 1 > 0 {\n    let a = x @ [[1, 2, 3]]\n} else {\n"
+     "    let b = x + [[1, 2, 3]]\n}\n", [3, 5]),
+    # a var that failed, assigned by a tuple: skipped (it had said "no var of that name")
+    ("def f(a: tensor[2x2]) {\n    var w = a @ [[1, 2, 3]]\n    var m = a\n"
+     "    w, m = (a, a)\n    return m\n}\n", [2]),
+    # a def that fails at each call, called twice: one error (it had been reported twice)
+    ("let x = [[1, 2], [3, 4]]\ndef f(a: tensor[2x2]) {\n    var v = a\n"
+     "    for i in 0..3 {\n        v += a\n    }\n    return grad(col_sum(row_sum(v)), a)\n}\n"
+     "for i in 0..2 {\n    print f(x)\n    print f(x * 2)\n}\n", [7]),
+    # a def's parameter named as a failed let is its own: the def is checked
+    ("let x = [[1, 2], [3, 4]]\nlet a = x @ [[1, 2, 3]]\ndef f(a: tensor[2x2]) {\n"
+     "    let p = a @ [[1]]\n    let q = a + [[1, 2, 3]]\n    return a\n}\n", [2, 4, 5]),
+])
+def test_every_independent_error_once(src, lines):
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(src)
+    assert [e.line for e in getattr(info.value, "errors", [info.value])] == lines
+
+
+def test_a_fatal_error_in_a_block_keeps_the_errors_before_it():
+    """The error for a call too large to check, inside a loop, had dropped the loop's earlier
+    error."""
+    lines = ["let x = [[1, 2], [3, 4]]", "def d0(a: tensor[2x2]) = a + 1"]
+    lines += ["def d%d(a: tensor[2x2]) = d%d(tanh(a)) + d%d(a * 2)" % (i, i - 1, i - 1)
+              for i in range(1, 22)]
+    lines += ["for i in 0..2 {", "    print x @ [[1]]", "    print d21(x)", "}"]
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source("\n".join(lines) + "\n")
+    assert [e.line for e in info.value.errors] == [25, 26]
+    assert info.value.errors[1].message.startswith("this call of d21 needs more than 500,000")
+
+
 def test_the_count_of_errors_shown_is_capped():
     src = "".join("print x%d\n" % i for i in range(25))
     with pytest.raises(goat.GoatErrors) as info:

@@ -868,6 +868,8 @@ class Checker:
                     raise convert(stmt, e) from None
             except GoatError as e:
                 for one in getattr(e, "errors", None) or [e]:   # a block's several, each
+                    if any(_same_error(one, x) for x in errors):
+                        continue        # a def's error met again at a second call
                     if len(errors) < limit:
                         errors.append(one)
                     else:
@@ -1063,7 +1065,7 @@ class Checker:
                 check(stmt)
             except GoatError as e:
                 if getattr(e, "fatal", False):
-                    raise
+                    raise _together(errors, e)      # every later statement would fail so
                 errors.extend(getattr(e, "errors", None) or [e])
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
@@ -1085,11 +1087,8 @@ class Checker:
                 else:
                     if not errors:
                         return result
-        if len(errors) == 1:
-            raise errors[0]
         if errors:
-            from ..diagnostics import GoatErrors
-            raise GoatErrors(errors)
+            raise _together(errors)
         return None
 
     def _bind(self, scope: Scope, name, loc, binding, line):
@@ -1380,6 +1379,7 @@ class Checker:
         carried = self._carried(stmt.body + stmt.orelse, scope)
         regions = []
         shifted = False
+        errors = []
         for k, stmts in enumerate((stmt.body, stmt.orelse)):
             if k == 0:
                 outline = self.program.outline
@@ -1397,11 +1397,22 @@ class Checker:
                 inner.names[name] = VarBinding(binding.node, binding.declared, binding.line)
                 inner.lines[name] = binding.line
                 inner.shadows.add(name)
-            self._block(stmts, inner, b.sub(region))
+            try:
+                self._block(stmts, inner, b.sub(region))
+            except GoatError as e:
+                # checking every error: the other branch is checked all the same
+                if not self.collecting or self._quiet or getattr(e, "fatal", False):
+                    if shifted:
+                        self.depth += 1
+                    raise _together(errors, e) if errors else e
+                errors.extend(getattr(e, "errors", None) or [e])
+                continue
             region.yields = [inner.names[name].node for name, _, _ in carried]
             regions.append(region)
         if shifted:
             self.depth += 1
+        if errors:
+            raise _together(errors)
         branch = self.program.new_node(b.region, BRANCH, None, (cond,),
                                        tuple(bd.declared for _, bd, _ in carried), stmt.loc,
                                        value=tuple(regions), attrs=(stmt.cond.loc,))
@@ -2105,6 +2116,25 @@ def _declared_shape(declared, env) -> str:
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
 
 
+def _same_error(a, b) -> bool:
+    return (a.message, a.notes, a.loc and (a.loc.source.path, a.loc.start, a.loc.end)) == (
+        b.message, b.notes, b.loc and (b.loc.source.path, b.loc.start, b.loc.end))
+
+
+def _together(errors, last=None):
+    """One error for a block's ``errors`` (and a ``last``, fatal one, whose fatality the
+    result keeps): itself when alone, else a GoatErrors."""
+    errors = list(errors) + (list(getattr(last, "errors", None) or [last]) if last else [])
+    if len(errors) == 1:
+        out = errors[0]
+    else:
+        from ..diagnostics import GoatErrors
+        out = GoatErrors(errors)
+    if last is not None and getattr(last, "fatal", False):
+        out.fatal = True
+    return out
+
+
 def _written_call(name, params, sizes=None) -> str:
     """How a call of the built-in ``name`` is written, its type arguments as types:
     ``randn(tensor[4x8], ...)`` (``sizes``: the ones written, as NumPy writes them)."""
@@ -2214,7 +2244,13 @@ def _assigned_names(stmt):
 
 
 def _uses(stmt) -> set:
-    """The names a statement reads (a qualified name by its module), in nested blocks too."""
+    """The names a statement reads (a qualified name by its module), in nested blocks too; of
+    a def, those its body reads from outside (not its own parameters)."""
+    if type(stmt) is ast.Def:
+        out = set()
+        for s in stmt.body if isinstance(stmt.body, list) else [stmt.body]:
+            out |= _uses(s)
+        return out - {p.name for p in stmt.params}
     out = set()
     stack = [stmt]
     while stack:
@@ -2227,6 +2263,9 @@ def _uses(stmt) -> set:
             stack.extend(x.args)
         elif t is ast.Assign:
             out.add(x.name)
+            stack.append(x.expr)
+        elif t is ast.LetTuple and x.kind == "assign":   # w, m = ...: assigns w and m
+            out.update(n for n in x.names if n != "_")
             stack.append(x.expr)
         elif t is ast.Field:
             stack.append(x.expr)
