@@ -89,7 +89,16 @@ print optim.sq_norm([1, 2, 2])
      "... stands for the same leading sizes in every parameter of f, but they are 1 for x and "
      "none for y"),
     ("def f(x: tensor[..., N, C]) = x\nprint f([1, 2])\n",
-     "argument x of f must have shape tensor[..., N, C]: at least 2 dimensions, got 2"),
+     # "got 2" had read as a count of dimensions
+     "argument x of f must have shape tensor[..., N, C]: at least 2 dimensions, got shape 2 "
+     "(rank 1)"),
+    ("def f(x: tensor[..., N, C]) = x\nprint f(3)\n",
+     "argument x of f must have shape tensor[..., N, C]: at least 2 dimensions, got a scalar"),
+    # every parameter tensor[...]: one shape, said so (not "leading sizes")
+    ("import optim\nlet w = zeros(tensor[4x8])\nlet m = zeros(tensor[8x4])\n"
+     "let a, b, c = optim.adamw(w, w, m, w, 1, 0.1, 0.9, 0.999, 1e-8, 0.01)\n",
+     "w, g, m and v of optim.adamw must all have the same shape (each is declared "
+     "tensor[...]), but w is 4x8 and m is 8x4"),
     ("let a: tensor[..., 2] = [1, 2]\n", "... (any leading sizes) can only begin a type in a def"),
 ])
 def test_errors(src, words):

@@ -1561,12 +1561,21 @@ class Checker:
             if len(actual) < k:
                 raise GoatError("argument %s of %s must have shape %s: at least %d dimension%s, "
                                 "got %s" % (pname, tmpl.qualname, format_type(declared), k,
-                                            "" if k == 1 else "s", format_shape(actual)), loc)
+                                            "" if k == 1 else "s",
+                                            "a scalar" if not actual else "shape %s (rank %d)"
+                                            % (format_shape(actual), len(actual))), loc)
             lead = tuple(actual[:len(actual) - k])
             if lead0 is None:
                 lead0, first = lead, pname
             elif len(lead) != len(lead0) or not all(
                     a is None or b is None or a == b for a, b in zip(lead0, lead)):
+                dotted = [p for p, d, _ in tmpl.generic if d and d[0] is ...]
+                if all(len(d) == 1 for _, d, _ in tmpl.generic if d and d[0] is ...):
+                    # optim.adamw(w: tensor[...], g: tensor[...], ...): one shape, any
+                    raise GoatError("%s of %s must all have the same shape (each is declared "
+                                    "tensor[...]), but %s is %s and %s is %s"
+                                    % (_and_list(dotted), tmpl.qualname, first,
+                                       format_shape(lead0), pname, format_shape(lead)), loc)
                 raise GoatError("... stands for the same leading sizes in every parameter of %s, "
                                 "but they are %s for %s and %s for %s"
                                 % (tmpl.qualname, format_shape(lead0) if lead0 else "none", first,
@@ -2114,6 +2123,12 @@ def _declared_shape(declared, env) -> str:
     bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
              if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
+
+
+def _and_list(words) -> str:
+    """w, g, m and v"""
+    words = list(words)
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _same_error(a, b) -> bool:
