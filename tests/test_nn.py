@@ -9,6 +9,7 @@ examples/lm35/train_200.mg.
 import math
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import goat
-from conftest import ROOT, cli
+from conftest import ROOT, cli, run
 
 EPS_LN = 1e-05          # the book's layer-norm epsilon
 
@@ -448,3 +449,26 @@ def test_train_200_with_its_defs_replaced_by_nn_prints_the_same_bits(folder):
     assert len(book) == len(ours) > 10
     for x, y in zip(book, ours):
         assert x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def test_several_attention_heads_as_docs_write_them_against_numpy():
+    """docs/language.md's multi-head attention (heads a leading axis of the weights, summed by
+    col_sum) against a NumPy version written separately: per head, per sequence, the causal
+    softmax attention, then each head's output projection, added."""
+    text = (Path(ROOT) / "docs" / "language.md").read_text()
+    start = text.index("### Several attention heads")
+    program = text[text.index("```goat\n", start) + 8:text.index("```", text.index("```goat\n", start) + 8)]
+    program = program.replace("print row_sum(y)",
+                              "print x\nprint wq\nprint wk\nprint wv\nprint wo\nprint y")
+    x, wq, wk, wv, wo, y = run(program)
+    want = np.zeros((8, 4))
+    mask = np.triu(np.full((4, 4), -1e9), 1)
+    for h in range(2):
+        for s in range(2):
+            rows = x[4 * s:4 * s + 4]
+            q, k, v = rows @ wq[h], rows @ wk[h], rows @ wv[h]
+            z = q @ k.T / np.sqrt(2) + mask
+            a = np.exp(z - z.max(1, keepdims=True))
+            a /= a.sum(1, keepdims=True)
+            want[4 * s:4 * s + 4] += (a @ v) @ wo[h]
+    np.testing.assert_allclose(y, want, rtol=1e-13, atol=1e-15)
