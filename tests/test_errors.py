@@ -482,6 +482,9 @@ def test_independent_errors_inside_blocks_and_defs_are_reported_together():
     ("let x = [[1, 2], [3, 4]]\ndef f(a: tensor[2x2]) {\n    var v = a\n"
      "    for i in 0..3 {\n        v += a\n    }\n    return grad(col_sum(row_sum(v)), a)\n}\n"
      "for i in 0..2 {\n    print f(x)\n    print f(x * 2)\n}\n", [7]),
+    # a return out of place is reported, even of a name whose let failed
+    ("def h(a: tensor[2x2]) {\n    let p = a @ [[1, 2, 3]]\n    return p\n    print a\n"
+     "    return a\n}\n", [2, 3]),
     # a def's parameter named as a failed let is its own: the def is checked
     ("let x = [[1, 2], [3, 4]]\nlet a = x @ [[1, 2, 3]]\ndef f(a: tensor[2x2]) {\n"
      "    let p = a @ [[1]]\n    let q = a + [[1, 2, 3]]\n    return a\n}\n", [2, 4, 5]),

@@ -1057,7 +1057,8 @@ class Checker:
             return None if last is None else last[0]()
         errors, broken = [], set()
         for stmt in stmts:
-            if broken and _uses(stmt) & broken:
+            # (a return out of place is that error, whatever it returns)
+            if broken and type(stmt) is not ast.Return and _uses(stmt) & broken:
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 continue
