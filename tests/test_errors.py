@@ -482,6 +482,10 @@ def test_independent_errors_inside_blocks_and_defs_are_reported_together():
     ("let x = [[1, 2], [3, 4]]\ndef f(a: tensor[2x2]) {\n    var v = a\n"
      "    for i in 0..3 {\n        v += a\n    }\n    return grad(col_sum(row_sum(v)), a)\n}\n"
      "for i in 0..2 {\n    print f(x)\n    print f(x * 2)\n}\n", [7]),
+    # an if's condition and a loop's bounds that fail: their bodies are checked too
+    ("let x = [[1, 2], [3, 4]]\nif x {\n    print x @ [[1]]\n} else {\n"
+     "    print x + [[1, 2, 3]]\n}\nfor i in 0..x {\n    print x - [[1, 2, 3]]\n}\n"
+     "for i in 0..2.5 {\n    print i\n}\nprint x @ x @ [[1]]\n", [2, 3, 5, 7, 8, 10, 13]),
     # a return out of place is reported, even of a name whose let failed
     ("def h(a: tensor[2x2]) {\n    let p = a @ [[1, 2, 3]]\n    return p\n    print a\n"
      "    return a\n}\n", [2, 3]),

@@ -1333,12 +1333,25 @@ class Checker:
                                 "index is a float, exact up to 2**53), got %s"
                                 % (2 ** 53, 2 ** 53, _format_seed(v)), loc)
 
+    def _head(self, check):
+        """``check()`` a block's head (a loop's bounds, an if's condition): its result, or, when
+        every error is wanted, the error kept in a list so that the body is checked too."""
+        try:
+            return check(), []
+        except GoatError as e:
+            if not self.collecting or self._quiet or getattr(e, "fatal", False):
+                raise
+            return None, list(getattr(e, "errors", None) or [e])
+
     def _for(self, stmt: ast.For, scope, b):
-        lo = self.value(stmt.lo, scope, b)
-        hi = self.value(stmt.hi, scope, b)
-        for node, expr in ((lo, stmt.lo), (hi, stmt.hi)):
-            self._one_value(node, expr.loc, "a loop bound", b)
-            self._whole_bound(node, expr.loc)
+        def bounds():
+            lo = self.value(stmt.lo, scope, b)
+            hi = self.value(stmt.hi, scope, b)
+            for node, expr in ((lo, stmt.lo), (hi, stmt.hi)):
+                self._one_value(node, expr.loc, "a loop bound", b)
+                self._whole_bound(node, expr.loc)
+            return lo, hi
+        both, errors = self._head(bounds)
         carried = self._carried(stmt.body, scope)
         self._outline(_header(stmt))
         pre = Region("pre", b.region, stmt.loc)
@@ -1359,7 +1372,13 @@ class Checker:
             inner.names[name] = VarBinding(p, binding.declared, binding.line)
             inner.lines[name] = binding.line
             inner.shadows.add(name)
-        self._block(stmt.body, inner, b.sub(region))
+        try:
+            self._block(stmt.body, inner, b.sub(region))
+        except GoatError as e:
+            raise _together(errors, e) if errors else e
+        if errors:
+            raise _together(errors)         # the bounds' errors, the body checked too
+        lo, hi = both
         region.yields = [inner.names[name].node for name, _, _ in carried]
         inits = tuple(binding.node for _, binding, _ in carried)
         loop = program.new_node(b.region, LOOP, None, (lo, hi) + inits,
@@ -1375,12 +1394,14 @@ class Checker:
             owner.names[name] = VarBinding(result, current.declared, current.line)
 
     def _if(self, stmt: ast.If, scope, b):
-        cond = self.value(stmt.cond, scope, b)
-        self._one_value(cond, stmt.cond.loc, "an if condition", b)
+        def condition():
+            cond = self.value(stmt.cond, scope, b)
+            self._one_value(cond, stmt.cond.loc, "an if condition", b)
+            return cond
+        cond, errors = self._head(condition)
         carried = self._carried(stmt.body + stmt.orelse, scope)
         regions = []
         shifted = False
-        errors = []
         for k, stmts in enumerate((stmt.body, stmt.orelse)):
             if k == 0:
                 outline = self.program.outline
