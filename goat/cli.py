@@ -506,6 +506,10 @@ def _cmd_compile(args) -> int:
 
 def _cmd_check(args) -> int:
     from .api import _load, with_deep_stack
+    if args.dtype != "f64" and not args.cost:
+        _say("goat check: error: --dtype needs --cost (it sets the precision the cost counts "
+             "bytes and FLOP rates in; checking is the same in either)\n")
+        return 1
     source = _read(args.file)
     program = with_deep_stack(_load, source)
     if program.deferred:

@@ -314,6 +314,18 @@ def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
                                 "train.mg?\n")
 
 
+def test_check_refuses_a_dtype_without_cost(tmp_path):
+    """goat check --dtype f32 had been accepted and ignored (as --portable without --aot is
+    refused); with --cost it sets the precision counted."""
+    path = write(tmp_path, "t.mg", "print [[1]]\n")
+    status, out, err = cli("check", "--dtype", "f32", path)
+    assert (status, out) == (1, "")
+    assert err == ("goat check: error: --dtype needs --cost (it sets the precision the cost "
+                   "counts bytes and FLOP rates in; checking is the same in either)\n")
+    status, out, err = cli("check", "--cost", "--dtype", "f32", path)
+    assert status == 0 and out.splitlines()[-1].startswith("--backend auto would choose")
+
+
 def test_run_aot_refuses_threads_it_would_ignore(tmp_path):
     """The compiled program computes on one thread; --threads 4 had been accepted and ignored
     (and its bits differed from goat run --threads 4's)."""
