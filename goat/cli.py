@@ -332,12 +332,15 @@ def _with_command(argv: list) -> list:
     raise _Exit(1)
 
 
+_REPL_OPTIONS = ("--backend", "--dtype")     # what plain goat on a terminal passes to the REPL
+
+
 def _repl_options(argv: list) -> bool:
     """Are ``argv``'s options all the REPL's (``--backend NAME``, ``--dtype D``)?"""
     i = 0
     while i < len(argv):
         name = argv[i].split("=", 1)[0]
-        if name not in ("--backend", "--dtype"):
+        if name not in _REPL_OPTIONS:
             return False
         i += 1 if "=" in argv[i] else 2
     return True
@@ -351,7 +354,7 @@ def _options_need_a_file(argv: list):
     """``goat --time`` on a terminal: options of goat run with no program to run (named but
     for the REPL's own, --backend and --dtype)."""
     options = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
-    options = [o for o in options if o not in ("--backend", "--dtype")]
+    options = [o for o in options if o not in _REPL_OPTIONS]
     _say("goat: error: %s %s a FILE to run (goat run %s FILE); plain goat starts the REPL, "
          "which takes --backend and --dtype\n"
          % (" ".join(options), "needs" if len(options) == 1 else "need", " ".join(argv)))

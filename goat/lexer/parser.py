@@ -780,7 +780,6 @@ def _format_parts(build: _Build, tok) -> list:
             expr = _parse_tokens(build, statements[0], "expression")
         except GoatError as e:
             # the field ends at its } (or the : before a spec), not at the end of the line
-            e.message = e.message.replace("or the end of the line", "or the } that ends the field")
             e.message = e.message.replace("the end of the line", "the } that ends the field")
             e.args = (e.message,) + e.args[1:]
             raise

@@ -507,8 +507,7 @@ def _seed_passes(values, shapes, attrs):
             rng.check_seed(np.asarray(seed, dtype=np.float32).astype(np.float64).reshape(()))
         except OpError:
             raise
-        else:
-            raise ValueError("passes in float32") from None
+        raise ValueError("passes in float32") from None
 
 
 def _indices_pass(idx, count, name):
@@ -518,11 +517,12 @@ def _indices_pass(idx, count, name):
     import numpy as np
     if idx is None or type(count) is not int:
         raise ValueError("not known to pass")
+    def valid(a):
+        return (a >= 0) & (a < count) & (a == np.floor(a))
     a = np.asarray(idx, dtype=np.float64).reshape(-1)
-    whole = (a >= 0) & (a < count) & (a == np.floor(a))
+    whole = valid(a)
     if not np.all(whole):
-        a32 = a.astype(np.float32).astype(np.float64)   # as --dtype f32 rounds it first
-        if np.all((a32 >= 0) & (a32 < count) & (a32 == np.floor(a32))):
+        if np.all(valid(a.astype(np.float32).astype(np.float64))):   # as --dtype f32 rounds
             raise ValueError("passes in float32")
         raise OpError(_index_problem(name, count, a, whole))
     if count > 2 ** 24:

@@ -867,7 +867,7 @@ class Checker:
                         raise
                     raise convert(stmt, e) from None
             except GoatError as e:
-                for one in getattr(e, "errors", None) or [e]:   # a block's several, each
+                for one in _each(e):   # a block's several, each
                     if any(_same_error(one, x) for x in errors):
                         continue        # a def's error met again at a second call
                     if len(errors) < limit:
@@ -1067,7 +1067,7 @@ class Checker:
             except GoatError as e:
                 if getattr(e, "fatal", False):
                     raise _together(errors, e)      # every later statement would fail so
-                errors.extend(getattr(e, "errors", None) or [e])
+                errors.extend(_each(e))
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
             except Exception:
@@ -1081,7 +1081,7 @@ class Checker:
                 except GoatError as e:
                     if getattr(e, "fatal", False) or not errors:
                         raise
-                    errors.extend(getattr(e, "errors", None) or [e])
+                    errors.extend(_each(e))
                 except Exception:
                     if not errors:
                         raise
@@ -1333,15 +1333,20 @@ class Checker:
                                 "index is a float, exact up to 2**53), got %s"
                                 % (2 ** 53, 2 ** 53, _format_seed(v)), loc)
 
+    def _keeps(self, e) -> bool:
+        """Is ``e`` kept to be reported with the other errors, the checking going on (in
+        check_module_all, not in a call's specialization, and not a fatal error)?"""
+        return self.collecting and not self._quiet and not getattr(e, "fatal", False)
+
     def _head(self, check):
         """``check()`` a block's head (a loop's bounds, an if's condition): its result, or, when
         every error is wanted, the error kept in a list so that the body is checked too."""
         try:
             return check(), []
         except GoatError as e:
-            if not self.collecting or self._quiet or getattr(e, "fatal", False):
+            if not self._keeps(e):
                 raise
-            return None, list(getattr(e, "errors", None) or [e])
+            return None, _each(e)
 
     def _for(self, stmt: ast.For, scope, b):
         def bounds():
@@ -1423,11 +1428,11 @@ class Checker:
                 self._block(stmts, inner, b.sub(region))
             except GoatError as e:
                 # checking every error: the other branch is checked all the same
-                if not self.collecting or self._quiet or getattr(e, "fatal", False):
+                if not self._keeps(e):
                     if shifted:
                         self.depth += 1
                     raise _together(errors, e) if errors else e
-                errors.extend(getattr(e, "errors", None) or [e])
+                errors.extend(_each(e))
                 continue
             region.yields = [inner.names[name].node for name, _, _ in carried]
             regions.append(region)
@@ -2017,18 +2022,16 @@ class Checker:
                 hint = "; a shape is written as a type: %s" % _written_call(
                     e.name, params, _sizes_written(e.args))
             elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
-                written = ", ".join("tensor[4x4]" if kind == "type" else
-                                    '"file.npy"' if kind == "string" else "..."
-                                    for _, kind in params)
                 hint = ("; the shape may be left out only where the call is the whole value of "
                         "an annotated let or var (let x: tensor[4x4] = %s(...)); inside a "
-                        "larger expression, write it: %s(%s)" % (e.name, e.name, written))
+                        "larger expression, write it: %s" % (e.name, _written_call(
+                            e.name, params, ["4", "4"])))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
                             notes=(op.signature,))
         nodes = []
         attrs = []
-        for a, (pname, kind) in zip(args, params):
+        for at, (a, (pname, kind)) in enumerate(zip(args, params)):
             if kind == "value":
                 nodes.append(self.value(a, scope, b))
             elif kind == "type":
@@ -2043,9 +2046,8 @@ class Checker:
                                     "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
                                        "whole number, 0 or more)" if op.count_type else "",
-                                       got, _written_call(e.name, params, _sizes_written(
-                                           args[next(i for i, x in enumerate(args)
-                                                     if x is a):]))), a.loc)
+                                       got, _written_call(e.name, params,
+                                                          _sizes_written(args[at:]))), a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
@@ -2141,10 +2143,17 @@ def _defined_at(scope, name, loc) -> str:
 def _declared_shape(declared, env) -> str:
     """A parameter's declared shape with the sizes its variables were bound to:
     ``Nx3 (N = 1)``."""
-    names = [d.name for d in declared if isinstance(d, SizeVar)]
-    bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in dict.fromkeys(names)
-             if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
+    bound = _bindings(declared, env)
     return format_shape(declared) + (" (%s)" % ", ".join(bound) if bound else "")
+
+
+def _bindings(declared, env, leading=True) -> list:
+    """``["N = 4", ...]``: the sizes ``env`` binds the size variables of ``declared`` to (not
+    one bound to itself; with ``leading`` false, not the leading sizes ``...``)."""
+    names = dict.fromkeys(d.name for d in declared if isinstance(d, SizeVar)
+                          and (leading or d.name != "..."))
+    return ["%s = %s" % (n, format_shape((env[n][0],))) for n in names
+            if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
 
 
 def _and_list(words) -> str:
@@ -2158,10 +2167,15 @@ def _same_error(a, b) -> bool:
         b.message, b.notes, b.loc and (b.loc.source.path, b.loc.start, b.loc.end))
 
 
+def _each(e) -> list:
+    """The errors a GoatError stands for: its list (GoatErrors), or itself."""
+    return list(getattr(e, "errors", None) or [e])
+
+
 def _together(errors, last=None):
     """One error for a block's ``errors`` (and a ``last``, fatal one, whose fatality the
     result keeps): itself when alone, else a GoatErrors."""
-    errors = list(errors) + (list(getattr(last, "errors", None) or [last]) if last else [])
+    errors = list(errors) + (_each(last) if last else [])
     if len(errors) == 1:
         out = errors[0]
     else:
@@ -2200,9 +2214,7 @@ def _declared_what(what, declared, env):
     """A run-time check's phrase for an argument whose declared shape has size variables
     bound by the other arguments: ("declared", phrase, "N = 4 from argument y of f"), so that
     its failure names them (as the checker's own message does); else the phrase alone."""
-    names = dict.fromkeys(d.name for d in declared if isinstance(d, SizeVar) and d.name != "...")
-    bound = ["%s = %s" % (n, format_shape((env[n][0],))) for n in names
-             if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
+    bound = _bindings(declared, env, leading=False)
     if not bound:
         return what
     return ("declared", what, "declared %s with %s" % (format_type(declared), ", ".join(bound)))
@@ -2234,12 +2246,6 @@ def _unbound(node):
     while node.kind == OP and node.op is _BIND:
         node = node.args[0]
     return node
-
-
-def _sure_to_pass(op, args, attrs) -> bool:
-    """Is the run-time check of ``op`` (``Op.checks_values``) on ``args`` sure to pass: its
-    operands written in the program (constants) and fine?"""
-    return _static_verdict(op, args, attrs) is True
 
 
 def _static_verdict(op, args, attrs):
@@ -2373,8 +2379,8 @@ def resolve_path(path: str, loc: Loc) -> str:
 
 
 def _suggest(name, candidates) -> str:
-    return "; did you mean '%s'?" % _closest(name, candidates) if _closest(
-        name, candidates) else ""
+    close = _closest(name, candidates)
+    return "; did you mean '%s'?" % close if close else ""
 
 
 def _closest(name, candidates):
