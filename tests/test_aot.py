@@ -348,6 +348,29 @@ def test_save_then_load_compiled(env, tmp_path):
     assert r.stdout == goat_cmd(["run", str(path)], env).stdout
 
 
+@pytest.mark.parametrize("text", [
+    'for i in 0..3 {\n    let x: tensor[2x2] = load("w_{i:03d}.npy")\n    print x * 2\n}\n',
+    'def at(k: scalar) = load("w_{k:03d}.npy", tensor[2x2])\nprint at(1) + at(2)\n',
+    'let k = col_sum([[1], [1]])\nprint load("w_{k:03d}.npy", tensor[2x2])\n',
+    'print load("w_{{1}}.npy", tensor[2x2])\n',
+    'print 1\nfor i in 2..5 {\n    print load("w_{i:03d}.npy", tensor[2x2])\n}\n',
+    'print 1\nprint load("w_{1.5:03d}.npy", tensor[2x2])\n',
+    'print 1\nprint load("w_{1:03d}.npy", tensor[3x2])\n',
+])
+def test_load_with_fields_compiled_equals_interpreted(env, tmp_path, text):
+    """A name with {fields} is made by the runtime's formatter, as save's: the same files
+    read, the same errors."""
+    w = np.array([[1, 2.5], [-3, 4]])
+    for i in range(3):
+        np.save(tmp_path / ("w_%03d.npy" % i), w * i)
+    np.save(tmp_path / "w_{1}.npy", w - 1)
+    path = tmp_path / "l.mg"
+    path.write_text(text)
+    interp, compiled = both(str(path), env)
+    assert "internal error" not in interp.stderr + compiled.stderr
+    same(interp, compiled)
+
+
 # ---------------------------------------------------------------------------- the command
 
 def test_compile_writes_an_executable_and_llvm(env, tmp_path):

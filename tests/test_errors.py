@@ -763,15 +763,6 @@ def test_a_lower_case_name_with_an_x_that_is_no_x_form_stays_one_size():
     assert run("def f(x: tensor[xx3]) = x * 2\nprint f([1, 2])")[0].tolist() == [2, 4]
 
 
-def test_a_load_with_fields_in_its_name_says_they_are_not_filled_in():
-    """load("w_{step}.npy") had failed when it ran, with "no such file w_{step}.npy"."""
-    e = error('for step in 0..2 {\n  let w = load("w_{step}.npy", tensor[2])\n}\n')
-    assert e.line == 2 and e.message == (
-        "load's file name is read as written: {fields} are filled in by print and save only, "
-        "so w_{step}.npy would be read as it stands; load a fixed name (save the same name at "
-        "each step to keep the last)")
-
-
 @pytest.mark.parametrize("src", [
     "var s = [[0]]\nfor i in 0..2 {\n    let big = randn(tensor[300000x300000], i)\n"
     "    s = s + col_sum(row_sum(big))\n}\nprint s\n",
@@ -801,12 +792,74 @@ def test_a_constant_that_float32_rounds_to_a_valid_index_or_seed_is_not_refused(
     assert info.value.line == 2
 
 
-def test_a_file_whose_name_holds_braces_is_loaded_as_named(tmp_path):
-    """The refusal of load("w_{step}.npy") had refused any name with braces, even a file
-    that is there."""
+def test_a_load_fills_in_the_fields_of_its_name_as_save_does(tmp_path):
+    """load("w_{step}.npy") had been refused: its fields were read as written.  Now each run
+    of the load makes its name, as save's; the values are NumPy's, loaded back."""
+    (tmp_path / "p.mg").write_text(
+        'let w = [[1.5, -2], [0, 3]]\n'
+        'for step in 0..3 {\n    save(w * step, "w_{step:03d}.npy")\n}\n'
+        'def at(k: scalar) = load("w_{k:03d}.npy", tensor[2x2])\n'
+        'for step in 0..3 {\n'
+        '    let back: tensor[2x2] = load("w_{step:03d}.npy")\n'
+        '    print back + at(2 - step)\n}\n')
+    got = goat.run_file(str(tmp_path / "p.mg"))
+    w = np.array([[1.5, -2], [0, 3]])
+    assert [g.tolist() for g in got] == [(w * s + w * (2 - s)).tolist() for s in range(3)]
+
+
+def test_a_load_names_the_file_it_made(tmp_path):
+    (tmp_path / "p.mg").write_text('print 1\nfor i in 0..2 {\n'
+                                   '  print load("d/x{i + 0.5:.1f}_{i}.npy", tensor[1])\n}\n')
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "x0.5_0.npy", np.array([7.0]))
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert info.value.line == 3
+    assert info.value.message == "cannot load d/x1.5_1.npy: no such file"
+
+
+@pytest.mark.parametrize("src, line, said", [
+    ('let v = [[1, 2]]\nprint load("w_{v}.npy", tensor[2])\n', 2,
+     "a {} field of a format string must hold a single number, but this value has shape 1x2"),
+    ('print load("w_{nope}.npy", tensor[2])\n', 1, "unknown name 'nope'"),
+    ('print load("w_{1 +}.npy", tensor[2])\n', 1, None),
+])
+def test_a_load_whose_fields_are_wrong_is_refused_before_it_runs(src, line, said):
+    e = error(src)
+    assert e.line == line
+    if said is not None:
+        assert e.message == said
+    else:
+        assert "the } that ends the field" in e.message
+
+
+def test_a_field_its_spec_cannot_format_stops_the_load(tmp_path):
+    (tmp_path / "p.mg").write_text('print 1\nprint load("w_{2.5:03d}.npy", tensor[2])\n')
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert (info.value.line, info.value.message) == (
+        2, "cannot format 2.5 with :03d: it is not a whole number")
+
+
+def test_braces_written_twice_are_braces_in_the_name(tmp_path):
+    """As in save's names and formatted prints, {{ and }} are a brace; {1} is a field."""
     np.save(tmp_path / "data{1}.npy", np.arange(2.0))
-    np.save(tmp_path / "w_{step}.npy", np.arange(3.0))
-    (tmp_path / "p.mg").write_text('print load("data{1}.npy", tensor[2])\n'
-                                   'print load("w_{step}.npy", tensor[3])\n')
+    np.save(tmp_path / "data1.npy", np.arange(3.0))
+    (tmp_path / "p.mg").write_text('print load("data{{1}}.npy", tensor[2])\n'
+                                   'print load("data{1}.npy", tensor[3])\n')
     got = goat.run_file(str(tmp_path / "p.mg"))
     assert [v.tolist() for v in got] == [[0.0, 1.0], [0.0, 1.0, 2.0]]
+
+
+def test_grad_treats_a_load_with_fields_as_a_constant(tmp_path):
+    """Only the file's values reach the loss; the field's value chooses the file."""
+    for s in range(3):
+        np.save(tmp_path / ("x_%d.npy" % s), np.array([[1.5, -2], [0, 3]]) * s)
+    (tmp_path / "p.mg").write_text(
+        'var w = [[0.5, -1], [2, 0.25]]\nfor step in 0..3 {\n'
+        '    let x: tensor[2x2] = load("x_{step}.npy")\n'
+        '    w = w - 0.01 * grad(col_sum(row_sum(x * w * w)), w)\n}\nprint w\n')
+    w = np.array([[0.5, -1], [2, 0.25]])
+    for s in range(3):
+        w = w - 0.01 * 2 * np.load(tmp_path / ("x_%d.npy" % s)) * w
+    np.testing.assert_allclose(goat.run_file(str(tmp_path / "p.mg"))[0], w, rtol=1e-15)

@@ -226,6 +226,24 @@ def test_guard_runs_the_examples_bit_for_bit(lm35_programs):
         assert be.counter.downloads >= len(printed_np), path
 
 
+def test_a_load_reads_its_name_fields_on_the_host_only(tmp_path):
+    """A file name's {fields} are read as numbers, as a seed is: the values loaded are
+    NumPy's, and nothing else crosses to the host."""
+    for i in range(3):
+        np.save(tmp_path / ("x_%d.npy" % i), np.arange(4.0).reshape(2, 2) * i)
+    text = ('let k = row_sum([[1.0, 1.0]])\nvar acc = zeros(tensor[2x2])\n'
+            'for i in 0..3 {\n    acc = acc + load("x_{i}.npy", tensor[2x2]) * 2\n}\n'
+            'print acc + load("x_{k}.npy", tensor[2x2])\n')
+    program = _program(text, tmp_path)
+    text_np, printed_np = _run(program, get_backend("numpy"))
+    be = GuardBackend()
+    text_g, printed_g = _run(program, be)
+    assert text_g == text_np
+    assert printed_g[0].tolist() == (np.arange(4.0).reshape(2, 2) * 8).tolist()
+    assert be.counter.stray_downloads == 0
+    assert be.counter.reads == 1            # k, computed on the device; i is the loop's
+
+
 def test_host_reads_are_the_named_ones_only():
     """An if reads its condition (12 times here), a loop its bounds when they are computed
     (numbers written in the program are no read), a draw its seed; printing copies once per

@@ -770,10 +770,35 @@ def sample_rows(k: Kernel):
 
 def load(k: Kernel):
     """load: the runtime's .npy reader (goat/aot/runtime/npy.c), the file checked against
-    the declared shape when it runs."""
-    (path, shown), _target = k.attrs
+    the declared shape when it runs.  A name with {fields} (registry.FileName) is made in
+    the runtime's format buffer from the fields' values, the kernel's arguments, as save
+    makes its name (goat_save_named)."""
+    from ..ops.registry import FileName
+    path, _target = k.attrs
     shape = k.out_shape
     b = k.b
-    k.call("goat_load_npy", k.ir.VoidType(),
-           [k.out, k.lw.cstring(b, path), k.lw.cstring(b, shown), k.int(len(shape)),
-            k.lw.dims(b, shape), k.site])
+    lw = k.lw
+    void = k.ir.VoidType()
+    if type(path) is not FileName:
+        path, shown = path
+        k.call("goat_load_npy", void, [k.out, lw.cstring(b, path), lw.cstring(b, shown),
+                                       k.int(len(shape)), lw.dims(b, shape), k.site])
+        return
+    buf = lw.fmtbuf
+    for part in path.parts:
+        if isinstance(part, str):
+            k.call("goat_str_add", void, [buf, lw.cstring(b, part)])
+            continue
+        x = k.op.n_values + part[0]
+        if cells(k.in_shapes[x]) != 1:      # a ? size the checker left to the run
+            from ..typecheck.shapes import format_shape
+            fail = lw.runtime("goat_fail", void, [lw.i8p, lw.i8p], var_arg=True)
+            b.call(fail, [k.site, lw.cstring(b, "%s"), lw.cstring(
+                b, "a {} field of a format string must hold a single number, but this value "
+                   "has shape %s" % format_shape(k.in_shapes[x]))])
+            continue
+        k.call("goat_format_value", void, [buf, k.load(k.ins[x], 0),
+                                           lw.cstring(b, part[1] or ""), k.site])
+    from ..typecheck.checker import resolve_path
+    k.call("goat_load_named", void, [k.out, lw.cstring(b, resolve_path(".", path.loc)), buf,
+                                     k.int(len(shape)), lw.dims(b, shape), k.site])

@@ -36,7 +36,7 @@ import numpy as np
 from ..diagnostics import GoatError
 from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
-from ..ops.registry import REGISTRY
+from ..ops.registry import REGISTRY, field_count
 from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, operand_loc, subregions
 from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
@@ -410,7 +410,7 @@ class Lowering:
             if lowering is None:
                 raise GoatError("goat compile --aot cannot compile %s yet: it has no lowering "
                                 "(run this program with goat run)" % op.name, **_at(node))
-            real = op.n_values
+            real = op.n_values + field_count(node.attrs)     # a file name's fields too
             args = node.args[:real]
             if lowering is K.ALIAS or (lowering is K.VIEW
                                        and tuple(self.shapes[args[0].id]) == tuple(shape)):

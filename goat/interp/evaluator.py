@@ -24,7 +24,7 @@ from operator import itemgetter
 import numpy as np
 
 from ..diagnostics import GoatError, GoatMemoryError, frame_notes
-from ..ops.registry import OpError, identity
+from ..ops.registry import FileName, OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, operand_loc,
                                  subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
@@ -166,12 +166,16 @@ def _located_kind(e) -> bool:
     return True
 
 
-def _has_run_dims(attrs) -> bool:
+def _has_run_attrs(attrs) -> bool:
+    """Does an attribute among ``attrs`` hold what only the running program knows: a size
+    (RunDim) or a file name with {fields} (FileName)?"""
     for a in attrs:
         if type(a) is tuple:
             for d in a:
                 if type(d) is RunDim:
                     return True
+        elif type(a) is FileName:
+            return True
     return False
 
 
@@ -182,6 +186,15 @@ def _one_number(be, x, what, loc):
     if size != 1:
         raise GoatError("%s must be a single number (one element), got shape %s"
                         % (what, format_shape(_shape_of(x))), loc)
+    return be.scalar(x)
+
+
+def _field_number(be, x, node) -> float:
+    """The number a {} field of ``node``'s file name holds (FileName); GoatError at the node
+    otherwise (as goat compile --aot's runtime reports it: its kernels know the node's site)."""
+    if getattr(x, "size", 1) != 1:
+        raise GoatError("a {} field of a format string must hold a single number, but this "
+                        "value has shape %s" % format_shape(_shape_of(x)), **_at(node))
     return be.scalar(x)
 
 
@@ -323,8 +336,8 @@ class Evaluator:
         """The function that computes ``node`` from its inputs' values."""
         kind = node.kind
         if kind == OP:
-            if _has_run_dims(node.attrs):
-                return self._run_dims(node)
+            if _has_run_attrs(node.attrs):
+                return self._run_attrs(node)
             key = node.op.name if not node.attrs else (node.op.name, node.attrs)
             fn = self._fns.get(key)
             if fn is None:
@@ -354,18 +367,27 @@ class Evaluator:
             return self._branch(node)
         raise TypeError(node)
 
-    def _run_dims(self, node):
-        """An op whose shape attribute holds sizes known only when it runs (RunDim): the sizes
-        are read from the values of the extra arguments, then the op runs as usual."""
+    def _run_attrs(self, node):
+        """An op whose attributes hold what is known only when it runs: sizes (RunDim), read
+        from the values of the extra arguments, and a file name with {fields} (FileName),
+        made from theirs; then the op runs as usual."""
         op, attrs, be = node.op, node.attrs, self.be
-        real = op.n_values          # then the size sources
+        real = op.n_values          # then the fields' values, then the size sources
         ids = [a.id for a in node.args]
         where = {nid: ids.index(nid) for nid in ids}
 
         def run(*values):
             def size(d):
                 return _shape_of(values[where[d.node.id]])[d.axis] if type(d) is RunDim else d
-            resolved = tuple(tuple(size(d) for d in a) if type(a) is tuple else a for a in attrs)
+
+            def resolve(a):
+                if type(a) is tuple:
+                    return tuple(size(d) for d in a)
+                if type(a) is FileName:     # an error in its name is the op's
+                    return a.resolve([_field_number(be, values[real + k], node)
+                                      for k in range(a.fields)])
+                return a
+            resolved = tuple(resolve(a) for a in attrs)
             return op.evaluate(be, *resolved)(*values[:real])
         return run
 
@@ -537,7 +559,7 @@ class Evaluator:
         shape = node.shape
         if all(type(d) is int for d in shape):
             return shape
-        if node.kind != OP or _has_run_dims(node.attrs):
+        if node.kind != OP or _has_run_attrs(node.attrs):
             return None
         try:
             vals = self.values

@@ -40,6 +40,7 @@ class _Build:
 
     def __init__(self, source: Source):
         self.source = source
+        self.named = []             # string arguments with {fields}, to read once parsed
 
     def _loc(self, tok) -> Loc:
         return Loc(self.source, tok.start_pos, tok.end_pos)
@@ -228,6 +229,12 @@ class _Build:
 
     def string_arg(self, c):
         tok = c[0]
+        if "{" in tok.value:
+            # a name with {fields}, load("w_{step}.npy"): read as a format string once the
+            # statement is (see parse: _format_parts)
+            arg = ast.StringArg(tok, self._loc(tok))
+            self.named.append(arg)
+            return arg
         return ast.StringArg(self._string(tok), self._loc(tok))
 
     def tuple(self, c):
@@ -865,8 +872,13 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                 if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
                     raise               # the blocks around cannot be told: stop here
                 errors.append(e)
+                build.named.clear()
                 append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
                 continue
+        while build.named:
+            arg = build.named.pop()
+            parts = _format_parts(build, arg.value)
+            arg.value = parts if any(not isinstance(p, str) for p in parts) else "".join(parts)
         t = type(stmt)
         if t is ast.PrintFormat:
             stmt.parts = _format_parts(build, stmt.parts)

@@ -13,9 +13,6 @@ Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
-import os
-import re
-
 import numpy as np
 
 from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_huge,
@@ -599,16 +596,7 @@ register(Op(name="iota", arity=2, params=(("shape", "type"), ("axis", "int")),
 
 def _load_path(value, loc):
     from ..typecheck.checker import resolve_path
-    resolved = resolve_path(value, loc)
-    fields = re.findall(r"\{([^{}]*)\}", value)
-    if any(re.search(r"[A-Za-z_]", f) for f in fields) and not os.path.exists(resolved):
-        # save("w_{step}.npy") fills its fields in; load reads its name as written (a file
-        # so named that is there, data{1}.npy or even w_{step}.npy, is read all the same)
-        from ..diagnostics import GoatError
-        raise GoatError("load's file name is read as written: {fields} are filled in by print "
-                        "and save only, so %s would be read as it stands; load a fixed name "
-                        "(save the same name at each step to keep the last)" % value, loc)
-    return (resolved, value)
+    return (resolve_path(value, loc), value)
 
 
 def _load(be, path, target):
@@ -624,8 +612,10 @@ register(Op(name="load", arity=2, params=(("path", "string"), ("shape", "type"))
             signature='load("file.npy", tensor[S]) -> S',
             doc="a NumPy .npy file's array as float64 (numbers and booleans only, never "
                 "pickles), checked when it loads to have shape S (a ? size takes the file's); "
-                "the file name is relative to the program's folder",
-            shape=lambda path, target: tuple(target), evaluate=_load, pure=False,
+                "the file name is relative to the program's folder and may hold {fields}, "
+                "filled in as save fills them",
+            # a name with {fields} reads their values as arguments (registry.FileName)
+            shape=lambda *args: tuple(args[-1]), evaluate=_load, pure=False,
             string_attr=_load_path, tags=("file",), lowering=lower.load))
 
 

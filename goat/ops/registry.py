@@ -56,7 +56,9 @@ class Op:
     # computed once before a loop), raises otherwise; None: never sure
     static_check: Callable | None = None
     # a string attribute as the op keeps it (load resolves a file name against the folder of
-    # the program); (value, Loc) -> attribute; None keeps the string as written
+    # the program); (value, Loc) -> attribute; None keeps the string as written.  A string
+    # written with {fields} is a FileName (below), whose text is made when the op runs: the
+    # fields' values are arguments after the op's values, and string_attr is applied then
     string_attr: Callable | None = None
     # a type parameter that may also be written as a whole number (onehot(t, 5) for
     # onehot(t, tensor[Nx5])): (the value arguments' shapes, the number) -> the type
@@ -97,6 +99,46 @@ class OpError(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+class FileName:
+    """A string attribute written with ``{fields}``, as ``save``'s name may be:
+    ``load("w_{step:03d}.npy", tensor[4x4])``.  Its text is made each time the op runs.
+
+    ``parts`` holds text and, per field, ``(k, spec, Loc)``: the field's value is the op's
+    argument ``n_values + k`` (one number), formatted as a formatted print formats it
+    (``spec`` None: C's ``%g``).  ``attr`` (the op's ``string_attr``, or None) turns the text
+    into the attribute the op takes, as it turns a name written without fields."""
+
+    __slots__ = ("parts", "loc", "attr", "fields")
+
+    def __init__(self, parts: list, loc, attr: Callable | None):
+        self.parts = tuple(parts)
+        self.loc = loc
+        self.attr = attr
+        self.fields = sum(1 for p in parts if not isinstance(p, str))
+
+    def text(self, numbers) -> str:
+        """The name, with field ``k`` holding ``numbers[k]`` (floats).  Raises OpError for a
+        number its spec cannot format (``{i:d}`` of 2.5)."""
+        from ..interp.fmt import format_value
+        return "".join(p if isinstance(p, str) else format_value(numbers[p[0]], p[1])
+                       for p in self.parts)
+
+    def resolve(self, numbers):
+        """The attribute the op takes, for these field values."""
+        text = self.text(numbers)
+        return self.attr(text, self.loc) if self.attr else text
+
+    def __repr__(self):
+        return "FileName(%r)" % "".join(p if isinstance(p, str) else "{%d}" % p[0]
+                                        for p in self.parts)
+
+
+def field_count(attrs) -> int:
+    """How many arguments after an op's values the :class:`FileName` attributes among
+    ``attrs`` read (their fields' values)."""
+    return sum(a.fields for a in attrs if type(a) is FileName)
 
 
 ZERO = "zero"       # a vjp's entry: the derivative with respect to this argument is zero

@@ -27,7 +27,7 @@ from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
-from ..ops.registry import REGISTRY, TRANSFORMS, OpError, builtin_names
+from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, subregions)
 from .shapes import (RunDim, ShapeError, SizeVar, bind, cells, check_size, compatible,
@@ -2031,6 +2031,7 @@ class Checker:
                             notes=(op.signature,))
         nodes = []
         attrs = []
+        fields = []         # the values a name's {fields} read, after the op's values
         for at, (a, (pname, kind)) in enumerate(zip(args, params)):
             if kind == "value":
                 nodes.append(self.value(a, scope, b))
@@ -2053,7 +2054,16 @@ class Checker:
                 if type(a) is not ast.StringArg:
                     raise GoatError("argument %s of %s must be a string in double quotes"
                                     % (pname, e.name), a.loc)
-                attrs.append(op.string_attr(a.value, a.loc) if op.string_attr else a.value)
+                if isinstance(a.value, str):
+                    attrs.append(op.string_attr(a.value, a.loc) if op.string_attr else a.value)
+                    continue
+                parts = []          # "w_{step}.npy": the name is made when the op runs
+                for p in self._format_data(a.value, scope, b):
+                    if not isinstance(p, str):
+                        fields.append(p[0])
+                        p = (len(fields) - 1,) + p[1:]
+                    parts.append(p)
+                attrs.append(FileName(parts, a.loc, op.string_attr))
             elif kind == "int":
                 if type(a) is not ast.Number or a.value != int(a.value):
                     if type(a) is ast.Unary and type(a.operand) is ast.Number:
@@ -2062,7 +2072,7 @@ class Checker:
                     raise GoatError("argument %s of %s must be a whole number written in the "
                                     "program, such as 0" % (pname, e.name), a.loc)
                 attrs.append(int(a.value))
-        return b.op(op, nodes, e.loc, tuple(attrs))
+        return b.op(op, nodes + fields, e.loc, tuple(attrs))
 
 
 _BLOCKS = (ast.For, ast.If, ast.Def)
@@ -2318,6 +2328,9 @@ def _uses(stmt) -> set:
             stack.append(x.expr)
             if not isinstance(x.path, str):
                 stack.extend(p for p in x.path if not isinstance(p, str))
+        elif t is ast.StringArg:
+            if not isinstance(x.value, str):
+                stack.extend(p for p in x.value if not isinstance(p, str))
         else:
             for name in getattr(t, "__slots__", ()):
                 v = getattr(x, name, None)

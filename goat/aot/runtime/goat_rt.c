@@ -238,14 +238,15 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
               op, (long long)(count - 1), text.data, (long long)position);
 }
 
-/* save with a name made when it runs ("w_{step}.npy"): relative to the program's folder. */
+/* save and load with a name made when it runs ("w_{step}.npy", in the format buffer `name`,
+ * emptied here): relative to the program's folder. */
 void goat_save_npy(const char *path, const char *shown, const double *data, int64_t rank,
                    const int64_t *dims, const char *site);
+void goat_load_npy(double *out, const char *path, const char *shown, int64_t rank,
+                   const int64_t *dims, const char *site);
 
-void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
-                     const int64_t *dims, const char *site)
+static char *named_path(const char *folder, const char *shown)
 {
-    const char *shown = name->data ? name->data : "";
     goat_str path = {0};
     if (shown[0] != '/') {
         goat_str_add(&path, folder);
@@ -253,11 +254,34 @@ void goat_save_named(const char *folder, goat_str *name, const double *data, int
             goat_str_add(&path, "/");
     }
     goat_str_add(&path, shown);
-    goat_save_npy(path.data, shown, data, rank, dims, site);
-    free(path.data);
+    return path.data;
+}
+
+static void empty(goat_str *name)
+{
     free(name->data);
     name->data = NULL;
     name->len = name->cap = 0;
+}
+
+void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
+                     const int64_t *dims, const char *site)
+{
+    const char *shown = name->data ? name->data : "";
+    char *path = named_path(folder, shown);
+    goat_save_npy(path, shown, data, rank, dims, site);
+    free(path);
+    empty(name);
+}
+
+void goat_load_named(double *out, const char *folder, goat_str *name, int64_t rank,
+                     const int64_t *dims, const char *site)
+{
+    const char *shown = name->data ? name->data : "";
+    char *path = named_path(folder, shown);
+    goat_load_npy(out, path, shown, rank, dims, site);
+    free(path);
+    empty(name);
 }
 
 /* ------------------------------------------------------------ step code */

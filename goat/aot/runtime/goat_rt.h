@@ -65,6 +65,8 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
                         const char *site);
 void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
                      const int64_t *dims, const char *site);
+void goat_load_named(double *out, const char *folder, goat_str *name, int64_t rank,
+                     const int64_t *dims, const char *site);
 
 /* NumPy's own kernels and order of additions (goat_np.c) */
 void goat_np_config(const char *blas, const char *prefix, const char *suffix, int64_t ilp64,
