@@ -395,6 +395,30 @@ def test_an_error_inside_a_module_is_reported_at_its_own_line(tmp_path):
                        "note: in module mid, imported on line 1 of p2.mg"]
 
 
+def test_every_independent_error_in_a_module_is_reported_where_it_is_imported(tmp_path):
+    """An imported module had stopped at its first error, where the program itself reports
+    each; now the module's errors come in its own order, at the place of the import among
+    the program's, each with the import's note, and a use of the module is skipped."""
+    write(tmp_path, "m.mg", "def f(x: tensor[2x2]) = x + [[1, 2, 3]]\n"
+                            "let c = [[1, 2]] @ [[1, 2]]\n"
+                            "def g(x: tensor[2x2]) = x * 2\n"
+                            "let d = c * 2\n"              # uses c: skipped
+                            "def h(x: tensor[2x2]) = nope(x)\n")
+    write(tmp_path, "p.mg", "let a = [[1]] + [[1, 2, 3]] + [[1, 2]]\nimport m\n"
+                            "print m.g([[1, 2], [3, 4]])\nprint unknown\n")
+    err = fails(tmp_path, "p.mg")
+    heads = [l for l in err if ": error:" in l]
+    assert [h.split(": error:")[0] for h in heads] == ["p.mg:1", "m.mg:1", "m.mg:2", "m.mg:5",
+                                                        "p.mg:4"]
+    assert err.count("note: in module m, imported on line 2 of p.mg") == 3
+    assert err[-1] == "goat: 5 errors"
+    # syntax errors in a module: each one
+    write(tmp_path, "s.mg", "def f(x: tensor[2x2]) = x +\nlet c = [[1, 2]] @\nlet ok = [[1]]\n")
+    write(tmp_path, "q.mg", "import s\nprint 1 +\n")
+    heads = [l.split(": error:")[0] for l in fails(tmp_path, "q.mg") if ": error:" in l]
+    assert heads == ["s.mg:1", "s.mg:2", "q.mg:2"]
+
+
 @pytest.mark.parametrize("aot", [False, True])
 def test_a_run_time_error_in_a_modules_let_names_the_import(tmp_path, aot):
     """A let of a module fails only when it runs (a ? size); the error names each import

@@ -846,6 +846,9 @@ class Checker:
 
     def _check_all(self, module, limit, convert, errors):
         errors, left_out = list(errors[:limit]), max(0, len(errors) - limit)
+        # where each error is reported among the others: its place in the program, or for one
+        # in an imported module, the place of the import (then in the module's own order)
+        place = {}
         broken = set()                      # names whose value is unknown after an error
         for stmt in module.stmts:
             if type(stmt) is ast.Broken:    # a syntax error, already reported
@@ -872,6 +875,8 @@ class Checker:
                         continue        # a def's error met again at a second call
                     if len(errors) < limit:
                         errors.append(one)
+                        if one.loc is not None and one.loc.source is not stmt.loc.source:
+                            place[id(one)] = stmt.loc.start
                     else:
                         left_out += 1
                 broken.update(_defined_names(stmt))
@@ -883,7 +888,7 @@ class Checker:
             raise errors[0]
         if errors:
             from ..diagnostics import GoatErrors
-            errors.sort(key=lambda e: e.loc.start if e.loc is not None else -1)
+            errors.sort(key=lambda e: place.get(id(e), e.loc.start if e.loc is not None else -1))
             raise GoatErrors(errors, left_out)
         return self.program
 
@@ -1695,22 +1700,29 @@ class Checker:
         shared.loading.append((real, path))
         frame = (name, stmt.loc, "import")
         shared.calls.append(frame)      # a run-time error in the module's lets names the import
+        def check(s):
+            if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
+                raise GoatError("a module may hold only def, let and import statements; "
+                                "this belongs in a program", s.loc)
+            sub.check_stmt(s)
         try:
             source = read_source(path)
-            parsed = parse(source)
+            # every error in the module, as in the program, when every one is wanted
+            syntax = [] if self._keeps(GoatError("")) else None
+            parsed = parse(source, errors=syntax)
+            if syntax:
+                raise _together(syntax)
             sub = Checker(self.program, module=True, shared=shared)
             sub.cancel = self.cancel            # an import in a hint stops with the hint
+            sub.collecting = syntax is not None
             sub.look_ahead(parsed)
-            for s in parsed.stmts:
-                if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
-                    raise GoatError("a module may hold only def, let and import statements; "
-                                    "this belongs in a program", s.loc)
-                sub.check_stmt(s)
+            sub._statements(parsed.stmts, check)
         except GoatError as e:
             note = frame_notes((frame,), None)
-            if (e.loc is None or e.loc.source.path != stmt.loc.source.path) and \
-                    note[0] not in e.notes:
-                e.notes = tuple(e.notes) + note
+            for one in _each(e):
+                if (one.loc is None or one.loc.source.path != stmt.loc.source.path) and \
+                        note[0] not in one.notes:
+                    one.notes = tuple(one.notes) + note
             raise
         finally:
             shared.loading.pop()
