@@ -492,6 +492,12 @@ def test_independent_errors_inside_blocks_and_defs_are_reported_together():
     # a def's parameter named as a failed let is its own: the def is checked
     ("let x = [[1, 2], [3, 4]]\nlet a = x @ [[1, 2, 3]]\ndef f(a: tensor[2x2]) {\n"
      "    let p = a @ [[1]]\n    let q = a + [[1, 2, 3]]\n    return a\n}\n", [2, 4, 5]),
+    # a def's declared result, with an error in its body (it had not been checked), and not
+    # when what it returns is what failed
+    ("def f(x: tensor[2x2]) -> tensor[3x3] {\n    let y = x + [[1, 2, 3]]\n    return x * 2\n"
+     "}\ndef g(x: tensor[2x2]) -> tensor[3x3] {\n    let y = x + [[1, 2, 3]]\n    return y\n}\n"
+     "def h(x: tensor[2x2]) -> (tensor[2x2], tensor[2x1]) {\n    let y = x @ [[1]]\n"
+     "    return x, x\n}\n", [1, 2, 6, 9, 10]),
 ])
 def test_every_independent_error_once(src, lines):
     with pytest.raises(goat.GoatError) as info:

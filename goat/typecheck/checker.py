@@ -1552,7 +1552,10 @@ class Checker:
                             raise GoatError("the body of %s must end with return, giving its "
                                             "value" % stmt.name,
                                             stmts[-1].loc if stmts else stmt.loc)
-                        return self.expr(stmts[-1].expr, fscope, body)
+                        tmpl.result = self.expr(stmts[-1].expr, fscope, body)
+                        if stmt.ret is not None:    # with the body's errors, if any
+                            self._check_result(stmt, tmpl, fscope, body)
+                        return tmpl.result
                     result = self._statements(stmts[:-1] if ends else stmts, one,
                                               (returned, _uses(stmts[-1]) if ends else set()))
                     self.last = (stmts[-1], result)
@@ -1565,7 +1568,7 @@ class Checker:
                 self.impure = outer_impure
                 self.grad_used = outer_grad
                 self.depth = depth
-            if stmt.ret is not None:
+            if stmt.ret is not None and not stmt.block:
                 self._check_result(stmt, tmpl, fscope, body)
         finally:
             self._defining = outer_defining
