@@ -72,6 +72,10 @@ def cross_entropy_masked(z: tensor[..., N, V], t: tensor[..., N, 1], m: tensor[.
 # inverted dropout (Srivastava et al. 2014): each value is kept with probability 1 - p and
 # scaled by 1 / (1 - p), or set to 0; the mask is rand(tensor[N, C], seed) >= p, so the same
 # seed gives the same mask on every back end.  Pass a different seed at each call (say
-# step * 100 + layer) for a fresh mask.  p = 1 drops everything (0s, not 0/0).
+# step * 100 + layer) for a fresh mask.  p = 1 drops everything (0s, not 0/0); a p outside
+# 0 to 1 stops the program.
 # NxC, scalar, seed -> NxC.
-def dropout(x: tensor[..., N, C], p: scalar, seed: scalar) = x * (rand(tensor[..., N, C], seed) >= p) / (1 - p + (p >= 1))
+def dropout(x: tensor[..., N, C], p: scalar, seed: scalar) {
+    assert p >= 0 and p <= 1, "nn.dropout's p is the probability of dropping a value, from 0 to 1, got {p}"
+    return x * (rand(tensor[..., N, C], seed) >= p) / (1 - p + (p >= 1))
+}

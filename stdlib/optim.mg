@@ -10,7 +10,9 @@
 # gradient g, t the number of this step counting from 1 (for the bias corrections 1 - b^t,
 # computed as 1 - exp(t log b)).  The weight decay is decoupled: w shrinks by lr * wd * w,
 # then takes the Adam step lr * m_hat / (sqrt(v_hat) + eps).  Returns the new (w, m, v).
+# A t below 1 stops the program (at t = 0 the bias corrections would divide by 0).
 def adamw(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, eps: scalar, wd: scalar) {
+    assert t >= 1, "optim.adamw's t numbers the steps from 1 (its bias corrections divide by 1 - b1^t), got {t}: in a loop from 0, pass step + 1"
     let m2 = b1 * m + (1 - b1) * g
     let v2 = b2 * v + (1 - b2) * (g * g)
     let m_hat = m2 / (1 - exp(t * log(b1)))

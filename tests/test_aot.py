@@ -371,6 +371,22 @@ def test_load_with_fields_compiled_equals_interpreted(env, tmp_path, text):
     same(interp, compiled)
 
 
+@pytest.mark.parametrize("text", [
+    'var x = [[1.0, 2]]\nfor i in 0..5 {\n    x = x * 2\n    assert col_max(row_max(x)) < 20, '
+    '"at {i}: max {col_max(row_max(x)):.1f}"\n    print "{i}"\n}\n',
+    'assert 0 / 0\nassert [[3]]\nprint 1\nassert 1 - 1\n',
+    'def half(n: scalar) {\n    assert n % 2 == 0, "odd {n}"\n    return n / 2\n}\n'
+    'print half(4)\nprint half(7)\n',
+    'import nn\nprint nn.dropout([[1.0, 2]], 0.5, 3)\nprint nn.dropout([[1.0, 2]], 1.5, 3)\n',
+])
+def test_asserts_compiled_equal_interpreted(env, tmp_path, text):
+    path = tmp_path / "a.mg"
+    path.write_text(text)
+    interp, compiled = both(str(path), env)
+    assert interp.returncode == 1 and "internal error" not in compiled.stderr
+    same(interp, compiled)
+
+
 # ---------------------------------------------------------------------------- the command
 
 def test_compile_writes_an_executable_and_llvm(env, tmp_path):

@@ -1697,3 +1697,71 @@ def test_a_defs_body_is_a_scope_of_its_own():
                        "print f(5)\nprint t\n")) == [10.0, 1.0]
     e = error("let t = 1\nif 1 {\n  let t = 2\n}\n")
     assert e.line == 3 and "outside this block" in e.message
+
+
+# ---------------------------------------------------------------------------- assert
+
+def test_an_assert_that_holds_goes_on_and_one_that_fails_stops_with_its_message():
+    src = ('var x = [[1.0, 2]]\nfor i in 0..5 {\n    x = x * 2\n'
+           '    assert col_max(row_max(x)) < 20, "at step {i}: max {col_max(row_max(x)):.1f}"\n'
+           '    print "{i}"\n}\n')
+    out = io.StringIO()
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src, path="t.mg", stdout=out)
+    # 2 * 2**(i + 1) < 20 holds for i = 0, 1, 2 (4, 8, 16) and fails at i = 3 (32)
+    assert out.getvalue() == "0\n1\n2\n"
+    assert (info.value.line, info.value.message) == (4, "at step 3: max 32.0")
+
+
+@pytest.mark.parametrize("cond, holds", [("1", True), ("0", False), ("-0.0", False),
+                                         ("0 / 0", True), ("[[0.5]]", True), ("[[1, 2]] == [[1, 3]]", None)])
+def test_what_an_assert_takes_as_true(cond, holds):
+    """As an if: any number but 0, a NaN too; the condition must be one number."""
+    src = "assert %s\nprint 1\n" % cond
+    if holds is None:
+        e = error(src)
+        assert e.message == ("an assert's condition must be a single number (one element), "
+                             "got shape 1x2")
+    elif holds:
+        assert [v.item() for v in run(src)] == [1.0]
+    else:
+        e = error(src)
+        assert (e.line, e.message) == (1, "assertion failed: " + cond)
+
+
+def test_an_assert_in_a_def_is_reported_as_every_run_time_error_in_a_def():
+    """At the assert, with the call in a note; in a library's def, at the program's call."""
+    e = error("def half(n: scalar) {\n    assert n % 2 == 0, \"half of an odd {n}\"\n"
+              "    return n / 2\n}\nprint half(4)\nprint half(7)\n")
+    assert (e.line, e.message, e.notes) == (2, "half of an odd 7", ("in half, called on line 6",))
+    e = error("import nn\nprint 1\nprint nn.dropout([[1.0]], 2, 3)\n")
+    assert e.line == 3 and e.notes[0].startswith("in nn.dropout, at line ")
+
+
+@pytest.mark.parametrize("src, said", [
+    ("assert\n", "syntax error"),
+    ("assert 1, 2\n", "syntax error"),
+    ('assert 1, "{nope}"\n', "unknown name 'nope'"),
+    ('let assert = 1\n', "syntax error"),
+])
+def test_an_assert_written_wrong_is_an_error_before_anything_runs(src, said):
+    assert said in error("print 7\n" + src).message
+
+
+def test_the_stdlib_refuses_the_numbers_it_cannot_use():
+    """optim.adamw with t = 0 had made every weight NaN, silently; nn.dropout took any p."""
+    e = error("import optim\nvar w = [[1.0, 2]]\nvar m = zeros(tensor[1x2])\n"
+              "var v = zeros(tensor[1x2])\nfor step in 0..2 {\n"
+              "    w, m, v = optim.adamw(w, w, m, v, step, 0.1, 0.9, 0.999, 1e-08, 0)\n}\n")
+    assert e.line == 6 and e.message.startswith("optim.adamw's t numbers the steps from 1")
+    assert "got 0: in a loop from 0, pass step + 1" in e.message
+    for p in ("1.5", "-0.1", "0 / 0 * 0 - 2"):
+        e = error("import nn\nprint nn.dropout([[1.0, 2]], %s, 3)\n" % p)
+        assert e.line == 2 and e.message.startswith("nn.dropout's p is the probability")
+    got = run("import nn\nprint nn.dropout([[1.0, 2]], 1, 3)\nprint nn.dropout([[1.0, 2]], 0, 3)\n")
+    assert [g.tolist() for g in got] == [[[0.0, 0.0]], [[1.0, 2.0]]]
+
+
+def test_every_error_after_a_failed_statement_an_assert_uses_is_skipped():
+    e = error("let x = [[1, 2]] + [[1, 2, 3]]\nassert x, \"{x}\"\nassert y\n")
+    assert [one.line for one in e.errors] == [1, 3]

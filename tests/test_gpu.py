@@ -24,7 +24,7 @@ import pytest
 
 import goat
 from goat.api import _load, read_source
-from goat.diagnostics import Source
+from goat.diagnostics import GoatError, Source
 from goat.gpu import NumpyBackend, cupy_usable, get_backend
 from goat.gpu import kernels
 from goat.gpu.guard import GuardBackend, HostRoundTrip
@@ -244,11 +244,38 @@ def test_a_load_reads_its_name_fields_on_the_host_only(tmp_path):
     assert be.counter.reads == 1            # k, computed on the device; i is the loop's
 
 
+def test_an_assert_that_holds_lets_the_device_run_on():
+    """An assert reads its condition (on the host already for numbers of the program, so no
+    read) and does not wait for the device's held checks unless it fails: the first failing
+    gather's check, held, is the error then, before the assert's."""
+    text = ('let t = [[1, 2], [3, 4]]\nvar s = zeros(tensor[1x2])\nfor i in 0..3 {\n'
+            '    s = s + gather(t, reshape(i % 2, tensor[1x1]))\n    assert i + 1 >= 1, "t"\n}\nprint s\n')
+    be = GuardBackend()
+    text_g, _ = _run(_program(text), be)
+    assert text_g == _run(_program(text), get_backend("numpy"))[0]
+    without = GuardBackend()
+    _run(_program(text.replace('    assert i + 1 >= 1, "t"\n', "")), without)
+    # the held checks are read once, at the print, with the asserts or without them
+    assert be.counter.reads == without.counter.reads == 1
+    bad = ('let t = [[1, 2], [3, 4]]\nlet k = row_sum([[1.0, 1.0]]) * 3\n'
+           'let g = gather(t, reshape(k, tensor[1x1]))\nassert 0, "the assert"\nprint g\n')
+    with pytest.raises(GoatError) as info:
+        _run(_program(bad), GuardBackend())
+    assert info.value.line == 3 and "indices" in info.value.message
+
+
 def test_host_reads_are_the_named_ones_only():
-    """An if reads its condition (12 times here), a loop its bounds when they are computed
-    (numbers written in the program are no read), a draw its seed; printing copies once per
-    print; nothing else crosses to the host."""
+    """An if reads its condition when the device computed it (12 times here; a condition of
+    numbers only, step % 4 == 0, is computed on the host, as the CuPy back end computes it: no
+    read), a loop its bounds when they are computed (numbers written in the program are no
+    read), a draw its seed; printing copies once per print; nothing else crosses to the
+    host."""
     program = _program(CONTROL_PROGRAM)
+    be = GuardBackend()
+    _run(program, be)
+    assert be.counter.reads == 0
+    assert be.counter.downloads == 2
+    program = _program(CONTROL_PROGRAM.replace("if step % 4 == 0", "if loss > 0.5"))
     be = GuardBackend()
     _run(program, be)
     assert be.counter.reads == 12

@@ -115,8 +115,6 @@ class CupyBackend(XpBackend):
         self._preamble = kernels.prefix("cuda", kernels.C_TYPES[dtype])
         self._kernels = {}
         self._reductions = {}
-        self._host = None           # a NumPy back end, for groups of numbers only
-        self._host_fns = {}
         self._signed = cupy.ElementwiseKernel(
             "%s x" % self._ptype, "%s y" % self._ptype, kernels.SIGNED_NANS,
             "goat_signed_nans", preamble=self._preamble, options=_OPTIONS)
@@ -130,13 +128,11 @@ class CupyBackend(XpBackend):
         return np.asarray(x, dtype=self.dtype)
 
     def scalar(self, x) -> float:
-        if type(x) is float:
-            return x
+        if not isinstance(x, self._cupy.ndarray):   # a number on the host: nothing waits
+            return float(x)
         if self._pending:
             self.settle()
-        if isinstance(x, self._cupy.ndarray):
-            return float(self._cupy.asnumpy(x.reshape(())))
-        return float(x)
+        return float(self._cupy.asnumpy(x.reshape(())))
 
     def to_host(self, x):
         return self._cupy.asnumpy(x)
@@ -164,31 +160,6 @@ class CupyBackend(XpBackend):
                     return k(*inputs)
             return self._on_host(spec, inputs)
         return run
-
-    def _on_host(self, spec, inputs):
-        """A group of numbers only (constants of the program): computed as the NumPy back end
-        computes them -- an op at a time, each result in the precision, a whole number that
-        float32 cannot hold kept exact until it meets a float32 value -- and kept on the host,
-        as numbers are (a kernel takes them as arguments).  A kernel would round every number
-        to float32 first (16777217 - 16777216 would be 0, log(1e308) inf)."""
-        host = self._host
-        if host is None:
-            from .numpy_backend import NumpyBackend
-            host = self._host = NumpyBackend(dtype=self.dtype_name)
-        fns = self._host_fns.get(spec)
-        if fns is None:
-            fns = self._host_fns[spec] = [op.evaluate(host) for op, _ in spec[1]]
-        vals = list(inputs)
-        with host.errstate():
-            for f, (_, refs) in zip(fns, spec[1]):
-                r = f(*[vals[j] for j in refs])
-                if type(r) is np.ndarray:
-                    # NumPy's tanh and where of numbers give a 0-d array, a host array a CuPy
-                    # kernel refuses: its number instead
-                    r = r[()]
-                vals.append(host.in_precision(r))
-        outs = [vals[-1]] + [vals[j] for j in kernels.extra_outputs(spec)]
-        return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property
     def matmul(self):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import kernels
+
 DTYPES = {"f64": np.dtype(np.float64), "f32": np.dtype(np.float32)}
 
 # Ops that can make a NaN out of numbers, with how to tell which result cells had a NaN
@@ -115,6 +117,8 @@ class XpBackend:
         self.maximum = self._extreme(True)
         self.minimum = self._extreme(False)
         self._pending = []
+        self._host = None           # a NumPy back end, for groups of numbers only
+        self._host_fns = {}
 
     # ------------------------------------------------------------ checks of values
     def require(self, ok, fail) -> bool:
@@ -174,6 +178,31 @@ class XpBackend:
         return np.asarray(x)
 
     # ------------------------------------------------------------ values
+    def _on_host(self, spec, inputs):
+        """A group of numbers only (constants of the program): computed as the NumPy back end
+        computes them -- an op at a time, each result in the precision, a whole number that
+        float32 cannot hold kept exact until it meets a float32 value -- and kept on the host,
+        as numbers are (a kernel takes them as arguments).  A kernel would round every number
+        to float32 first (16777217 - 16777216 would be 0, log(1e308) inf)."""
+        host = self._host
+        if host is None:
+            from .numpy_backend import NumpyBackend
+            host = self._host = NumpyBackend(dtype=self.dtype_name)
+        fns = self._host_fns.get(spec)
+        if fns is None:
+            fns = self._host_fns[spec] = [op.evaluate(host) for op, _ in spec[1]]
+        vals = list(inputs)
+        with host.errstate():
+            for f, (_, refs) in zip(fns, spec[1]):
+                r = f(*[vals[j] for j in refs])
+                if type(r) is np.ndarray:
+                    # NumPy's tanh and where of numbers give a 0-d array, a host array a CuPy
+                    # kernel refuses: its number instead
+                    r = r[()]
+                vals.append(host.in_precision(r))
+        outs = [vals[-1]] + [vals[j] for j in kernels.extra_outputs(spec)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     def in_precision(self, r):
         """``r``, a number an op gave, in the back end's precision: NumPy makes a float64
         scalar of an op on two Python floats; a Python float stays one where

@@ -683,9 +683,12 @@ class Evaluator:
         return self.be.to_numpy(self.values[node.id])
 
     def _effect(self, effect, vals):
+        kind = effect.kind
+        if kind == "assert":
+            self._assert(effect, vals)
+            return
         # a check a device back end holds, made before this effect, fails before it shows
         self.be.settle()
-        kind = effect.kind
         if kind == "print":
             value = self.be.to_numpy(vals[effect.node.id])
             if self.keep_printed:
@@ -710,6 +713,20 @@ class Evaluator:
                 raise GoatError(e.message, **_at(effect)) from None
         else:
             raise TypeError(kind)
+
+    def _assert(self, effect, vals):
+        """An assert: its condition's one number (read on the host where a device holds it),
+        and, where it is 0, the program stops with its message (a NaN holds, as an if takes
+        it).  Only a failing assert waits for the device's held checks (an earlier one that
+        fails is the error): one that holds lets the device run on."""
+        try:
+            holds = _one_number(self.be, vals[effect.node.id], "an assert's condition",
+                                effect.loc)
+        except GoatError as e:
+            raise GoatError(e.message, **_at(effect)) from None
+        if holds == 0.0:
+            self.be.settle()
+            raise GoatError(self._format(effect, effect.data, vals), **_at(effect))
 
     def _format(self, effect, parts, vals):
         """The text of a format string's ``parts`` with the values in ``vals``."""

@@ -254,6 +254,18 @@ class PrintFormat(Stmt):
         self.loc = loc
 
 
+class Assert(Stmt):
+    """``assert COND, "message {expr}"``: the program stops with the message where COND (one
+    number) is 0.  ``parts`` are those of a format string (strings and Field objects), or None
+    (the message is then the condition as written)."""
+    __slots__ = ("cond", "parts")
+
+    def __init__(self, cond: Expr, parts, loc: Loc):
+        self.cond = cond
+        self.parts = parts
+        self.loc = loc
+
+
 class Field:
     """One ``{expr:spec}`` of a format string (``spec`` None when absent)."""
     __slots__ = ("expr", "spec", "loc")

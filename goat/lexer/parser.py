@@ -128,6 +128,12 @@ class _Build:
         path = string if "{" in string.value else self._string(string)
         return ast.Save(expr, path, self._loc(kw).to(self._loc(rp)), self._loc(string))
 
+    def assert_stmt(self, c):
+        kw, cond, string = c
+        # a message's fields are parsed by parse() once this statement is read (_format_parts)
+        return ast.Assert(cond, string, self._loc(kw).to(self._loc(string) if string is not None
+                                                          else cond.loc))
+
     def for_head(self, c):
         kw, name, _in, lo, _dots, hi, brace = c
         loc = self._loc(kw).to(self._loc(brace))
@@ -884,6 +890,8 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
             stmt.parts = _format_parts(build, stmt.parts)
         elif t is ast.Save and not isinstance(stmt.path, str):
             stmt.path = _format_parts(build, stmt.path)
+        elif t is ast.Assert and stmt.parts is not None:
+            stmt.parts = _format_parts(build, stmt.parts)
         elif t is ast.Header or t is ast.Close:
             blocks = True
         append(stmt)

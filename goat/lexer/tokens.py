@@ -18,6 +18,7 @@ KEYWORDS = {
     "return": "RETURN",
     "import": "IMPORT",
     "save": "SAVE",
+    "assert": "ASSERT",
     "and": "AND",
     "or": "OR",
     "not": "NOT",
@@ -25,7 +26,7 @@ KEYWORDS = {
 
 # the keywords that begin a statement (the REPL completes them at the start of a line)
 STATEMENT_KEYWORDS = ("def", "let", "var", "print", "for", "if", "else", "return", "import",
-                      "save")
+                      "save", "assert")
 
 # words that only appear inside a type annotation
 TYPE_WORDS = ("tensor", "scalar")

@@ -699,6 +699,8 @@ class Builder:
             data = e.data
             if e.kind == "save" and not isinstance(data[1], str):
                 data = (data[0], parts(data[1]))
+            elif e.kind == "assert":
+                data = parts(data)
             self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, data)
         self.region.effects[-1].via = tuple(self.checker.calls)
 
@@ -973,6 +975,8 @@ class Checker:
             return self._let_tuple(stmt, scope, b)
         if t is ast.PrintFormat:
             return self._print_format(stmt, scope, b)
+        if t is ast.Assert:
+            return self._assert(stmt, scope, b)
         if t is ast.Save:
             node = self.value(stmt.expr, scope, b)
             if isinstance(stmt.path, str):
@@ -1454,6 +1458,20 @@ class Checker:
     def _print_format(self, stmt, scope, b):
         data = self._format_data(stmt.parts, scope, b)
         self.program.add_effect(b.region, "format", None, stmt.loc, data)
+        self.impure = True
+        return None
+
+    def _assert(self, stmt, scope, b):
+        """``assert COND, "message"``: an effect that reads COND's one number when it runs and
+        stops the program with the message where it is 0 (a NaN passes, as an if takes it)."""
+        cond = self.value(stmt.cond, scope, b)
+        self._one_value(cond, stmt.cond.loc, "an assert's condition", b)
+        if stmt.parts is None:
+            head = stmt.cond.loc
+            data = ["assertion failed: " + head.source.text[head.start:head.end]]
+        else:
+            data = self._format_data(stmt.parts, scope, b)
+        self.program.add_effect(b.region, "assert", cond, stmt.loc, data)
         self.impure = True
         return None
 
@@ -2337,8 +2355,10 @@ def _uses(stmt) -> set:
             stack.append(x.expr)
         elif t is ast.Field:
             stack.append(x.expr)
-        elif t is ast.PrintFormat:
+        elif t is ast.PrintFormat or (t is ast.Assert and x.parts is not None):
             stack.extend(p for p in x.parts if not isinstance(p, str))
+            if t is ast.Assert:
+                stack.append(x.cond)
         elif t is ast.Save:
             stack.append(x.expr)
             if not isinstance(x.path, str):

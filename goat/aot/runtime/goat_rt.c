@@ -238,6 +238,12 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
               op, (long long)(count - 1), text.data, (long long)position);
 }
 
+/* an assert that fails: its message, made in the format buffer */
+void goat_assert_fail(goat_str *message, const char *site)
+{
+    goat_fail(site, "%s", message->data ? message->data : "");
+}
+
 /* save and load with a name made when it runs ("w_{step}.npy", in the format buffer `name`,
  * emptied here): relative to the program's folder. */
 void goat_save_npy(const char *path, const char *shown, const double *data, int64_t rank,

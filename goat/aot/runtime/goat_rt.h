@@ -63,6 +63,8 @@ int64_t goat_bound(double v, const char *site);
 __attribute__((noreturn))
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site);
+__attribute__((noreturn))
+void goat_assert_fail(goat_str *message, const char *site);
 void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
                      const int64_t *dims, const char *site);
 void goat_load_named(double *out, const char *folder, goat_str *name, int64_t rank,
