@@ -26,13 +26,16 @@ large stack, and the recursion limit is raised while any such call runs; Python'
 garbage collector is paused while a program is read, checked and run.  Each of these is put
 back as it was when the last concurrent call ends.  ``threading.stack_size()`` is changed only
 while a helper thread is started, in one sequence of C calls during which no other thread of
-the process runs Python code (so none can start a thread with that size), and put back.  Nothing else that is
+the process runs Python code (so none can start a thread with that size), and put back.  The
+BLAS's thread count is set while runs use it and given back when the last ends; runs that ask
+for another count wait their turn (goat/gpu/numpy_backend.py).  Nothing else that is
 process-wide is touched: ``sys.stdout``/``sys.stderr``, the working directory and the signal
 handlers stay as they are, and a program prints only to the ``stdout`` it is given.
 """
 from __future__ import annotations
 
 import _thread
+import codecs
 import functools
 import gc
 import io
@@ -426,6 +429,47 @@ def _check_stdout(stdout, fn: str):
                             "open for writing" % (fn, _type_name(stdout)))
 
 
+class _Utf8Writer:
+    """A text stream whose encoding is not UTF-8 (latin-1, ascii under PYTHONIOENCODING):
+    goat's output is UTF-8 text (the memref header holds '…'), so it goes to the stream's
+    byte buffer in UTF-8, as goat run writes it (after what the stream holds); a stream
+    without a buffer gets the text, and a clear error if it cannot encode it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._buffer = getattr(stream, "buffer", None)
+
+    def write(self, text):
+        if self._buffer is None:
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError as e:
+                raise UnicodeEncodeError(
+                    e.encoding, e.object, e.start, e.end,
+                    "goat's output is UTF-8 text (the memref header holds '\u2026'), which "
+                    "this stream cannot write: give goat one opened with "
+                    "encoding='utf-8'") from None
+        self._stream.flush()
+        self._buffer.write(text.encode("utf-8", "surrogateescape"))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _utf8(stdout):
+    """``stdout`` as goat writes to it: itself, or where its encoding is not UTF-8's (latin-1,
+    ascii under PYTHONIOENCODING), a _Utf8Writer around it."""
+    encoding = getattr(stdout, "encoding", None)
+    if not isinstance(encoding, str):
+        return stdout
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return _Utf8Writer(stdout)
+    return stdout if name in ("utf-8", "utf-16", "utf-32", "utf-8-sig") else _Utf8Writer(stdout)
+
+
 def _check_backend(backend, fn: str, dtype="f64"):
     if not isinstance(backend, str):
         raise TypeError("goat.%s: backend must be the name of a back end (a str: %s), not %s"
@@ -458,10 +502,20 @@ def _precision(dtype, fn: str) -> str:
     return _PRECISIONS[name]
 
 
-def _check_timings(timings, fn: str):
-    if timings is not None and not isinstance(timings, dict):
+def _check_timings(timings, fn: str, phases=None):
+    """TypeError unless ``timings`` is None or a dict; a dict loses what an earlier call wrote
+    of what this one writes: the ``phases`` named (and "failed", "backend"), or, None, all
+    (a call that runs every phase), so that a dict used again tells of this call only."""
+    if timings is None:
+        return
+    if not isinstance(timings, dict):
         raise TypeError("goat.%s: timings must be a dict (it receives the seconds each phase "
                         "took) or None, not %s" % (fn, _type_name(timings)))
+    if phases is None:
+        timings.clear()
+        return
+    for key in phases + ("failed", "backend"):
+        timings.pop(key, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,7 +662,7 @@ def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
     seconds of "parse" and "check" (see :func:`run_source`)."""
     _check_text(text, "load")
     _check_shown_path(path, "load")
-    _check_timings(timings, "load")
+    _check_timings(timings, "load", ("parse", "check"))
     return _load_text(text, path, timings)
 
 
@@ -682,7 +736,7 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
                         % _type_name(program))
     _check_stdout(stdout, "execute")
     dtype = _check_backend(backend, "execute", dtype)
-    _check_timings(timings, "execute")
+    _check_timings(timings, "execute", ("run",))
     _check_threads(threads, "execute")
     progress = _check_progress(progress, "execute")
     return _execute(program, stdout, backend, timings, progress, threads, dtype)
@@ -715,13 +769,16 @@ def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype=
         backend, why = resolve(backend, program, dtype)
         if why is not None and timings is not None:
             timings["backend"] = why
-        ev = Evaluator(program, get_backend(backend, threads, dtype), out=stdout,
-                       keep_printed=True, progress=progress)
-        with gc_paused():
-            if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
-                with_deep_stack(_run, ev)
-            else:                                # Ctrl-C reaches the run itself
-                _run(ev)
+        be = get_backend(backend, threads, dtype)
+        try:
+            ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None, keep_printed=True, progress=progress)
+            with gc_paused():
+                if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
+                    with_deep_stack(_run, ev)
+                else:                                # Ctrl-C reaches the run itself
+                    _run(ev)
+        finally:
+            be.close()          # the BLAS's threads as they were
     return ev.printed
 
 
@@ -755,7 +812,10 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
-    the line, per formatted ``print "..."``).  ``path`` is the name errors show (a ``str``).
+    the line, per formatted ``print "..."``).  ``path`` is the name errors show (a ``str``),
+    and its folder (when the program is read) is where the program's relative file names
+    (``load``, ``save``, ``import``) start from; the default, "<string>", starts them from the
+    current folder when they are read.
     ``stdout`` (a writable text stream) also receives the printed memref text; None prints
     nothing.  ``backend`` names the array back end ("numpy", "cupy" or "auto") and ``dtype``
     the precision ("f64" or "f32"), as for :func:`execute`.  ``timings`` (a dict) receives

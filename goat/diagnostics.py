@@ -10,6 +10,7 @@ expression.  Anything else that escapes is a bug in goat (see :func:`internal_er
 """
 from __future__ import annotations
 
+import os
 import re
 
 from bisect import bisect_right
@@ -18,12 +19,17 @@ REPORT_URL = "the goat issue tracker"
 
 
 class Source:
-    """A program text and the path it was read from (as the user wrote it)."""
+    """A program text and the path it was read from (as the user wrote it).  ``folder`` is
+    the absolute folder of that path when the text was read (None for standard input, the
+    REPL and other names in <...>): the folder the program's relative file names are
+    relative to, however the current folder changes later."""
 
-    __slots__ = ("path", "text", "_lines", "_starts")
+    __slots__ = ("path", "text", "_lines", "_starts", "folder")
 
     def __init__(self, path: str, text: str):
         self.path = path
+        self.folder = (None if not isinstance(path, str) or not path or path.startswith("<")
+                       or path == "-" else os.path.abspath(os.path.dirname(path)))
         if "\r" in text:       # Windows (CRLF) and old Mac (CR) line endings read as newlines
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         self.text = text

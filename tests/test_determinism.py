@@ -206,15 +206,76 @@ def test_a_batched_product_gives_each_matrix_its_own_products_bits():
 
 
 def test_the_back_end_holds_every_blas_library_to_one_thread():
+    import gc
+    gc.collect()        # back ends of earlier tests, never closed, give up their holds
     libs = blas_libraries()
     assert libs, "threadpoolctl found no BLAS library in NumPy"
-    NumpyBackend().matmul
+    before = [lib.get_num_threads() for lib in libs]
+    be = NumpyBackend()
+    be.matmul
     assert all(lib.get_num_threads() == 1 for lib in libs)
+    be.close()
+    assert [lib.get_num_threads() for lib in libs] == before
     for lib in libs:
         lib.set_num_threads(2)          # as a program embedding goat might leave it
-    NumpyBackend().matmul               # a fresh back end sets the limit again
+    be = NumpyBackend()
+    be.matmul                           # a fresh back end sets the limit again
     assert all(lib.get_num_threads() == 1 for lib in libs)
     assert pin_blas_threads() == []
+    be.close()
+    assert all(lib.get_num_threads() == 2 for lib in libs)
+    for lib, n in zip(libs, before):
+        lib.set_num_threads(n)
+
+
+def test_a_run_gives_the_blas_its_threads_back():
+    """A run had left NumPy's BLAS on one thread (threads=N: on N) for the rest of the
+    process: 60x slower for an embedding program's own products on the helper's machine."""
+    import gc
+    import goat
+    gc.collect()
+    libs = blas_libraries()
+    before = [lib.get_num_threads() for lib in libs]
+    try:
+        for lib in libs:
+            lib.set_num_threads(2)
+        goat.run_source("print [[1, 2]] @ [[3], [4]]")
+        assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
+        goat.run_source("print [[1, 2]] @ [[3], [4]]", threads=3)
+        assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
+    finally:
+        for lib, n in zip(libs, before):
+            lib.set_num_threads(n)
+
+
+def test_runs_on_other_threads_with_other_counts_do_not_change_a_runs_bits(tmp_path):
+    """Two runs at once, one asking threads=2: each product of the threads=1 run had had the
+    bits of whichever setting was last made (19372 or 19684 below); now they take turns."""
+    import threading
+    import goat
+    k = 20000
+    a = np.ones((1, k))
+    a[0, 0], a[0, -1] = 1e16, -1e16
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", np.ones((k, 1)))
+    (tmp_path / "p.mg").write_text(
+        'let a: tensor[1x20000] = load("a.npy")\nlet b: tensor[20000x1] = load("b.npy")\n'
+        'for i in 0..400 {\n    if i % 20 == 0 {\n        print a @ b\n    }\n}\n')
+    alone = {float(x[0, 0]) for x in goat.run_file(str(tmp_path / "p.mg"))}
+    assert len(alone) == 1
+    stop = []
+
+    def other():
+        while not stop:
+            goat.run_source("print [[1]] @ [[1]]", threads=2)
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        got = {float(x[0, 0]) for _ in range(3) for x in goat.run_file(str(tmp_path / "p.mg"))}
+    finally:
+        stop.append(1)
+        t.join()
+    assert got == alone
 
 
 def test_more_blas_threads_on_request():

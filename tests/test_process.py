@@ -281,6 +281,75 @@ def test_api_timings_name_the_phase_that_failed():
     assert set(timings) == {"parse", "check", "run"}
 
 
+def test_a_timings_dict_used_again_tells_of_the_latest_call():
+    """A run that succeeded had reported failed: 'check' from an earlier call."""
+    timings = {}
+    with pytest.raises(goat.GoatError):
+        goat.run_source("print [[1]] +", timings=timings)
+    goat.run_source("print [[1]]", timings=timings, backend="auto")
+    assert set(timings) == {"parse", "check", "run", "backend"}
+    goat.run_source("print [[1]]", timings=timings)
+    assert set(timings) == {"parse", "check", "run"}
+    program = goat.load("print 1", timings=timings)          # load then execute: both phases
+    goat.execute(program, timings=timings)
+    assert set(timings) == {"parse", "check", "run"}
+
+
+def test_a_stream_of_another_encoding_gets_utf8_as_goat_run_writes_it(tmp_path):
+    """A latin-1 file had failed with a bare UnicodeEncodeError at the memref header's '…'."""
+    with open(tmp_path / "out.txt", "w", encoding="latin-1") as f:
+        f.write("mine\n")
+        goat.run_source('print "caf\u00e9"\nprint [[1]]\n', stdout=f)
+        f.write("after\n")
+    data = (tmp_path / "out.txt").read_bytes()
+    assert data == ("mine\ncaf\u00e9\nUnranked Memref base@ = 0x\u2026 rank = 2 offset = 0 "
+                    "sizes = [1, 1] strides = [1, 1] data = \n[[1]]\nafter\n").encode("utf-8")
+
+    class Ascii:                    # no byte buffer: a clear error
+        encoding = "ascii"
+
+        def write(self, text):
+            return len(text.encode("ascii"))
+    with pytest.raises(UnicodeEncodeError, match="encoding='utf-8'"):
+        goat.run_source("print [[1]]", stdout=Ascii())
+
+
+def test_a_checked_program_finds_its_files_after_the_current_folder_changes(tmp_path,
+                                                                             monkeypatch):
+    """A checked program had read load("data/a.npy") relative to the current folder when it
+    ran, not its own."""
+    import numpy as np
+    (tmp_path / "p" / "data").mkdir(parents=True)
+    np.save(tmp_path / "p" / "data" / "a.npy", np.ones((1, 2)))
+    (tmp_path / "p" / "p.mg").write_text('print load("data/a.npy", tensor[1x2])\n'
+                                         'save([[3]], "out_{1}.npy")\n')
+    monkeypatch.chdir(tmp_path)
+    program = goat.check_file("p/p.mg")
+    monkeypatch.chdir("/")
+    assert goat.execute(program)[0].tolist() == [[1.0, 1.0]]
+    assert np.load(tmp_path / "p" / "out_1.npy").tolist() == [[3.0]]
+
+
+def test_the_statement_shape_cache_stays_small(tmp_path, monkeypatch):
+    """Generated long statements had grown the cache to 1 GB of memory and an 81 MB file
+    (read never again, being over 16 MB)."""
+    from goat.lexer import parser
+    monkeypatch.setattr(parser, "_SHAPES", {})
+    monkeypatch.setattr(parser, "_shape_tokens", [0])
+    monkeypatch.setattr(parser, "_MAX_SHAPE_TOKENS", 3000)
+    saved = parser._SavedShapes()
+    monkeypatch.setattr(parser, "_SAVED", saved)
+    monkeypatch.setattr(saved, "BYTES", 20000)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("GOAT_NO_CACHE", raising=False)
+    for n in range(1, 120):
+        goat.run_source("let a = [[1]]\nprint a" + " + a * a" * n)
+    assert sum(len(k) for k in parser._SHAPES) <= 3000
+    saved.save()
+    files = list((tmp_path / "goat").iterdir())
+    assert len(files) == 1 and files[0].stat().st_size <= 20000 + 1000
+
+
 # ------------------------------------------------------------------------ the Python API
 
 def process_state():

@@ -29,11 +29,12 @@ holds the products that differed):
 So no rule on the inner dimension alone would do: any product that the BLAS threads may
 change.  When this back end first evaluates a matrix product it limits every BLAS library
 loaded into the process to one thread, through threadpoolctl (which knows OpenBLAS, MKL, BLIS
-and FlexiBLAS), and leaves it so for the rest of the process; a fresh back end (each
-``goat run``, each ``goat.execute``, the REPL) sets the limit again.  A product then has the
-one-thread BLAS's bits, the same with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
-MKL_NUM_THREADS at 1, 2 or 4, or unset.  (A program that embeds goat finds its BLAS on one
-thread afterwards; threadpoolctl's ``threadpool_limits`` gives it back its threads.)
+and FlexiBLAS), for the rest of the run (:func:`hold_blas_threads`); when the run ends
+(:meth:`NumpyBackend.close`) the libraries get back the threads they had.  A product then has
+the one-thread BLAS's bits, the same with OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
+MKL_NUM_THREADS at 1, 2 or 4, or unset.  The setting is process-wide: runs in several Python
+threads at once that ask for the same number share it, and one that asks for another number
+waits until they end (so that ``threads=1`` keeps its bits).
 
 What it costs (bench/bench_blas.py, three runs on the 2-core machine while other work shared
 it, load average 4 to 6): nothing to see on the chapter's training loop, whose 5,862 products
@@ -64,7 +65,9 @@ loop's 412 row maxima cost about a millisecond more.
 """
 from __future__ import annotations
 
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -112,16 +115,71 @@ def pin_blas_threads(threads: int = 1) -> list:
     failed = []
     for lib in blas_libraries():
         if lib.get_num_threads() != threads:
-            lib.set_num_threads(threads)
-            release = getattr(type(lib), "clear_controlling_thread", None)
-            if lib.get_num_threads() != threads and release is not None:
-                release(force=True)
-                lib.set_num_threads(threads)
-            if release is not None:
-                release()
+            _set_threads(lib, threads)
         if threads == 1 and lib.get_num_threads() != 1:
             failed.append(lib.filepath)
     return failed
+
+
+def _set_threads(lib, threads: int):
+    lib.set_num_threads(threads)
+    release = getattr(type(lib), "clear_controlling_thread", None)
+    if lib.get_num_threads() != threads and release is not None:
+        release(force=True)
+        lib.set_num_threads(threads)
+    if release is not None:
+        release()
+
+
+_HOLD = threading.Condition()
+_holds = []                 # [thread ident, threads] per hold not released yet, oldest first
+_saved = []                 # (library, its threads) before the first hold
+
+
+def _others(me: int, threads: int) -> bool:
+    """Does a live thread other than ``me`` hold the BLAS at another count?  (A hold of a
+    thread that has ended without releasing it is dropped.)"""
+    alive = {t.ident for t in threading.enumerate()}
+    _holds[:] = [h for h in _holds if h[0] in alive]
+    return any(h[0] != me and h[1] != threads for h in _holds)
+
+
+def hold_blas_threads(threads: int):
+    """Hold every BLAS library at ``threads`` threads until :func:`release_blas_threads` is
+    given the hold returned.  The first hold saves the libraries' settings; holds of other
+    threads for the same count share it, and a hold for another count waits until they are
+    released (so that a run on one thread keeps its bits).  In one thread holds nest (a run
+    started from a run's output) and the latest count applies.  Returns (the hold, the paths
+    of the libraries that could not be limited to one thread)."""
+    me = threading.get_ident()
+    with _HOLD:
+        while _others(me, threads):
+            _HOLD.wait(0.5)
+        if not _holds:
+            _saved[:] = [(lib, lib.get_num_threads()) for lib in blas_libraries()]
+        hold = [me, threads]
+        _holds.append(hold)
+        return hold, pin_blas_threads(threads)
+
+
+def release_blas_threads(hold):
+    """Give up ``hold`` (from :func:`hold_blas_threads`; once given up, nothing); the last
+    hold gives every library back the threads it had before the first."""
+    with _HOLD:
+        for i, h in enumerate(_holds):
+            if h is hold:
+                del _holds[i]
+                break
+        else:
+            return
+        if _holds:
+            pin_blas_threads(_holds[-1][1])
+        else:
+            for lib, n in _saved:
+                if lib.get_num_threads() != n:
+                    _set_threads(lib, n)
+            _saved[:] = []
+        _HOLD.notify_all()
 
 
 # ---------------------------------------------------------------- IEEE 754-2019 max and min
@@ -291,17 +349,26 @@ class NumpyBackend(XpBackend):
 
     @property
     def matmul(self):
-        """``xp.matmul``, the BLAS limited to one thread first (see the module's docstring).
-        Read when a matrix product is first evaluated, so a program without one never loads
-        threadpoolctl."""
+        """``xp.matmul``, the BLAS limited to one thread first (see the module's docstring),
+        until :meth:`close`.  Read when a matrix product is first evaluated, so a program
+        without one never loads threadpoolctl."""
         if not self._blas_pinned:
-            failed = pin_blas_threads(self.threads)
+            hold, failed = hold_blas_threads(self.threads)
+            # given up by close(), or when the back end is collected without it
+            self._blas_hold = weakref.finalize(self, release_blas_threads, hold)
             if failed:
                 warnings.warn("goat could not limit the BLAS library %s to one thread: matrix "
                               "products may give other bits with other thread settings"
                               % ", ".join(failed), RuntimeWarning, stacklevel=2)
             self._blas_pinned = True
         return self.xp.matmul
+
+    def close(self):
+        """The run is over: the BLAS libraries get their threads back (when this back end was
+        the last to hold them)."""
+        if self._blas_pinned:
+            self._blas_pinned = False
+            self._blas_hold()
 
     def reducer(self, kind: str, axis: int):
         """``x -> reduce(x)`` along ``axis``, keeping it as size 1.
@@ -327,4 +394,4 @@ class NumpyBackend(XpBackend):
 
 
 __all__ = ["NumpyBackend", "DTYPES", "fresh_nan_is_negative", "ieee_maximum", "ieee_minimum",
-           "pin_blas_threads"]
+           "pin_blas_threads", "hold_blas_threads", "release_blas_threads"]

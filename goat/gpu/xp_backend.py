@@ -142,6 +142,10 @@ class XpBackend:
             self.settle()
         return True
 
+    def close(self):
+        """The run is over: give back what the back end holds for it (the NumPy back end: the
+        BLAS's thread setting)."""
+
     def settle(self):
         """Read the checks :meth:`require` kept, all at once, and raise the first failing
         one's error (a GoatError at its place); nothing held afterwards."""

@@ -15,6 +15,7 @@ was found.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import re
 import threading
@@ -444,6 +445,7 @@ class _SavedShapes:
     """
 
     LIMIT = 1024            # shapes kept in the file: those of the latest runs
+    BYTES = 4 * 1024 * 1024     # and at most this much of them
 
     def __init__(self):
         self.loaded = None  # key string -> steps
@@ -501,13 +503,17 @@ class _SavedShapes:
             import json
             import tempfile
             old = self.loaded or {}
-            data = dict(self.new)                   # the newest first, then those used now,
-            for k in self.used:                     # then the rest, up to LIMIT
-                data.setdefault(k, old[k])
-            for k, v in old.items():
-                if len(data) >= self.LIMIT:
+            data = {}
+            size = 0
+            # the newest first, then those used now, then the rest: up to LIMIT shapes and
+            # BYTES of text (a file over 16 MB would not be read again)
+            for k, v in itertools.chain(reversed(self.new.items()),
+                                        ((k, old[k]) for k in self.used), old.items()):
+                if len(data) >= self.LIMIT or size + len(k) + len(v) > self.BYTES:
                     break
-                data.setdefault(k, v)
+                if k not in data:
+                    data[k] = v
+                    size += len(k) + len(v) + 6
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".shapes-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -530,6 +536,10 @@ def save_shapes() -> None:
     _SAVED.save()
 _SHAPES: dict = {}          # tuple of token kinds -> replay function
 _MAX_SHAPES = 4096
+# the tokens of the shapes kept in memory, at most (a shape of n tokens holds some 250n bytes
+# of recorded steps and keys): a process that reads many generated long statements stays small
+_MAX_SHAPE_TOKENS = 200_000
+_shape_tokens = [0]
 _MAX_RECORDED_TOKENS = 2_000
 
 
@@ -737,14 +747,25 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
         except (ValueError, TypeError):
             replay = None           # a damaged cache entry: parse afresh
         if replay is not None:
-            if len(_SHAPES) < _MAX_SHAPES:
+            if _room_for(key):
                 _SHAPES[key] = replay
             return replay(build, tokens)
     stmt, steps = _first_parse(build, tokens, start)
-    if steps is not None and len(_SHAPES) < _MAX_SHAPES:
+    if steps is not None and _room_for(key):
         _SHAPES[key] = _Shape(key, steps)
         _SAVED.add(key, steps)
     return stmt
+
+
+def _room_for(key) -> bool:
+    """Is there room to keep the shape ``key`` (_MAX_SHAPES, _MAX_SHAPE_TOKENS)?  Counts it
+    in when there is."""
+    if not _SHAPES:
+        _shape_tokens[0] = 0        # emptied (a test does)
+    if len(_SHAPES) >= _MAX_SHAPES or _shape_tokens[0] + len(key) > _MAX_SHAPE_TOKENS:
+        return False
+    _shape_tokens[0] += len(key)
+    return True
 
 
 def _names_of(tokens) -> tuple:

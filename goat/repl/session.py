@@ -213,6 +213,8 @@ class Session:
             self.program = Program()
             self.program.journal = []
             self.checker = Checker(self.program, allow_redefinition=True)
+            if getattr(self, "evaluator", None) is not None:
+                self.evaluator.be.close()
             self.evaluator = Evaluator(self.program, get_backend(self.backend_name,
                                                                  dtype=self.dtype),
                                        out=self.out, free=False)
@@ -252,6 +254,7 @@ class Session:
             ev = self.evaluator
             ev.values[:] = [move(v) for v in ev.values]
             ev.be = new
+            old.close()
             ev._fns.clear()
             self.backend_name = name
             self.dtype = dtype

@@ -2420,10 +2420,8 @@ def resolve_path(path: str, loc: Loc) -> str:
     (the current folder for standard input and the REPL)."""
     if os.path.isabs(path):
         return path
-    src = loc.source.path
-    if not src or src.startswith("<") or src == "-":
-        return path
-    return os.path.join(os.path.dirname(src), path)
+    folder = loc.source.folder
+    return path if folder is None else os.path.join(folder, path)
 
 
 def _suggest(name, candidates) -> str:
