@@ -764,14 +764,18 @@ def _check_threads(threads, fn: str):
         raise ValueError("goat.%s: threads must be 1 or more, not %d" % (fn, threads))
 
 
-def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64"):
+def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64",
+             keep_printed=True):
+    """Run ``program``; what it printed (``keep_printed``; goat run keeps nothing: a loop that
+    prints at every step would grow by each value)."""
     with _phase(timings, "run"):
         backend, why = resolve(backend, program, dtype)
         if why is not None and timings is not None:
             timings["backend"] = why
         be = get_backend(backend, threads, dtype)
         try:
-            ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None, keep_printed=True, progress=progress)
+            ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None,
+                           keep_printed=keep_printed, progress=progress)
             with gc_paused():
                 if _nesting(program.main) > 50:      # plans nest as deep as the blocks do
                     with_deep_stack(_run, ev)

@@ -424,7 +424,8 @@ def _cmd_run(args) -> int:
     out = progress.wrap_output(_Output())
     from .gpu import BackendUnavailable
     try:
-        _execute(program, out, args.backend, args.timings, progress, args.threads, args.dtype)
+        _execute(program, out, args.backend, args.timings, progress, args.threads, args.dtype,
+                 keep_printed=False)
     except BackendUnavailable as e:
         _say("goat run: error: %s; --backend numpy runs on the CPU\n" % e)
         return 1

@@ -124,3 +124,35 @@ def test_tanh_keeps_the_sign_of_a_nan_like_c():
     with np.errstate(all="ignore"):
         nan = float((np.zeros(1) / np.zeros(1))[0])
     assert format_number(float(got[0, 0])) == c_printf_g(libm.tanh(nan))
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (0, 3), (3, 0), (2, 0, 3),
+                                   (1, 1, 1, 1), (4, 1, 5, 2), (70000,), (3, 70000),
+                                   (2, 2, 40000)])
+def test_a_large_value_is_printed_a_part_at_a_time_with_the_same_text(shape, monkeypatch):
+    """Printing a 4000x4000 value had needed 2.4 GB (its whole text built at once, about 18
+    times the value); streamed, it is the same text."""
+    from goat.interp import printer
+    monkeypatch.setattr(printer, "STREAM_CELLS", 0)
+    a = np.random.default_rng(1).standard_normal(shape) * 1e3
+    a.flat[:3] = [np.nan, -np.inf, -0.0][:a.size]
+    parts = []
+    printer.write_memref(a, parts.append)
+    assert "".join(parts) == format_memref(a)
+    if a.size > 100000:
+        assert len(parts) > 1 and max(map(len, parts)) < 3 * 2 ** 20
+
+
+def test_running_out_of_memory_while_printing_names_the_line(monkeypatch):
+    """It had been "goat: error: out of memory", with no line."""
+    import goat
+    from goat.interp import evaluator
+
+    def fail(value, write):
+        raise MemoryError
+    monkeypatch.setattr(evaluator, "write_memref", fail)
+    import io
+    with pytest.raises(goat.GoatMemoryError) as info:
+        goat.run_source("let a = [[1, 2]]\nprint a\n", stdout=io.StringIO())
+    assert (info.value.line, info.value.message) == (
+        2, "out of memory printing a value of shape 1x2")

@@ -28,7 +28,7 @@ from ..ops.registry import FileName, OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, operand_loc,
                                  subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
-from .printer import format_memref, format_number
+from .printer import format_number, write_memref
 
 
 def _shape_of(x):
@@ -694,7 +694,11 @@ class Evaluator:
             if self.keep_printed:
                 self.printed.append(value.copy())
             if self.out is not None:
-                self.out.write(format_memref(value))
+                try:
+                    write_memref(value, self.out.write)
+                except MemoryError:
+                    raise GoatMemoryError("out of memory printing a value of shape %s"
+                                          % format_shape(value.shape), **_at(effect)) from None
         elif kind == "format":
             text = self._format(effect, effect.data, vals)
             if self.keep_printed:
