@@ -666,14 +666,19 @@ class Evaluator:
         vals = self.values
         run_plan = self._run_compiled
         be = self.be
+        numbers = (float, np.float64, np.float32)
 
         def run(cond):
-            _settle_before(be, cond)
-            try:
-                taken = _one_number(be, cond, "an if condition", operand_loc(node, 0)) != 0.0  # NaN: true, as in C
-            except GoatError as e:
-                e.loc, e.notes = _site(node, e.loc)
-                raise
+            if type(cond) in numbers:       # a number on the host: read as it is
+                taken = 0 if cond == 0.0 else 1     # NaN: true, as in C
+            else:
+                _settle_before(be, cond)
+                try:
+                    taken = 0 if _one_number(be, cond, "an if condition",
+                                             operand_loc(node, 0)) == 0.0 else 1
+                except GoatError as e:
+                    e.loc, e.notes = _site(node, e.loc)
+                    raise
             run_plan(plans[taken])
             return tuple(vals[y] for y in yields[taken])
         return run
