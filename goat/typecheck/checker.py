@@ -770,6 +770,7 @@ class Checker:
         self.main = Builder(self, self.program.main, symbolic=False)
         self._defining = None         # name of the def whose body is being checked
         self.collecting = False       # check_module_all: every independent error in a block
+        self._assigned_memo = {}      # see check_stmt
         self.impure = False           # the def being checked has effects
         self.soft = False             # some value has a Node.book shape (Builder.op)
         self.later: dict = {}         # names the file defines further down -> their line
@@ -917,6 +918,7 @@ class Checker:
         """Check one top-level statement; returns its node (or Template, or tuple)."""
         for name in _defined_names(stmt):
             self.later.pop(name, None)
+        self._assigned_memo = {}        # a block's assigned names, for this statement's blocks
         return self._stmt(stmt, self.top, self.main)
 
     def check_expr(self, expr):
@@ -1307,7 +1309,7 @@ class Checker:
         """The vars of enclosing blocks that ``stmts`` assign, in order of first assignment:
         [(name, binding, scope holding it)]."""
         names = []
-        _assigned(stmts, names)
+        _assigned(stmts, names, self._assigned_memo)
         out = []
         seen = set()
         for name in names:
@@ -2268,19 +2270,26 @@ def _var_shape_message(name, shape, declared) -> str:
             "it was declared with" % (format_shape(shape), name, format_shape(declared)))
 
 
-def _assigned(stmts, out):
-    """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``."""
+def _assigned(stmts, out, memo=None):
+    """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``.
+    ``memo`` (a dict) keeps each block's names, for a caller that asks again for the blocks
+    inside (each if of an else-if chain asks for the rest: quadratic without it)."""
     for s in stmts:
         t = type(s)
         if t is ast.Assign:
             out.append(s.name)
         elif t is ast.LetTuple and s.kind == "assign":
             out.extend(n for n in s.names if n != "_")
-        elif t is ast.For:
-            _assigned(s.body, out)
-        elif t is ast.If:
-            _assigned(s.body, out)
-            _assigned(s.orelse, out)
+        elif t is ast.For or t is ast.If:
+            names = memo.get(s) if memo is not None else None
+            if names is None:
+                names = []
+                _assigned(s.body, names, memo)
+                if t is ast.If:
+                    _assigned(s.orelse, names, memo)
+                if memo is not None:
+                    memo[s] = names
+            out.extend(names)
 
 
 def _unbound(node):
