@@ -530,3 +530,14 @@ def test_the_bar_shows_the_run_time_error_of_a_question_mark_defs_result():
     assert s.hint("print f([[1, 2], [3, 4]])") == "f([[1, 2], [3, 4]])  :  tensor[2x2]"
     assert s.hint(bad) == want
     assert s.program.deferred == []
+
+
+def test_a_name_that_begins_a_keyword_gets_its_hint():
+    """`a` (as `assert` begins), `s` (`save`), `i` (`if`, `import`): a name of the session's
+    gets its shape; a keyword half typed that is no name gets none."""
+    s = Session(out=io.StringIO())
+    s.run("let a = [[1, 2]]")
+    s.run("let s = [[1], [2]]")
+    assert s.hint("a") == "a  :  tensor[1x2]"
+    assert s.hint("s") == "s  :  tensor[2x1]"
+    assert s.hint("as") == "" and s.hint("pr") == "" and s.hint("i") == ""

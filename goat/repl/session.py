@@ -603,8 +603,10 @@ class Session:
         body = text.strip()
         line = re.split(r"[\n;{}]", body)[-1].strip()    # the statement being typed
         if not body or body.startswith(":") or (
-                line and any(k.startswith(line) for k in STATEMENT_KEYWORDS)):
-            return ""               # nothing yet, a command, or a keyword half typed
+                line and any(k.startswith(line) for k in STATEMENT_KEYWORDS)
+                and self.checker.globals.get(line) is None):
+            return ""               # nothing yet, a command, or a keyword half typed (not a
+            #                         name of the session's: a, s, i)
         missing = open_brackets(text)
         if "[" in missing:
             return ""               # a literal still being typed has no shape yet
