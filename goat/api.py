@@ -39,6 +39,7 @@ import codecs
 import functools
 import gc
 import io
+import numbers
 import operator
 import os
 import re
@@ -737,7 +738,7 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     _check_stdout(stdout, "execute")
     dtype = _check_backend(backend, "execute", dtype)
     _check_timings(timings, "execute", ("run",))
-    _check_threads(threads, "execute")
+    threads = _check_threads(threads, "execute")
     progress = _check_progress(progress, "execute")
     return _execute(program, stdout, backend, timings, progress, threads, dtype)
 
@@ -756,12 +757,15 @@ def _check_progress(progress, fn: str):
     return progress
 
 
-def _check_threads(threads, fn: str):
-    if type(threads) is not int:
+def _check_threads(threads, fn: str) -> int:
+    """``threads`` as an int (a NumPy integer too; not a bool); TypeError/ValueError."""
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
         raise TypeError("goat.%s: threads must be a whole number (an int), not %s"
                         % (fn, _type_name(threads)))
+    threads = int(threads)
     if threads < 1:
         raise ValueError("goat.%s: threads must be 1 or more, not %d" % (fn, threads))
+    return threads
 
 
 def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64",
@@ -773,6 +777,7 @@ def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype=
         if why is not None and timings is not None:
             timings["backend"] = why
         be = get_backend(backend, threads, dtype)
+        ev = None
         try:
             ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None,
                            keep_printed=keep_printed, progress=progress)
@@ -781,6 +786,10 @@ def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype=
                     with_deep_stack(_run, ev)
                 else:                                # Ctrl-C reaches the run itself
                     _run(ev)
+        except GoatError as e:
+            if keep_printed and ev is not None:    # what the run printed before its error
+                e.printed = ev.printed
+            raise
         finally:
             be.close()          # the BLAS's threads as they were
     return ev.printed
@@ -829,16 +838,17 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     threads for matrix products (default 1, the same bits whatever the machine's settings;
     see :func:`execute`).
 
-    Raises GoatError for a problem in the program; TypeError for an argument of the wrong
-    type and ValueError for a wrong value (an unknown back end, a closed ``stdout``), before
-    anything runs.
+    Raises GoatError for a problem in the program (one found while it runs carries what the
+    program printed before it as ``.printed``, the list this function would have returned);
+    TypeError for an argument of the wrong type and ValueError for a wrong value (an unknown
+    back end, a closed ``stdout``), before anything runs.
     """
     _check_text(text, "run_source")
     _check_shown_path(path, "run_source")
     _check_stdout(stdout, "run_source")
     dtype = _check_backend(backend, "run_source", dtype)
     _check_timings(timings, "run_source")
-    _check_threads(threads, "run_source")
+    threads = _check_threads(threads, "run_source")
     program = _load_text(text, path, timings)
     return _execute(program, stdout, backend, timings, None, threads, dtype)
 
@@ -851,7 +861,7 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
     _check_stdout(stdout, "run_file")
     dtype = _check_backend(backend, "run_file", dtype)
     _check_timings(timings, "run_file")
-    _check_threads(threads, "run_file")
+    threads = _check_threads(threads, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings)
     return _execute(program, stdout, backend, timings, None, threads, dtype)

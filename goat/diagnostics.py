@@ -110,7 +110,11 @@ class GoatError(Exception):
 
     ``loc`` may be None (no position known, e.g. an unreadable file); ``path`` then names the
     file.  ``str(err)`` is the first line only; :meth:`render` adds the source excerpt.
+    ``printed``: for an error met while the program ran through the Python API, what it had
+    printed before (as goat.run_source returns it); None otherwise.
     """
+
+    printed = None
 
     def __init__(self, message: str, loc: Loc | None = None, path: str | None = None,
                  notes: tuple[str, ...] = ()):

@@ -722,3 +722,21 @@ def test_goat_run_keeps_nothing_it_printed(tmp_path):
            '    print "step {step}"\n}\n')
     few, many = _peak_kb(tmp_path, src % 50), _peak_kb(tmp_path, src % 600)
     assert many - few < 15_000, (few, many)      # kept, 550 more values would be 44 MB
+
+
+def test_a_run_time_error_carries_what_was_printed_before_it():
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source('print [[1]]\nprint "x"\n'
+                        'print gather([[1]], floor(rand(tensor[1x1], 1)) + 3)\n')
+    assert info.value.line == 3
+    assert [p if isinstance(p, str) else p.tolist() for p in info.value.printed] == [[[1.0]], "x"]
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("print [[1]] +")
+    assert info.value.printed is None           # found before anything ran
+
+
+def test_threads_takes_any_whole_number_type_but_bool():
+    import numpy as np
+    assert goat.run_source("print [[1]] @ [[2]]", threads=np.int64(2))[0].tolist() == [[2.0]]
+    with pytest.raises(TypeError, match="threads"):
+        goat.run_source("print 1", threads=True)
