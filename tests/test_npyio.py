@@ -643,12 +643,16 @@ def test_reading_makes_no_reference_cycles(tmp_path):
 
 @pytest.mark.parametrize("text", ["{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }",
                                   "{'shape': (), 'a': [1, +2.5, -3, -1j], 'b': None}",
-                                  "  {1: 'x'}  \n"])
+                                  "  {1: 'x'}  \n", "{'<f8'}", "(1+2j, -3-4j, 1.5-2j)", "set()",
+                                  "{'a': {1, 2}, 'b': (), 'c': [[]]}", "-(1)"])
 def test_the_header_is_read_as_literal_eval_reads_it(text):
     assert npyio._literal(text) == ast.literal_eval(text.strip())
 
 
-@pytest.mark.parametrize("text", ["{**a}", "f(x)", "{'a': x}", "-'s'", "[1, 2][0]", "1 + 2"])
+@pytest.mark.parametrize("text", ["{**a}", "f(x)", "{'a': x}", "-'s'", "[1, 2][0]", "1 + 2",
+                                  "1j + 2", "set(1)", "--1", "{[1]: 2}"])
 def test_what_literal_eval_refuses_is_refused(text):
-    with pytest.raises((ValueError, SyntaxError)):
+    with pytest.raises((ValueError, SyntaxError, TypeError)) as info:
         npyio._literal(text)
+    with pytest.raises(info.type):
+        ast.literal_eval(text)

@@ -212,10 +212,12 @@ def _short(value) -> str:
 
 
 def _literal(text: str):
-    """The Python literal ``text`` as :func:`ast.literal_eval` reads it (constants, tuples,
-    lists, dicts, signed numbers), without its nested functions: those make a reference
-    cycle at each call, which goat's runs, with the cyclic collector paused, would keep (about
-    1 KB per load in a loop).  ValueError for anything else."""
+    """The Python literal ``text``, exactly as :func:`ast.literal_eval` reads it (Python
+    3.11's rules, which goat/aot/runtime/npy.c mirrors: constants, tuples, lists, sets, dicts,
+    ``set()``, signed numbers, a real number plus or minus a complex one), without its nested
+    functions: those make a reference cycle at each call, which goat's runs, with the cyclic
+    collector paused, would keep (about 1 KB per load in a loop).  ValueError (TypeError for
+    an unhashable key) otherwise."""
     return _literal_node(ast.parse(text.lstrip(" \t"), mode="eval").body)
 
 
@@ -224,19 +226,37 @@ def _literal_node(node):
     if t is ast.Constant:
         return node.value
     if t is ast.Tuple:
-        return tuple(_literal_node(x) for x in node.elts)
+        return tuple(map(_literal_node, node.elts))
     if t is ast.List:
-        return [_literal_node(x) for x in node.elts]
+        return list(map(_literal_node, node.elts))
+    if t is ast.Set:
+        return set(map(_literal_node, node.elts))
+    if (t is ast.Call and type(node.func) is ast.Name and node.func.id == "set"
+            and node.args == node.keywords == []):
+        return set()
     if t is ast.Dict:
-        if any(k is None for k in node.keys):
+        if len(node.keys) != len(node.values):
             raise ValueError("malformed node")
-        return {_literal_node(k): _literal_node(v) for k, v in zip(node.keys, node.values)}
-    if (t is ast.UnaryOp and type(node.op) in (ast.UAdd, ast.USub)
-            and type(node.operand) is ast.Constant
-            and type(node.operand.value) in (int, float, complex)):
-        v = node.operand.value
-        return -v if type(node.op) is ast.USub else +v
-    raise ValueError("malformed node")
+        return dict(zip(map(_literal_node, node.keys), map(_literal_node, node.values)))
+    if t is ast.BinOp and isinstance(node.op, (ast.Add, ast.Sub)):
+        left = _signed_number(node.left)
+        right = _number(node.right)
+        if isinstance(left, (int, float)) and isinstance(right, complex):
+            return left + right if isinstance(node.op, ast.Add) else left - right
+    return _signed_number(node)
+
+
+def _number(node):
+    if type(node) is not ast.Constant or type(node.value) not in (int, float, complex):
+        raise ValueError("malformed node")
+    return node.value
+
+
+def _signed_number(node):
+    if type(node) is ast.UnaryOp and isinstance(node.op, (ast.UAdd, ast.USub)):
+        operand = _number(node.operand)
+        return +operand if isinstance(node.op, ast.UAdd) else -operand
+    return _number(node)
 
 
 def _read_header(f, version, file_size, name):
