@@ -356,6 +356,11 @@ def test_save_then_load_compiled(env, tmp_path):
     'print 1\nfor i in 2..5 {\n    print load("w_{i:03d}.npy", tensor[2x2])\n}\n',
     'print 1\nprint load("w_{1.5:03d}.npy", tensor[2x2])\n',
     'print 1\nprint load("w_{1:03d}.npy", tensor[3x2])\n',
+    # names alike but for a spec or a brace: each its own file (--aot had shared one kernel,
+    # reading the first one's file for all)
+    'let x = 1\nprint load("w_{x:03d}.npy", tensor[2x2])\nprint load("w_{x:04d}.npy", '
+    'tensor[2x2])\nprint load("w_{{{x}}}.npy", tensor[2x2])\nprint load("w_{{1}}.npy", '
+    'tensor[2x2])\n',
 ])
 def test_load_with_fields_compiled_equals_interpreted(env, tmp_path, text):
     """A name with {fields} is made by the runtime's formatter, as save's: the same files
@@ -364,6 +369,7 @@ def test_load_with_fields_compiled_equals_interpreted(env, tmp_path, text):
     for i in range(3):
         np.save(tmp_path / ("w_%03d.npy" % i), w * i)
     np.save(tmp_path / "w_{1}.npy", w - 1)
+    np.save(tmp_path / "w_0001.npy", w + 10)
     path = tmp_path / "l.mg"
     path.write_text(text)
     interp, compiled = both(str(path), env)

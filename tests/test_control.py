@@ -1765,3 +1765,14 @@ def test_the_stdlib_refuses_the_numbers_it_cannot_use():
 def test_every_error_after_a_failed_statement_an_assert_uses_is_skipped():
     e = error("let x = [[1, 2]] + [[1, 2, 3]]\nassert x, \"{x}\"\nassert y\n")
     assert [one.line for one in e.errors] == [1, 3]
+
+
+def test_an_asserts_message_is_computed_only_when_it_fails():
+    """As Python's: a field that cannot be computed (gather past the table) stops nothing
+    while the assert holds; the message had been computed at every step."""
+    src = ('let t = [[1.0], [2.0]]\nvar n = 0\nfor i in 0..4 {\n'
+           '    assert i < 10, "row {i}: {gather(t, reshape(i, tensor[1x1]))} {i / 2:d}"\n'
+           '    n += 1\n}\nprint n\n')
+    assert [v.item() for v in run(src)] == [4.0]
+    e = error(src.replace("i < 10", "i < 1"))
+    assert e.line == 4 and e.message == "cannot format 0.5 with :d: it is not a whole number"

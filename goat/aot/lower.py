@@ -568,14 +568,10 @@ class Lowering:
         elif kind == "format":
             buf = self.format_parts(b, effect, effect.data, notes)
             b.call(self.runtime("goat_print_line", self.void, [buf.type]), [buf])
-        elif kind == "assert":
-            holds = self.scalar(b, effect.node.id, "an assert's condition", where, notes)
-            # 0 stops the program; a NaN holds, as an if takes it
-            with b.if_then(b.fcmp_ordered("==", holds, self.ir.Constant(self.f64, 0.0)),
-                           likely=False):
-                buf = self.format_parts(b, effect, effect.data, notes)
-                b.call(self.runtime("goat_assert_fail", self.void, [buf.type, self.i8p]),
-                       [buf, self.site(b, where, notes)])
+        elif kind == "assert":      # a failed one: in the branch taken where it fails
+            buf = self.format_parts(b, effect, effect.data, notes)
+            b.call(self.runtime("goat_assert_fail", self.void, [buf.type, self.i8p]),
+                   [buf, self.site(b, where, notes)])
         elif kind == "save":
             path, shown = effect.data
             shape = self.shapes[effect.node.id]

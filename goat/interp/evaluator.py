@@ -724,18 +724,11 @@ class Evaluator:
             raise TypeError(kind)
 
     def _assert(self, effect, vals):
-        """An assert: its condition's one number (read on the host where a device holds it),
-        and, where it is 0, the program stops with its message (a NaN holds, as an if takes
-        it).  Only a failing assert waits for the device's held checks (an earlier one that
-        fails is the error): one that holds lets the device run on."""
-        try:
-            holds = _one_number(self.be, vals[effect.node.id], "an assert's condition",
-                                effect.loc)
-        except GoatError as e:
-            raise GoatError(e.message, **_at(effect)) from None
-        if holds == 0.0:
-            self.be.settle()
-            raise GoatError(self._format(effect, effect.data, vals), **_at(effect))
+        """An assert that failed (its branch, taken where its condition is 0): the program
+        stops with its message, after the checks the device holds (an earlier one that fails
+        is the error)."""
+        self.be.settle()
+        raise GoatError(self._format(effect, effect.data, vals), **_at(effect))
 
     def _format(self, effect, parts, vals):
         """The text of a format string's ``parts`` with the values in ``vals``."""

@@ -131,8 +131,11 @@ class FileName:
         return self.attr(text, self.loc) if self.attr else text
 
     def __repr__(self):
-        return "FileName(%r)" % "".join(p if isinstance(p, str) else "{%d}" % p[0]
-                                        for p in self.parts)
+        """Every part, spec and the folder the name is relative to: goat compile --aot shares
+        a kernel between ops of equal reprs (f_{x}.npy and f_{x:.3f}.npy are two)."""
+        folder = self.loc.source.folder if self.loc is not None else None
+        return "FileName(%r, %r)" % (folder, tuple(p if isinstance(p, str) else (p[0], p[1])
+                                                   for p in self.parts))
 
 
 def field_count(attrs) -> int:

@@ -693,14 +693,12 @@ class Builder:
 
         def parts(data):
             return [p if isinstance(p, str) else (m(p[0].id, p[0]),) + tuple(p[1:]) for p in data]
-        if e.kind == "format":
+        if e.kind == "format" or e.kind == "assert":
             self.program.add_effect(self.region, e.kind, None, e.loc, parts(e.data))
         else:
             data = e.data
             if e.kind == "save" and not isinstance(data[1], str):
                 data = (data[0], parts(data[1]))
-            elif e.kind == "assert":
-                data = parts(data)
             self.program.add_effect(self.region, e.kind, m(e.node.id, e.node), e.loc, data)
         self.region.effects[-1].via = tuple(self.checker.calls)
 
@@ -1464,18 +1462,23 @@ class Checker:
         return None
 
     def _assert(self, stmt, scope, b):
-        """``assert COND, "message"``: an effect that reads COND's one number when it runs and
-        stops the program with the message where it is 0 (a NaN passes, as an if takes it)."""
+        """``assert COND, "message"``: a branch taken where COND (one number) is 0 (a NaN
+        holds, as an if takes it), whose effect stops the program with the message; the
+        message's fields are computed there only (as Python's assert computes its message)."""
         cond = self.value(stmt.cond, scope, b)
         self._one_value(cond, stmt.cond.loc, "an assert's condition", b)
+        failed = b.op(OPERATORS["=="], (cond, b.const(0.0, stmt.cond.loc)), stmt.cond.loc)
+        region = Region("if", b.region, stmt.loc)
         if stmt.parts is None:
             head = stmt.cond.loc
             data = ["assertion failed: " + head.source.text[head.start:head.end]]
         else:
-            data = self._format_data(stmt.parts, scope, b)
-        self.program.add_effect(b.region, "assert", cond, stmt.loc, data)
+            data = self._format_data(stmt.parts, Scope(scope), b.sub(region))
+        self.program.add_effect(region, "assert", None, stmt.loc, data)
         self.impure = True
-        return None
+        return self.program.new_node(b.region, BRANCH, None, (failed,), (), stmt.loc,
+                                     value=(region, Region("if", b.region, stmt.loc)),
+                                     attrs=(stmt.cond.loc,))
 
     def _format_data(self, parts, scope, b):
         """A format string's parts: text, and (node, spec, Loc) per field."""

@@ -108,7 +108,8 @@ class Effect:
     (all nodes before it exist): ``print`` of ``node``; ``format`` (a print with a format
     string: ``data`` holds the parts, text and (node, spec, loc)); ``save`` of ``node`` to the
     file ``data`` = (path, name as written), or (folder, parts) for a name made when it runs;
-    ``assert`` of ``node`` (one number, not 0), ``data`` the parts of its message."""
+    ``assert``, a failed one (in the branch an assert takes where its condition is 0): ``data``
+    the parts of its message."""
 
     __slots__ = ("kind", "node", "loc", "after", "data", "via")
 
@@ -125,7 +126,7 @@ class Effect:
         if self.kind == "format":
             return [p[0] for p in self.data if not isinstance(p, str)]
         if self.kind == "assert":
-            return [self.node] + [p[0] for p in self.data if not isinstance(p, str)]
+            return [p[0] for p in self.data if not isinstance(p, str)]
         if self.kind == "save" and not isinstance(self.data[1], str):
             return [self.node] + [p[0] for p in self.data[1] if not isinstance(p, str)]
         return [self.node]
