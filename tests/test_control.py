@@ -1741,6 +1741,7 @@ def test_an_assert_in_a_def_is_reported_as_every_run_time_error_in_a_def():
 @pytest.mark.parametrize("src, said", [
     ("assert\n", "syntax error"),
     ("assert 1, 2\n", "syntax error"),
+    ('assert(1 > 2, "m")\n', 'an assert is written without parentheses: assert COND, "message"'),
     ('assert 1, "{nope}"\n', "unknown name 'nope'"),
     ('let assert = 1\n', "syntax error"),
 ])

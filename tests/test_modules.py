@@ -417,6 +417,14 @@ def test_every_independent_error_in_a_module_is_reported_where_it_is_imported(tm
     write(tmp_path, "q.mg", "import s\nprint 1 +\n")
     heads = [l.split(": error:")[0] for l in fails(tmp_path, "q.mg") if ": error:" in l]
     assert heads == ["s.mg:1", "s.mg:2", "q.mg:2"]
+    # a syntax error does not hide the module's other errors (it had: the statements that
+    # could be read were not checked), and they come in the module's order, as a program's
+    write(tmp_path, "t.mg", "let c = [[1, 2]] @ [[1, 2]]\nlet s = 1 +\nlet d = c * 2\n"
+                            "def h(x: tensor[2]) -> tensor[3] {\n    let q = nope\n"
+                            "    return x\n}\n")
+    write(tmp_path, "r.mg", "import t\n")
+    heads = [l.split(": error:")[0] for l in fails(tmp_path, "r.mg") if ": error:" in l]
+    assert heads == ["t.mg:1", "t.mg:2", "t.mg:4", "t.mg:5"]
 
 
 @pytest.mark.parametrize("aot", [False, True])

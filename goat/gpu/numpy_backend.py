@@ -144,14 +144,16 @@ def _others(me: int, threads: int) -> bool:
     return any(h[0] != me and h[1] != threads for h in _holds)
 
 
-def hold_blas_threads(threads: int):
+def hold_blas_threads(threads: int, owner: int | None = None):
     """Hold every BLAS library at ``threads`` threads until :func:`release_blas_threads` is
     given the hold returned.  The first hold saves the libraries' settings; holds of other
     threads for the same count share it, and a hold for another count waits until they are
     released (so that a run on one thread keeps its bits).  In one thread holds nest (a run
     started from a run's output) and the latest count applies.  Returns (the hold, the paths
-    of the libraries that could not be limited to one thread)."""
-    me = threading.get_ident()
+    of the libraries that could not be limited to one thread).  ``owner``: the ident of the
+    thread the hold is for (default this one): a run computing on a helper thread holds for
+    the thread that waits for it, which lives as long as the run."""
+    me = threading.get_ident() if owner is None else owner
     with _HOLD:
         while _others(me, threads):
             _HOLD.wait(0.5)
@@ -344,6 +346,7 @@ class NumpyBackend(XpBackend):
         if dtype == "f32":
             self.xp = _KeepNaN(self.xp)
         self._blas_pinned = False
+        self._owner = threading.get_ident()     # the thread the run is for (see matmul)
         self.maximum = ieee_maximum
         self.minimum = ieee_minimum
 
@@ -353,7 +356,7 @@ class NumpyBackend(XpBackend):
         until :meth:`close`.  Read when a matrix product is first evaluated, so a program
         without one never loads threadpoolctl."""
         if not self._blas_pinned:
-            hold, failed = hold_blas_threads(self.threads)
+            hold, failed = hold_blas_threads(self.threads, self._owner)
             # given up by close(), or when the back end is collected without it
             self._blas_hold = weakref.finalize(self, release_blas_threads, hold)
             if failed:

@@ -509,8 +509,11 @@ class _SavedShapes:
             # BYTES of text (a file over 16 MB would not be read again)
             for k, v in itertools.chain(reversed(self.new.items()),
                                         ((k, old[k]) for k in self.used), old.items()):
-                if len(data) >= self.LIMIT or size + len(k) + len(v) > self.BYTES:
+                if len(data) >= self.LIMIT:
                     break
+                if not (isinstance(k, str) and isinstance(v, str)) or \
+                        size + len(k) + len(v) > self.BYTES:
+                    continue        # a damaged entry, or one too long for what is left
                 if k not in data:
                     data[k] = v
                     size += len(k) + len(v) + 6
@@ -600,6 +603,10 @@ def _hint(tokens, tok) -> str:
         return "; a comment starts with #"
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
+    if (tokens[0].type == "ASSERT" and len(tokens) > 1 and tokens[1].type == "LPAR"
+            and tok.type == "STRING"):
+        return '; an assert is written without parentheses: assert COND, "message"'
+
     if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
                                                 "IMPORT"):
         return "; '%s' is a reserved word, not a name" % tok.value

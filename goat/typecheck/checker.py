@@ -1055,7 +1055,7 @@ class Checker:
                 if name not in scope.shadows:
                     self.gone[name] = line
 
-    def _statements(self, stmts, check, last=None):
+    def _statements(self, stmts, check, last=None, broken=None):
         """``check`` each of a block's statements (``last``: a def body's return, checked after
         them).  In :meth:`check_module_all` every independent error is kept, as at the top
         level: a statement that uses a name a failed one would have defined or assigned is
@@ -1064,7 +1064,7 @@ class Checker:
             for stmt in stmts:
                 check(stmt)
             return None if last is None else last[0]()
-        errors, broken = [], set()
+        errors, broken = [], set(broken or ())
         for stmt in stmts:
             # (a return out of place is that error, whatever it returns)
             if broken and type(stmt) is not ast.Return and _uses(stmt) & broken:
@@ -1726,23 +1726,49 @@ class Checker:
         shared.loading.append((real, path))
         frame = (name, stmt.loc, "import")
         shared.calls.append(frame)      # a run-time error in the module's lets names the import
+        place = {}          # an error from a module this one imports: where that import is
+
         def check(s):
             if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
                 raise GoatError("a module may hold only def, let and import statements; "
                                 "this belongs in a program", s.loc)
-            sub.check_stmt(s)
+            try:
+                sub.check_stmt(s)
+            except GoatError as e:
+                for one in _each(e):
+                    if one.loc is None or one.loc.source is not source:
+                        place[id(one)] = s.loc.start
+                raise
         try:
             source = read_source(path)
-            # every error in the module, as in the program, when every one is wanted
+            # every error in the module, as in the program, when every one is wanted: its
+            # syntax errors, and the errors of the statements that could be read
             syntax = [] if self._keeps(GoatError("")) else None
             parsed = parse(source, errors=syntax)
-            if syntax:
-                raise _together(syntax)
             sub = Checker(self.program, module=True, shared=shared)
             sub.cancel = self.cancel            # an import in a hint stops with the hint
             sub.collecting = syntax is not None
             sub.look_ahead(parsed)
-            sub._statements(parsed.stmts, check)
+            stmts, broken = parsed.stmts, set()
+            if syntax:
+                stmts = []
+                for s in parsed.stmts:
+                    if type(s) is ast.Broken or _holds_broken(s):
+                        broken.update(s.names if type(s) is ast.Broken else _defined_names(s))
+                    else:
+                        stmts.append(s)
+            try:
+                sub._statements(stmts, check, broken=broken)
+            except GoatError as e:
+                if not syntax and not sub.collecting:
+                    raise
+                errors = syntax + _each(e)
+                errors.sort(key=lambda x: place.get(id(x), x.loc.start if x.loc else -1))
+                out = _together(errors)
+                out.fatal = getattr(e, "fatal", False)
+                raise out from None
+            if syntax:
+                raise _together(syntax)
         except GoatError as e:
             note = frame_notes((frame,), None)
             for one in _each(e):
