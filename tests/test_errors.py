@@ -869,3 +869,21 @@ def test_grad_treats_a_load_with_fields_as_a_constant(tmp_path):
     for s in range(3):
         w = w - 0.01 * 2 * np.load(tmp_path / ("x_%d.npy" % s)) * w
     np.testing.assert_allclose(goat.run_file(str(tmp_path / "p.mg"))[0], w, rtol=1e-15)
+
+
+def test_a_python_conditional_expression_gets_where():
+    e = error("let c = 1\nlet lr = 1e-3 if c else 2\n")
+    assert e.line == 2 and e.message.endswith(
+        "; there is no A if C else B: write where(C, A, B), elementwise")
+
+
+def test_grad_of_several_names_passed_as_one_value_says_how_to_clip_them():
+    """It had said only "this is 2 values, not one; bind them with let v1, v2 = ...", which
+    led a user trying PyTorch's clip_grad_norm_(parameters) nowhere."""
+    e = error("import optim\nlet w1 = [[1.0]]\nlet w2 = [[2.0]]\n"
+              "let loss = col_sum(row_sum(w1 * w2))\n"
+              "let g, n = optim.clip_grad_norm(grad(loss, w1, w2), 1)\n")
+    assert e.line == 5 and e.message.startswith(
+        "grad with 2 names gives 2 gradients, one per name, not one value: bind them with "
+        "let g1, g2 = grad(...)")
+    assert "optim.sq_norm" in e.message and "optim.clip_coef" in e.message

@@ -603,6 +603,8 @@ def _hint(tokens, tok) -> str:
         return "; a comment starts with #"
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
+    if tok.type == "IF" and i > 0 and prev not in ("ELSE", "LBRACE", "RBRACE"):
+        return "; there is no A if C else B: write where(C, A, B), elementwise"
     if (tokens[0].type == "ASSERT" and len(tokens) > 1 and tokens[1].type == "LPAR"
             and tok.type == "STRING"):
         return '; an assert is written without parentheses: assert COND, "message"'

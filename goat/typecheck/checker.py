@@ -1865,8 +1865,16 @@ class Checker:
         """The node of expression ``e``, which must be one tensor (not a tuple)."""
         v = self.expr(e, scope, b, want)
         if isinstance(v, tuple):
+            names = ", ".join("v%d" % (i + 1) for i in range(len(v)))
+            if type(e) is ast.Call and e.name == "grad":
+                raise GoatError("grad with %d names gives %d gradients, one per name, not one "
+                                "value: bind them with let %s = grad(...) and use each (to "
+                                "clip several by their global norm, as PyTorch's "
+                                "clip_grad_norm_ does, add their optim.sq_norm's and scale "
+                                "each by optim.clip_coef of the sum)"
+                                % (len(v), len(v), names.replace("v", "g")), e.loc)
             raise GoatError("this is %d values, not one; bind them with let %s = ..."
-                            % (len(v), ", ".join("v%d" % (i + 1) for i in range(len(v)))), e.loc)
+                            % (len(v), names), e.loc)
         return v
 
     def expr(self, e, scope, b, want=None):
