@@ -688,12 +688,9 @@ class Evaluator:
         return self.be.to_numpy(self.values[node.id])
 
     def _effect(self, effect, vals):
-        kind = effect.kind
-        if kind == "assert":
-            self._assert(effect, vals)
-            return
         # a check a device back end holds, made before this effect, fails before it shows
         self.be.settle()
+        kind = effect.kind
         if kind == "print":
             value = self.be.to_numpy(vals[effect.node.id])
             if self.keep_printed:
@@ -710,6 +707,8 @@ class Evaluator:
                 self.printed.append(text)
             if self.out is not None:
                 self.out.write(text + "\n")
+        elif kind == "assert":      # a failed one: in the branch taken where it fails
+            raise GoatError(self._format(effect, effect.data, vals), **_at(effect))
         elif kind == "save":
             from .npyio import save_npy
             path, shown = effect.data
@@ -722,13 +721,6 @@ class Evaluator:
                 raise GoatError(e.message, **_at(effect)) from None
         else:
             raise TypeError(kind)
-
-    def _assert(self, effect, vals):
-        """An assert that failed (its branch, taken where its condition is 0): the program
-        stops with its message, after the checks the device holds (an earlier one that fails
-        is the error)."""
-        self.be.settle()
-        raise GoatError(self._format(effect, effect.data, vals), **_at(effect))
 
     def _format(self, effect, parts, vals):
         """The text of a format string's ``parts`` with the values in ``vals``."""
