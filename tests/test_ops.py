@@ -1,5 +1,6 @@
 """Every operator and built-in against NumPy written out independently, including
 broadcasting, IEEE division, reductions on higher ranks, and precedence."""
+import math
 import numpy as np
 import pytest
 
@@ -133,3 +134,23 @@ def test_numbers_as_numpy_prints_them():
 def test_bytes_source():
     import goat
     assert goat.run_source(b"print [[1, 2]] * 2")[0].tolist() == [[2.0, 4.0]]
+
+
+def test_remainder_of_two_python_floats_has_numpys_bits():
+    """`%` of two Python floats (a loop's index) takes Python's own % (the if of a loop had
+    spent a NumPy call on it): the same bits as np.remainder for every pair, zeros, infinities,
+    NaNs, subnormals and huge numbers included."""
+    import itertools
+    import struct
+    from goat.gpu import get_backend
+    from goat.ops import REGISTRY
+    f = REGISTRY["remainder"].evaluate(get_backend("numpy"))
+    rng = np.random.default_rng(7)
+    vals = [0.0, -0.0, 1.0, -1.0, 7.0, -7.0, 0.5, 1e300, -1e-300, 5e-324, math.inf, -math.inf,
+            math.nan, -math.nan, 2.0 ** 53, 1e16 + 1]
+    vals += [float(v) for v in rng.standard_normal(60) * 10.0 ** rng.integers(-20, 20, 60)]
+    with np.errstate(all="ignore"):
+        for a, b in itertools.product(vals, vals):
+            got = struct.pack("<d", float(f(a, b)))
+            want = struct.pack("<d", float(np.remainder(np.float64(a), np.float64(b))))
+            assert got == want, (a, b)

@@ -36,13 +36,13 @@ def _rank_at_least(name: str, k: int, what: str):
 # ---------------------------------------------------------------- operators
 
 def _binary(name, symbol, verb, ufunc, doc, vjp=None, lowering=None, kernel=None,
-            fresh_nan=True):
+            fresh_nan=True, evaluate=None):
     register(Op(
         name=name, arity=2, symbol=symbol, callable_by_name=False,
         signature="a %s b  (broadcasting)" % symbol,
         doc=doc,
         shape=lambda a, b, _verb=verb: broadcast(_verb, a, b),
-        evaluate=lambda be, _u=ufunc: getattr(be.xp, _u),
+        evaluate=evaluate or (lambda be, _u=ufunc: getattr(be.xp, _u)),
         tags=("elementwise", "operator"), vjp=vjp, lowering=lowering,
         kernel=kernel, fresh_nan=fresh_nan,
     ))
@@ -207,11 +207,28 @@ register(Op(name="logical_not", arity=1, symbol="not", callable_by_name=False,
             tags=("elementwise", "logical", "operator"), lowering=lower.logical("not"),
             kernel="({0} == 0) ? (T)1 : (T)0"))
 
+def _remainder(be):
+    """NumPy's remainder; on two Python floats (a loop's index: `if step % 50 == 0`), Python's
+    own %, whose C (CPython's float_rem) is NumPy's npy_divmod step for step -- fmod, then
+    the divisor added where the signs differ, a zero given the divisor's sign -- so the same
+    bits without NumPy's per-call cost; b = 0 (where Python raises) and NaNs are NumPy's."""
+    f = be.xp.remainder
+    if be.xp is not np:         # a wrapper keeps goat's NaN rules: through it
+        return f
+
+    def run(a, b):
+        if type(a) is float and type(b) is float and b != 0.0 and a == a and b == b:
+            return a % b        # (of two NaNs NumPy keeps the second's bits, Python the first's)
+        return f(a, b)
+    return run
+
+
 # a % b = a - b*floor(a/b): d/da = 1, d/db = -floor(a/b) = -(a - a%b)/b (almost everywhere)
 _binary("remainder", "%", "take the remainder of", "remainder",
         "elementwise floor modulo, with the sign of b, as Python's and NumPy's %: "
         "7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2; a % 0 = nan",
         lowering=lower.remainder, kernel="goat_remainder({0}, {1})", fresh_nan=False,
+        evaluate=_remainder,
         vjp=lambda d, g, out, a, b: (d.unbroadcast(g, a), d.unbroadcast(
             d.neg(d.mul(g, d.div(d.sub(a, out), b))), b)))
 
