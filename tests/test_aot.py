@@ -435,7 +435,7 @@ def test_compile_errors_are_clear_and_leave_nothing(env, tmp_path):
     src.write_text('let a = load("x.npy", tensor[?x2])\nprint a\n')
     r = goat_cmd(["compile", "--aot", str(src), "-o", str(tmp_path / "out")], env)
     assert r.returncode == 1
-    assert r.stderr.startswith("%s:1: error: goat compile --aot needs every size" % src)
+    assert r.stderr.startswith("%s:1: error: --aot (goat run --aot, goat compile --aot) needs every size" % src)
     assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
     # without --aot
     r = goat_cmd(["compile", str(src)], env)

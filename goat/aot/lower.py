@@ -130,9 +130,10 @@ def resolve_shapes(program) -> dict:
                 return Fail(e.message, *_site(node))
             if not _is_static(s):
                 what = op.name
-                raise GoatError("goat compile --aot needs every size when it compiles, but the "
-                                "shape %s of this %s is known only when the program runs "
-                                "(write its sizes in the type, or run it with goat run)"
+                raise GoatError("--aot (goat run --aot, goat compile --aot) needs every size "
+                                "when it compiles, but the shape %s of this %s is known only "
+                                "when the program runs (write its sizes in the type, or run "
+                                "it with goat run)"
                                 % (format_shape(s), what), **_at(node))
             if op.name == "reshape" and not all(type(d) is int for d in attrs[0]):
                 node_attrs = (s,)
@@ -408,7 +409,7 @@ class Lowering:
             op = node.op
             lowering = op.lowering
             if lowering is None:
-                raise GoatError("goat compile --aot cannot compile %s yet: it has no lowering "
+                raise GoatError("--aot cannot compile %s yet: it has no lowering "
                                 "(run this program with goat run)" % op.name, **_at(node))
             real = op.n_values + field_count(node.attrs)     # a file name's fields too
             args = node.args[:real]
