@@ -565,8 +565,10 @@ def _scalar(be, x):
         limit = be.exact_limit(x)
         if limit is not None and v >= limit:
             raise OpError("a seed computed in float32 (--dtype f32) must be below 2**24 = %d "
-                          "(float32 holds every whole number only up to it); got %s (write "
-                          "the seed as a number, or run in f64)" % (limit, "%.17g" % v))
+                          "(float32 holds every whole number only up to it); got %s (keep "
+                          "a seed made from the step small, step * 100 + layer rather than "
+                          "step * 100003 + layer; or write it as a number, or run in f64)"
+                          % (limit, "%.17g" % v))
         return v
     return x
 
