@@ -384,6 +384,8 @@ def test_load_with_fields_compiled_equals_interpreted(env, tmp_path, text):
     'def half(n: scalar) {\n    assert n % 2 == 0, "odd {n}"\n    return n / 2\n}\n'
     'print half(4)\nprint half(7)\n',
     'import nn\nprint nn.dropout([[1.0, 2]], 0.5, 3)\nprint nn.dropout([[1.0, 2]], 1.5, 3)\n',
+    'def f(x: tensor[N, 1]) {\n    assert x, "m"\n    return x\n}\nprint f([[1.0]])\n'
+    'print f([[1.0], [2.0]])\n',
 ])
 def test_asserts_compiled_equal_interpreted(env, tmp_path, text):
     path = tmp_path / "a.mg"

@@ -1777,3 +1777,13 @@ def test_an_asserts_message_is_computed_only_when_it_fails():
     assert [v.item() for v in run(src)] == [4.0]
     e = error(src.replace("i < 10", "i < 1"))
     assert e.line == 4 and e.message == "cannot format 0.5 with :d: it is not a whole number"
+
+
+def test_an_asserts_condition_of_several_numbers_at_run_time_is_named_as_the_asserts():
+    """A condition whose size a def's size variable leaves open is checked when it runs; it
+    had been called "an if condition" (the assert's branch)."""
+    e = error('def f(x: tensor[N, 1]) {\n    assert x, "m"\n    return x\n}\n'
+              'print f([[1.0]])\nprint f([[1.0], [2.0]])\n')
+    assert (e.line, e.message) == (
+        2, "an assert's condition must be a single number (one element), got shape 2x1")
+    assert "where(C, A, B)" not in error("let a = 1\nassert a, if\n").message

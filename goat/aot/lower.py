@@ -37,7 +37,8 @@ from ..diagnostics import GoatError
 from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
 from ..ops.registry import REGISTRY, field_count
-from ..typecheck.program import ARG, BRANCH, CAST, CONST, GET, LOOP, OP, operand_loc, subregions
+from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, condition_what,
+                                 operand_loc, subregions)
 from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
 
@@ -538,7 +539,8 @@ class Lowering:
 
     def branch_step(self, b, node):
         then, orelse = node.value
-        cond = self.scalar(b, node.args[0].id, "an if condition", *_site(node, operand_loc(node, 0)))
+        cond = self.scalar(b, node.args[0].id, condition_what(node),
+                           *_site(node, operand_loc(node, 0)))
         taken = b.fcmp_unordered("!=", cond, self.ir.Constant(self.f64, 0.0))   # NaN is true
         base = self.tuple_slots[node.id]
         fn = b.function

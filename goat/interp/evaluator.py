@@ -25,8 +25,8 @@ import numpy as np
 
 from ..diagnostics import GoatError, GoatMemoryError, frame_notes
 from ..ops.registry import FileName, OpError, identity
-from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program, operand_loc,
-                                 subregions)
+from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program,
+                                 condition_what, operand_loc, subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
 from .printer import format_number, write_memref
 
@@ -667,6 +667,7 @@ class Evaluator:
         run_plan = self._run_compiled
         be = self.be
         numbers = (float, np.float64, np.float32)
+        what = condition_what(node)
 
         def run(cond):
             if type(cond) in numbers:       # a number on the host: read as it is
@@ -674,7 +675,7 @@ class Evaluator:
             else:
                 _settle_before(be, cond)
                 try:
-                    taken = 0 if _one_number(be, cond, "an if condition",
+                    taken = 0 if _one_number(be, cond, what,
                                              operand_loc(node, 0)) == 0.0 else 1
                 except GoatError as e:
                     e.loc, e.notes = _site(node, e.loc)

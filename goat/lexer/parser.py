@@ -603,7 +603,7 @@ def _hint(tokens, tok) -> str:
         return "; a comment starts with #"
     if tok.type == "SLASH" and prev == "SLASH":
         return "; there is no integer division (//): write (a - a % b) / b"
-    if tok.type == "IF" and i > 0 and prev not in ("ELSE", "LBRACE", "RBRACE"):
+    if tok.type == "IF" and prev in ("NAME", "NUMBER", "RPAR", "RSQB", "ARRAY"):
         return "; there is no A if C else B: write where(C, A, B), elementwise"
     if (tokens[0].type == "ASSERT" and len(tokens) > 1 and tokens[1].type == "LPAR"
             and tok.type == "STRING"):

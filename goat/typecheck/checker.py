@@ -1478,7 +1478,7 @@ class Checker:
         self.impure = True
         return self.program.new_node(b.region, BRANCH, None, (failed,), (), stmt.loc,
                                      value=(region, Region("if", b.region, stmt.loc)),
-                                     attrs=(stmt.cond.loc,))
+                                     attrs=(stmt.cond.loc, "an assert's condition"))
 
     def _format_data(self, parts, scope, b):
         """A format string's parts: text, and (node, spec, Loc) per field."""

@@ -103,6 +103,12 @@ def operand_loc(node, k):
     return attrs[k] if k < len(attrs) else node.loc
 
 
+def condition_what(node) -> str:
+    """How a run-time error names a BRANCH's condition: an if's, or an assert's (whose
+    branch records it after the condition's position)."""
+    return node.attrs[1] if len(node.attrs) > 1 else "an if condition"
+
+
 class Effect:
     """Something a region does besides computing values, at position ``after`` in its node list
     (all nodes before it exist): ``print`` of ``node``; ``format`` (a print with a format
