@@ -791,11 +791,10 @@ def load(k: Kernel):
             continue
         x = k.op.n_values + part[0]
         if cells(k.in_shapes[x]) != 1:      # a ? size the checker left to the run
-            from ..typecheck.shapes import format_shape
+            from ..interp.fmt import field_shape_message
             fail = lw.runtime("goat_fail", void, [lw.i8p, lw.i8p], var_arg=True)
-            b.call(fail, [k.site, lw.cstring(b, "%s"), lw.cstring(
-                b, "a {} field of a format string must hold a single number, but this value "
-                   "has shape %s" % format_shape(k.in_shapes[x]))])
+            b.call(fail, [k.site, lw.cstring(b, "%s"),
+                          lw.cstring(b, field_shape_message(k.in_shapes[x]))])
             continue
         k.call("goat_format_value", void, [buf, k.load(k.ins[x], 0),
                                            lw.cstring(b, part[1] or ""), k.site])

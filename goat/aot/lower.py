@@ -36,6 +36,7 @@ import numpy as np
 from ..diagnostics import GoatError
 from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
+from ..interp.fmt import field_shape_message
 from ..ops.registry import REGISTRY, field_count
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, condition_what,
                                  operand_loc, subregions)
@@ -613,8 +614,7 @@ class Lowering:
             loc, notes = _site(effect, loc)
             shape = self.shapes[node.id]
             if K.cells(shape) != 1:
-                self.fail(b, "a {} field of a format string must hold a single number, but "
-                          "this value has shape %s" % format_shape(shape), loc, notes)
+                self.fail(b, field_shape_message(shape), loc, notes)
                 continue
             x = b.load(self.get(b, node.id))
             b.call(fmt, [buf, x, self.cstring(b, spec or ""), self.site(b, loc, notes)])

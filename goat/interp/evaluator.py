@@ -28,6 +28,7 @@ from ..ops.registry import FileName, OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program,
                                  condition_what, operand_loc, subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
+from .fmt import field_shape_message
 from .printer import format_number, write_memref
 
 
@@ -193,8 +194,7 @@ def _field_number(be, x, node) -> float:
     """The number a {} field of ``node``'s file name holds (FileName); GoatError at the node
     otherwise (as goat compile --aot's runtime reports it: its kernels know the node's site)."""
     if getattr(x, "size", 1) != 1:
-        raise GoatError("a {} field of a format string must hold a single number, but this "
-                        "value has shape %s" % format_shape(_shape_of(x)), **_at(node))
+        raise GoatError(field_shape_message(_shape_of(x)), **_at(node))
     return be.scalar(x)
 
 
@@ -734,9 +734,7 @@ class Evaluator:
             node, spec, loc = part
             x = self.be.to_numpy(vals[node.id])
             if x.size != 1:
-                raise GoatError("a {} field of a format string must hold a single number, "
-                                "but this value has shape %s" % format_shape(x.shape),
-                                **_at(effect, loc))
+                raise GoatError(field_shape_message(x.shape), **_at(effect, loc))
             try:
                 pieces.append(format_value(float(x.reshape(())), spec))
             except OpError as e:

@@ -50,6 +50,7 @@ import re
 
 from goat.interp.printer import format_number
 from goat.ops.registry import OpError
+from goat.typecheck.shapes import format_shape
 
 MAX_DIGITS = 1000    # the largest width or precision a spec may ask for
 
@@ -266,6 +267,14 @@ def _python_spec(spec: str) -> str:
     if kind == "n":
         return spec[:-1] + "g"
     return spec
+
+
+def field_shape_message(shape) -> str:
+    """The error of a ``{}`` field (of a print, a save's or a load's name, an assert's
+    message) whose value is not one number: the checker's, the interpreter's and goat compile
+    --aot's alike."""
+    return ("a {} field of a format string must hold a single number, but this value has "
+            "shape %s" % format_shape(shape))
 
 
 def format_value(x: float, spec: str | None) -> str:

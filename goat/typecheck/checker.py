@@ -26,6 +26,7 @@ import re
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
+from ..interp.fmt import field_shape_message
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
@@ -876,8 +877,7 @@ class Checker:
                         continue        # a def's error met again at a second call
                     if len(errors) < limit:
                         errors.append(one)
-                        if one.loc is not None and one.loc.source is not stmt.loc.source:
-                            place[id(one)] = stmt.loc.start
+                        _place_imported([one], stmt, place)
                     else:
                         left_out += 1
                 broken.update(_defined_names(stmt))
@@ -889,8 +889,7 @@ class Checker:
             raise errors[0]
         if errors:
             from ..diagnostics import GoatErrors
-            errors.sort(key=lambda e: place.get(id(e), e.loc.start if e.loc is not None else -1))
-            raise GoatErrors(errors, left_out)
+            raise GoatErrors(_in_order(errors, place), left_out)
         return self.program
 
     def _recover(self):
@@ -1490,8 +1489,7 @@ class Checker:
             node = self.value(part.expr, scope, b)
             cells = _cells(node.shape)
             if cells is not None and cells != 1:
-                message = ("a {} field of a format string must hold a single number, but this "
-                           "value has shape %s" % format_shape(node.shape))
+                message = field_shape_message(node.shape)
                 if node.book is None or _cells(node.book) is not None:
                     raise GoatError(message, part.loc)
                 b.defer(message, part.loc)      # the book's type leaves it open: when it runs
@@ -1735,9 +1733,7 @@ class Checker:
             try:
                 sub.check_stmt(s)
             except GoatError as e:
-                for one in _each(e):
-                    if one.loc is None or one.loc.source is not source:
-                        place[id(one)] = s.loc.start
+                _place_imported(_each(e), s, place)
                 raise
         try:
             source = read_source(path)
@@ -1762,9 +1758,7 @@ class Checker:
             except GoatError as e:
                 if not syntax and not sub.collecting:
                     raise
-                errors = syntax + _each(e)
-                errors.sort(key=lambda x: place.get(id(x), x.loc.start if x.loc else -1))
-                out = _together(errors)
+                out = _together(_in_order(syntax + _each(e), place))
                 out.fatal = getattr(e, "fatal", False)
                 raise out from None
             if syntax:
@@ -2249,6 +2243,21 @@ def _same_error(a, b) -> bool:
         b.message, b.notes, b.loc and (b.loc.source.path, b.loc.start, b.loc.end))
 
 
+def _place_imported(errors, stmt, place: dict):
+    """Note in ``place`` where each of ``errors`` that is in another file (a module ``stmt``
+    imports) is reported among the file's own: at ``stmt``."""
+    for one in errors:
+        if one.loc is not None and one.loc.source is not stmt.loc.source:
+            place[id(one)] = stmt.loc.start
+
+
+def _in_order(errors: list, place: dict) -> list:
+    """``errors`` sorted as they are reported: by position, one from an imported module at its
+    import's (:func:`_place_imported`), then in the order found."""
+    errors.sort(key=lambda e: place.get(id(e), e.loc.start if e.loc is not None else -1))
+    return errors
+
+
 def _each(e) -> list:
     """The errors a GoatError stands for: its list (GoatErrors), or itself."""
     return list(getattr(e, "errors", None) or [e])
@@ -2375,6 +2384,9 @@ def _assigned_names(stmt):
     return out
 
 
+_NODES = (ast.Expr, ast.Stmt, ast.Field)
+
+
 def _uses(stmt) -> set:
     """The names a statement reads (a qualified name by its module), in nested blocks too; of
     a def, those its body reads from outside (not its own parameters)."""
@@ -2401,24 +2413,13 @@ def _uses(stmt) -> set:
             stack.append(x.expr)
         elif t is ast.Field:
             stack.append(x.expr)
-        elif t is ast.PrintFormat or (t is ast.Assert and x.parts is not None):
-            stack.extend(p for p in x.parts if not isinstance(p, str))
-            if t is ast.Assert:
-                stack.append(x.cond)
-        elif t is ast.Save:
-            stack.append(x.expr)
-            if not isinstance(x.path, str):
-                stack.extend(p for p in x.path if not isinstance(p, str))
-        elif t is ast.StringArg:
-            if not isinstance(x.value, str):
-                stack.extend(p for p in x.value if not isinstance(p, str))
-        else:
+        else:       # the format strings' fields too (print, save's and load's names, assert)
             for name in getattr(t, "__slots__", ()):
                 v = getattr(x, name, None)
-                if isinstance(v, (ast.Expr, ast.Stmt)):
+                if isinstance(v, _NODES):
                     stack.append(v)
                 elif isinstance(v, list):
-                    stack.extend(i for i in v if isinstance(i, (ast.Expr, ast.Stmt)))
+                    stack.extend(i for i in v if isinstance(i, _NODES))
     return out
 
 
