@@ -296,3 +296,28 @@ def test_more_blas_threads_on_request():
     assert status == 1 and "N must be a whole number from 1, got '0'" in err
     # and the next run without it is back on one thread, with one thread's bits
     assert goat.run_source(src)[0].tobytes() == one[0].tobytes()
+
+
+def test_a_hold_of_a_thread_that_ended_is_dropped_and_the_threads_given_back():
+    """A hold whose thread ended without giving it up is dropped when another thread waits;
+    dropping the last one gives the libraries their threads back (it had left them pinned,
+    the settings saved again while pinned)."""
+    import gc
+    import threading
+    from goat.gpu import numpy_backend as nb
+    gc.collect()
+    libs = blas_libraries()
+    before = [lib.get_num_threads() for lib in libs]
+    try:
+        for lib in libs:
+            lib.set_num_threads(2)
+        t = threading.Thread(target=lambda: nb.hold_blas_threads(1))
+        t.start()
+        t.join()                        # ended, its hold never released
+        assert all(lib.get_num_threads() == 1 for lib in libs)
+        hold, _ = nb.hold_blas_threads(3)   # another count: the dead hold is dropped first
+        nb.release_blas_threads(hold)
+        assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
+    finally:
+        for lib, n in zip(libs, before):
+            lib.set_num_threads(n)

@@ -140,8 +140,19 @@ def _others(me: int, threads: int) -> bool:
     """Does a live thread other than ``me`` hold the BLAS at another count?  (A hold of a
     thread that has ended without releasing it is dropped.)"""
     alive = {t.ident for t in threading.enumerate()}
+    held = len(_holds)
     _holds[:] = [h for h in _holds if h[0] in alive]
+    if held and not _holds:
+        _give_back()        # the last hold was dropped: as if it had been released
     return any(h[0] != me and h[1] != threads for h in _holds)
+
+
+def _give_back():
+    """Every library gets back the threads it had before the first hold."""
+    for lib, n in _saved:
+        if lib.get_num_threads() != n:
+            _set_threads(lib, n)
+    _saved[:] = []
 
 
 def hold_blas_threads(threads: int, owner: int | None = None):
@@ -177,10 +188,7 @@ def release_blas_threads(hold):
         if _holds:
             pin_blas_threads(_holds[-1][1])
         else:
-            for lib, n in _saved:
-                if lib.get_num_threads() != n:
-                    _set_threads(lib, n)
-            _saved[:] = []
+            _give_back()
         _HOLD.notify_all()
 
 
