@@ -184,6 +184,8 @@ print a % b
 print a % c
 print exp(a)
 print log(abs(a))
+print log(a)
+print log(a - 1 / 0)
 print sqrt(a)
 print abs(a)
 print tanh(a)

@@ -126,6 +126,25 @@ def test_tanh_keeps_the_sign_of_a_nan_like_c():
     assert format_number(float(got[0, 0])) == c_printf_g(libm.tanh(nan))
 
 
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+@pytest.mark.parametrize("fn, x", [("log", -1.0), ("log", -math.inf), ("sqrt", -1.0),
+                                   ("sqrt", -math.inf), ("sin", math.inf), ("cos", -math.inf)])
+def test_a_nan_made_by_a_function_has_the_c_librarys_sign(fn, x, dtype):
+    """log(-1) prints as glibc's log prints it, the book's ``-nan`` on x86, whatever NumPy
+    computes: NumPy 2.4's float64 log gives a positive NaN (it had printed ``nan``).  As one
+    number, in a short row and in a row long enough for NumPy's SIMD loops."""
+    import goat
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    f = getattr(libm, fn)
+    f.restype, f.argtypes = ctypes.c_double, [ctypes.c_double]
+    want = c_printf_g(f(x))
+    lit = "inf" if x == math.inf else "-inf" if x == -math.inf else repr(x)
+    src = ("let x = %s\nprint %s(x)\nprint %s(x + zeros(tensor[1x3]))\nprint %s(x + zeros(tensor[3x37]))\n"
+           % ("1 / 0" if lit == "inf" else "-1 / 0" if lit == "-inf" else lit, fn, fn, fn))
+    for got in goat.run_source(src, dtype=dtype):
+        assert {format_number(float(v)) for v in np.ravel(got)} == {want}, (fn, x, got)
+
+
 @pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (0, 3), (3, 0), (2, 0, 3),
                                    (1, 1, 1, 1), (4, 1, 5, 2), (70000,), (3, 70000),
                                    (2, 2, 40000)])

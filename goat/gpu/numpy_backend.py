@@ -71,21 +71,56 @@ import weakref
 
 import numpy as np
 
-from .xp_backend import DTYPES, FreshNaN, XpBackend, int_type
+from .xp_backend import DTYPES, INVALID, FreshNaN, XpBackend, int_type
 
 _I64 = np.int64
 _F64 = np.float64
 ndarray = np.ndarray
 
 
-def fresh_nan_is_negative() -> bool:
-    """Does this processor give an invalid operation (0/0) a NaN with the sign bit set?
+# for each op of xp_backend.INVALID, operands from which it makes a NaN out of numbers (tanh
+# cannot: its NaN is always its operand's)
+_PROBES = {
+    "add": ((np.inf,), (-np.inf,)), "subtract": ((np.inf,), (np.inf,)),
+    "multiply": ((0.0,), (np.inf,)), "divide": ((0.0,), (0.0,)), "sqrt": ((-1.0,),),
+    "log": ((-1.0, -np.inf),), "sin": ((np.inf,),), "cos": ((-np.inf,),),
+    "remainder": ((1.0, np.inf), (0.0, 2.0)),
+}
+_UNSIGNED = {}
 
-    x86 does, so C's printf -- and the book -- print it as ``-nan``; ARM and others do not.
+
+def unsigned_ops(dtype) -> tuple:
+    """The ops of xp_backend.INVALID whose NaNs made out of numbers NumPy does not give
+    x86's bits (sign set) in ``dtype``, here: found by trying each (cached).
+
+    On x86 the processor's own invalid operations set the sign, but a function NumPy
+    computes in software need not: NumPy 2.4's float64 ``log(-1)`` is a positive NaN where
+    glibc's, the book's, is ``-nan``.  Each op is tried on one number, on NumPy scalars, and
+    on 37 of them, contiguous and strided (its SIMD loops and their remainders).
     """
+    dtype = np.dtype(dtype)
+    found = _UNSIGNED.get(dtype)
+    if found is not None:
+        return found
+    ops = []
     with np.errstate(all="ignore"):
-        q = np.divide(np.zeros(1), np.zeros(1))
-    return bool(np.signbit(q[0]))
+        for name, args in _PROBES.items():
+            f = getattr(np, name)
+            for k in range(len(args[0])):
+                cells = [a[k] for a in args]
+                tries = [f(*[np.array([c], dtype) for c in cells]),
+                         f(*[dtype.type(c) for c in cells]),
+                         f(*[np.full(37, c, dtype) for c in cells]),
+                         f(*[np.full(74, c, dtype)[::2] for c in cells])]
+                if not all(np.isnan(r).all() and np.signbit(r).all() for r in tries):
+                    ops.append(name)
+                    break
+        a, b = np.zeros((3, 3), dtype), np.full((3, 3), np.inf, dtype)
+        r = np.matmul(a, b)
+        if not (np.isnan(r).all() and np.signbit(r).all()):
+            ops.append("matmul")
+    found = _UNSIGNED[dtype] = tuple(ops)
+    return found
 
 
 # ---------------------------------------------------------------- the BLAS on one thread
@@ -345,12 +380,16 @@ class NumpyBackend(XpBackend):
     host = True
 
     def __init__(self, x86_nan: bool | None = None, threads: int = 1, dtype: str = "f64"):
+        """``x86_nan``: True gives every op's fresh NaNs x86's bits itself, False none
+        (NumPy's as they are), None those ops that NumPy's own do not already have
+        (:func:`unsigned_ops`: on x86 most have them, so most cost nothing)."""
         super().__init__(np, dtype)
         self.threads = threads      # the BLAS's threads: 1 unless the user asks for more
         if x86_nan is None:
-            x86_nan = not fresh_nan_is_negative()
-        # on x86 NumPy's own NaNs already have the sign set: no wrapper, no cost
-        self.xp = FreshNaN(np, self.dtype, host=True) if x86_nan else np
+            names = unsigned_ops(self.dtype)
+        else:
+            names = INVALID if x86_nan else ()
+        self.xp = FreshNaN(np, self.dtype, host=True, names=names) if names else np
         if dtype == "f32":
             self.xp = _KeepNaN(self.xp)
         self._blas_pinned = False
@@ -404,5 +443,5 @@ class NumpyBackend(XpBackend):
         raise ValueError("unknown reduction %r" % kind)
 
 
-__all__ = ["NumpyBackend", "DTYPES", "fresh_nan_is_negative", "ieee_maximum", "ieee_minimum",
+__all__ = ["NumpyBackend", "DTYPES", "unsigned_ops", "ieee_maximum", "ieee_minimum",
            "pin_blas_threads", "hold_blas_threads", "release_blas_threads"]

@@ -63,14 +63,15 @@ def nan_operands(xp, name, args):
 
 
 class FreshNaN:
-    """The array module ``xp``, with the ops that can make a NaN out of numbers wrapped so that
-    such a NaN gets x86's bits (sign set); NaNs that came in keep theirs.  ``host``: the
-    arrays are on the host, so a quick test (is there a NaN at all?) may skip the fix."""
+    """The array module ``xp``, with the ops that can make a NaN out of numbers (``names``,
+    every one by default) wrapped so that such a NaN gets x86's bits (sign set); NaNs that
+    came in keep theirs.  ``host``: the arrays are on the host, so a quick test (is there a
+    NaN at all?) may skip the fix."""
 
-    def __init__(self, xp, dtype, host: bool):
+    def __init__(self, xp, dtype, host: bool, names=INVALID):
         self._xp = xp
         self._nan = neg_nan(dtype)
-        for name in INVALID:
+        for name in names:
             setattr(self, name, self._wrap(name, getattr(xp, name), host))
 
     def __getattr__(self, name):
