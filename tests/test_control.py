@@ -304,9 +304,9 @@ def test_zero_trip_loop_body_raises_nothing():
     ("let s = -1\nfor i in 0..0 {\n  print rand(tensor[2], s)\n}\nprint 5",
      "a seed must be a whole number from 0 to 9007199254740991, got -1"),
     ("print 1\nprint gather([[1, 2], [3, 4]], [[1], [2]])",
-     "gather's indices must be whole numbers from 0 to 1, got 2.0 at position 1"),
+     "gather's indices must be whole numbers from 0 to 1, got 2 at position 1"),
     ("if 0 {\n  print onehot([[0], [7]], 3)\n}",
-     "onehot's indices must be whole numbers from 0 to 2, got 7.0 at position 1"),
+     "onehot's indices must be whole numbers from 0 to 2, got 7 at position 1"),
 ])
 def test_a_value_check_written_in_the_program_fails_before_it_runs(src, said):
     """Indices and seeds written in the program (constants) that are sure to fail are errors
@@ -682,9 +682,9 @@ def test_runtime_error_inside_a_def_names_the_call_for_an_operation():
     ("sample_rows([[0.5, 0.5]], s)",
      "a seed must be a whole number from 0 to 9007199254740991, got -1"),
     ("gather([[1, 2], [3, 4]], reshape(s, tensor[1x1]))",
-     "gather's indices must be whole numbers from 0 to 1, got -1.0 at position 0"),
+     "gather's indices must be whole numbers from 0 to 1, got -1 at position 0"),
     ("onehot(reshape(s, tensor[1x1]), tensor[1x3])",
-     "onehot's indices must be whole numbers from 0 to 2, got -1.0 at position 0"),
+     "onehot's indices must be whole numbers from 0 to 2, got -1 at position 0"),
 ])
 def test_a_failing_check_in_a_loop_body_keeps_the_output_before_it(tmp_path, expr, message, aot):
     """The value does not change in the loop, but the check must not move ahead of the
@@ -1787,3 +1787,21 @@ def test_an_asserts_condition_of_several_numbers_at_run_time_is_named_as_the_ass
     assert (e.line, e.message) == (
         2, "an assert's condition must be a single number (one element), got shape 2x1")
     assert "where(C, A, B)" not in error("let a = 1\nassert a, if\n").message
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("index, shown", [
+    ("-3", "-3"), ("5", "5"), ("2.5", "2.5"), ("2.0000000000000004", "2.0000000000000004"),
+    ("1e300", "1e+300"), ("-0.5", "-0.5"), ("16777216", "16777216"),
+])
+def test_an_index_is_shown_as_written(tmp_path, index, shown, aot):
+    """A bad index in the message keeps every digit (Python's repr) but not the ``.0`` of a
+    whole number ("got -3", not "got -3.0"), in the interpreter and the AOT runtime alike."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "i.mg").write_text("let s = floor(rand(tensor[1x1], 1)) + %s\n"
+                                   "print gather([[1, 2], [3, 4]], s)\n" % index)
+    status, out, err = cli("run", *(["--aot"] if aot else []), "i.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err.splitlines()[0] == ("i.mg:2: error: gather's indices must be whole numbers from 0 "
+                                   "to 1, got %s at position 0" % shown)

@@ -661,7 +661,7 @@ def test_a_run_time_error_inside_the_standard_library_is_reported_at_the_users_c
     assert status == 1 and out == MEMREF % (1, 1, 1) + "[[7]]\n"
     lines = err.splitlines()
     assert lines[0] == ("p.mg:2: error: onehot's indices must be whole numbers from 0 to 1, got "
-                        "2.0 at position 1")
+                        "2 at position 1")
     assert lines[2] == "  | " + " " * 45 + "^" + "~" * (len("nn.cross_entropy(z, t)") - 1)
     assert lines[3:] == ["note: in nn.cross_entropy, at line %d of the standard library's nn.mg"
                          % line, "note: in loss, called on line 6"]
@@ -673,7 +673,7 @@ def test_a_run_time_error_inside_the_standard_library_is_reported_at_the_users_c
     assert (status, out) == (1, "")
     lines = err.splitlines()
     assert lines[0] == ("p.mg:2: error: onehot's indices must be whole numbers from 0 to 1, got "
-                        "2.0 at position 1")
+                        "2 at position 1")
     assert lines[3:] == ["note: in nn.cross_entropy, at line %d of the standard library's nn.mg"
                          % line, "note: in loss, called on line 4"]
 

@@ -35,8 +35,8 @@ def test_gather_of_a_rank_3_index_column():
 
 @pytest.mark.parametrize("idx, words", [
     ("[[1.5]]", "gather's indices must be whole numbers from 0 to 4, got 1.5 at position 0"),
-    ("[[0], [5]]", "gather's indices must be whole numbers from 0 to 4, got 5.0 at position 1"),
-    ("[[-1]]", "got -1.0 at position 0"),
+    ("[[0], [5]]", "gather's indices must be whole numbers from 0 to 4, got 5 at position 1"),
+    ("[[-1]]", "got -1 at position 0"),
 ])
 def test_gather_checks_its_indices_when_it_runs(idx, words):
     e = error("let t = %s\nprint 1\nlet y = gather(t, %s)\nprint y\n" % (lit(TABLE), idx))
@@ -329,7 +329,7 @@ def test_onehot_takes_the_number_of_classes_as_a_number():
     assert a.tolist() == [[0, 0, 1], [1, 0, 0]]
     assert b.tolist() == [[0, 1], [1, 0]]
     e = error("print onehot([[3]], 3)\n")
-    assert "onehot's indices must be whole numbers from 0 to 2, got 3.0" in e.message
+    assert "onehot's indices must be whole numbers from 0 to 2, got 3 at" in e.message
 
 
 def test_floor():

@@ -543,12 +543,20 @@ def _indices_pass(idx, count, name):
         raise ValueError("not known to pass in float32")
 
 
+def index_text(v) -> str:
+    """An index as a message shows it: Python's repr of the float, which keeps every digit
+    (2.0000000000000004), without the ``.0`` of a whole number (``-1``, ``16777216``, not
+    ``-1.0``); the AOT runtime's goat_index_fail writes it alike."""
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
+
+
 def _index_problem(name, count, flat, whole) -> str:
     """The message for indices ``flat`` (NumPy, read on the host) of which ``whole`` marks the
     whole numbers from 0 to count - 1: the first that is not, and its position."""
     import numpy as np
     k = int(np.argmin(whole))
-    got = repr(float(flat[k]))
+    got = index_text(flat[k])
     if count == 0:          # not "from 0 to -1"
         return ("%s's indices point into 0 rows or classes, so none is valid; got %s at "
                 "position %d" % (name, got, k))
@@ -778,7 +786,7 @@ def _indices(be, idx, count, name):
         k = int(be.scalar(xp.argmax(flat >= 2 ** 24)))
         raise OpError("%s's indices in float32 (--dtype f32) must be below 2**24 = %d (float32 "
                       "holds every whole number only up to it), got %s at position %d (run in "
-                      "f64)" % (name, 2 ** 24, repr(float(be.to_numpy(flat)[k])), k))
+                      "f64)" % (name, 2 ** 24, index_text(be.to_numpy(flat)[k]), k))
 
     if count == 0 and flat.size:
         # none is valid, whatever the values: fail here, without reading them from a device,

@@ -230,7 +230,9 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
                         const char *site)
 {
     goat_str text = {0};
-    goat_format_repr(&text, v);         /* Python's repr, as builtins._indices writes it */
+    goat_format_repr(&text, v);         /* Python's repr, as builtins.index_text writes it */
+    if (text.len >= 2 && strcmp(text.data + text.len - 2, ".0") == 0)
+        text.data[text.len -= 2] = '\0';     /* a whole number: -1, not -1.0 */
     if (count == 0)
         goat_fail(site, "%s's indices point into 0 rows or classes, so none is valid; got %s at "
                   "position %lld", op, text.data, (long long)position);
