@@ -32,7 +32,7 @@ pytest.importorskip("llvmlite")
 if shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None:
     pytest.skip("no C compiler to link compiled programs", allow_module_level=True)
 
-from goat.aot.numpy_libs import bit_exact  # noqa: E402
+from goat.aot.numpy_libs import bit_exact, c_functions_differ  # noqa: E402
 
 EXACT, WHY = bit_exact()
 NUM = re.compile(r"-?nan|-?inf|-?\d+(?:\.\d*)?(?:e[-+]\d+)?")
@@ -54,13 +54,15 @@ def _compiled_values(path, env, *flags):
             for b in r.stdout.split("Unranked Memref")[1:]]
 
 
-def _assert_bits(path, env):
+def _assert_bits(path, env, loose=()):
+    """The compiled program prints goat run's bits (within 1e-12 where they cannot be the
+    same here, and for the prints ``loose``)."""
     printed = goat.run_source(path.read_text(), path=str(path), stdout=open(os.devnull, "w"))
     got = _compiled_values(path, env)
     assert len(got) == len(printed)
     for i, (g, w) in enumerate(zip(got, printed)):
         w = np.asarray(w, dtype=float).ravel()
-        if EXACT:
+        if EXACT and i not in loose:
             # the same numbers, NaNs compared as NaNs (their text is compared elsewhere)
             same = (g == w) | (np.isnan(g) & np.isnan(w))
             assert same.all() and (np.signbit(g) == np.signbit(w))[~np.isnan(w)].all(), \
@@ -306,7 +308,11 @@ def test_exp_log_tanh_as_numpy_computes_them(env, tmp_path):
         "print exp(x)\nprint log(x)\nprint log(-x)\nprint tanh(x)\nprint sigmoid(x)\n"
         "print exp(v)\nprint log(v)\nprint tanh(v)\nprint sigmoid(v)\n"
         "print exp(1 / z)\nprint log(1 / z)\nprint tanh(-1 / z)\nprint exp(z / z)\n")
-    _assert_bits(path, env)
+    # where NumPy's own function is not C's (NumPy 2.4's tanh without AVX-512), the compiled
+    # program's is C's: the last bit may differ (docs/aot.md)
+    differ = c_functions_differ()
+    _assert_bits(path, env, loose=[i for i, f in enumerate(
+        ["exp", "log", "log", "tanh", "exp", "exp", "log", "tanh", "exp"]) if f in differ])
     interp = subprocess.run([sys.executable, "-m", "goat", "run", str(path)],
                             capture_output=True, text=True, env=dict(env, GOAT_PRINT_DIGITS=""))
     compiled = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", str(path)],
