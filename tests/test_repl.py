@@ -151,7 +151,7 @@ def test_an_interrupt_inside_the_evaluator_takes_the_statement_back(monkeypatch)
     s.run("let a = [[1, 2]]")
     from goat.interp import evaluator
 
-    def boom(self):
+    def boom(self, keep=None):
         raise KeyboardInterrupt
     monkeypatch.setattr(evaluator.Evaluator, "run", boom)
     with pytest.raises(KeyboardInterrupt):

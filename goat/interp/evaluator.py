@@ -311,8 +311,9 @@ class Evaluator:
     ``out`` receives the printed text (None: print nothing); every printed value is also kept
     in ``self.printed`` when ``keep_printed`` is true (the Python API): a NumPy array for
     ``print EXPR``, the line of text for a format ``print "..."``.  ``free`` drops each value
-    of the program's top region after its last use; the REPL turns it off, since a later line
-    may use any name (values inside loops and branches are always dropped).  ``progress``
+    of the program's top region after its last use; the REPL turns it off and names, at each
+    :meth:`run`, the values a later line may still read (values inside loops and branches
+    are always dropped).  ``progress``
     (a :class:`goat.progress.Progress`) shows a bar for long top-level loops.
     """
 
@@ -427,12 +428,17 @@ class Evaluator:
         return plan
 
     # ------------------------------------------------------------------ running
-    def run(self):
+    def run(self, keep=None):
         """Run every node and effect of the top region not yet run (the REPL calls this after
-        each statement)."""
+        each statement).  ``keep``: the ids of the values to keep when the others are dropped
+        after their last use, as ``free`` drops them (the REPL: the values names are bound
+        to); None: as ``free`` says."""
         program = self.program
         main = program.main
-        plan = self._plan(main, self._done_nodes, self._done_effects, self.free)
+        if keep is None:
+            plan = self._plan(main, self._done_nodes, self._done_effects, self.free)
+        else:
+            plan = self._plan(main, self._done_nodes, self._done_effects, True, keep)
         if len(self.values) < len(program.nodes):
             self.values.extend([None] * (len(program.nodes) - len(self.values)))
         self._done_nodes = len(main.nodes)
@@ -605,6 +611,10 @@ class Evaluator:
         index = body.params[0].id
         carried = [p.id for p in body.params[1:]]
         yields = [y.id for y in body.yields]
+        # the body's own values that flow out stay in their slots after the last iteration:
+        # dropped (the LOOP's value holds them) -- not a value from outside the body
+        mine = {n.id for n in body.nodes}
+        own_yields = [y for y in dict.fromkeys(yields) if y in mine]
         vals = self.values
         run_plan = self._run_compiled
         top = node.region is self.program.main and self.progress is not None
@@ -654,6 +664,8 @@ class Evaluator:
                 vals[pid] = None
             for nid in pre_ids:
                 vals[nid] = None
+            for nid in own_yields:
+                vals[nid] = None
             vals[index] = None
             return tuple(state)
         return run
@@ -663,6 +675,9 @@ class Evaluator:
         then, orelse = node.value
         plans = (self._compiled(self._plan(orelse)), self._compiled(self._plan(then)))
         yields = ([y.id for y in orelse.yields], [y.id for y in then.yields])
+        # a branch's own values that flow out: dropped once read (the BRANCH's value holds them)
+        owns = tuple([y for y in dict.fromkeys(ys) if y in {n.id for n in r.nodes}]
+                     for ys, r in zip(yields, (orelse, then)))
         vals = self.values
         run_plan = self._run_compiled
         be = self.be
@@ -681,7 +696,10 @@ class Evaluator:
                     e.loc, e.notes = _site(node, e.loc)
                     raise
             run_plan(plans[taken])
-            return tuple(vals[y] for y in yields[taken])
+            out = tuple([vals[y] for y in yields[taken]])
+            for y in owns[taken]:
+                vals[y] = None
+            return out
         return run
 
     def value(self, node):

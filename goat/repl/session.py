@@ -2,8 +2,9 @@
 
 It is the same parse -> check -> evaluate pipeline as ``goat run``, fed one statement at a time:
 the parser in its interactive mode (a bare expression is a statement), one :class:`Checker`
-that allows a name to be defined again, and one :class:`Evaluator` that keeps every value (a
-later line may use any name).  A statement that fails -- a shape error, a run-time error, a
+that allows a name to be defined again, and one :class:`Evaluator` that keeps the values a
+later line may read -- those its names reach, and what a later ``grad`` through them needs --
+and drops the others after each statement (:meth:`Session._needed`).  A statement that fails -- a shape error, a run-time error, a
 Ctrl-C -- is taken back whole, so the session keeps exactly the state it had before it.
 
 The REPL works out its live hint on a thread of its own (see app.py), so the state is
@@ -37,7 +38,7 @@ from ..ops import REGISTRY, builtin_names
 from ..ops.registry import TRANSFORMS, signature
 from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
-from ..typecheck.program import Program
+from ..typecheck.program import Program, subregions
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
@@ -161,6 +162,15 @@ class Result:
     signature: str | None = None
 
 
+def _nodes(checked):
+    """The nodes in a statement's checked value: a node, a tuple of them, nested."""
+    if type(checked) is tuple:
+        for c in checked:
+            yield from _nodes(c)
+    elif checked is not None:
+        yield checked
+
+
 class Session:
     """The names, values and program of one interactive session.
 
@@ -218,6 +228,10 @@ class Session:
             self.evaluator = Evaluator(self.program, get_backend(self.backend_name,
                                                                  dtype=self.dtype),
                                        out=self.out, free=False)
+            # what _needed found after the last statement (see there): the ids of the
+            # top-level values kept, of the reachable ones, of those on a path between them
+            self._held, self._live, self._on_path = set(), set(), set()
+            self._kept = 0          # the top-level nodes looked at by _forget so far
             self._changed()
 
     def set_backend(self, name: str, dtype: str | None = None):
@@ -310,11 +324,11 @@ class Session:
         finally:
             sys.setrecursionlimit(old)
 
-    def _evaluate(self, loc):
+    def _evaluate(self, loc, keep=None):
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, _RECURSION_LIMIT))
         try:
-            self.evaluator.run()
+            self.evaluator.run(keep)
         except RecursionError:
             raise GoatError("this input's blocks are nested too deeply to run", loc) from None
         finally:
@@ -341,14 +355,110 @@ class Session:
             snap = self._snapshot()
             try:
                 checked = self._check(stmt)
-                self._evaluate(stmt.loc)
+                needed = self._needed()
+                shown = checked if type(stmt) is ast.ExprStmt else ()
+                self._evaluate(stmt.loc, needed[0] | {n.id for n in _nodes(shown)})
+                result = self._result(stmt, checked)
             except BaseException:
                 self._restore(snap)
                 self.generation += 1
                 raise
+            self._forget(needed)
             self.program.journal = []
             self._changed()
-            return self._result(stmt, checked)
+            return result
+
+    def _needed(self):
+        """(the ids of the top-level values a later statement may read once the statement
+        just checked has run, the ids of the reachable ones, of those on a path, see below).
+
+        A later statement reads the values names reach (Checker.reachable), and a later
+        ``grad`` may read more: it differentiates through earlier statements, so a node on a
+        path from one reachable value to another (``let c = b * 4`` then ``grad(f(c), b)``)
+        is needed, with its operands (the 4).  Everything else can go: a var's earlier
+        values (after ``w = w + 1`` nothing reachable leads to the old w), a statement's
+        intermediate values off such paths, a shown expression's value.
+
+        Only a reachable node or one on a path can be reached again later (Program.forget
+        leaves no other in the hash-consing tables), so a value dropped is never needed
+        again (whatever lies between a node on a path and a reachable one is on a path too);
+        and while no name lets go of a node, nothing needed stops being needed: then only
+        the statement's new nodes are looked at, else every value still held."""
+        program = self.program
+        main = program.main
+        nodes = program.nodes
+        live = self.checker.reachable()
+        fresh = main.nodes[self._kept:]
+
+        def inputs(n):
+            ins = [a.id for a in n.args]
+            for sub in subregions(n):         # what a loop or an if reads from outside it
+                ins.extend(sub.free_values())
+            return [i for i in ins if nodes[i].region is main]
+
+        if self._live <= live:
+            needed = self._held | live
+            on_path = set(self._on_path)
+            # the new nodes reachable values are computed from
+            new = {n.id for n in fresh}
+            ancestors = set()
+            stack = [i for i in live if i in new]
+            while stack:
+                i = stack.pop()
+                if i not in ancestors:
+                    ancestors.add(i)
+                    stack.extend(j for j in inputs(nodes[i]) if j in new)
+            for n in fresh:             # in creation order: operands first
+                if n.id not in ancestors:
+                    continue
+                ins = inputs(n)
+                if any(j in live or j in on_path for j in ins):
+                    on_path.add(n.id)
+                    needed.add(n.id)
+                    needed.update(ins)
+            return needed, live, on_path
+        # some name let go of a node: look again at every value still held, from the
+        # reachable ones back to what they are computed from
+        new = {n.id for n in fresh}
+        held = self._held
+        seen = set()
+        stack = list(live)
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            for j in inputs(nodes[i]):
+                if j not in seen and (j in new or j in held):
+                    stack.append(j)
+        needed = set(live)
+        on_path = set()
+        for i in sorted(seen):          # ids are in creation order: operands first
+            ins = inputs(nodes[i])
+            if any(j in live or j in on_path for j in ins):
+                on_path.add(i)
+                needed.add(i)
+                needed.update(ins)
+        return needed, live, on_path
+
+    def _forget(self, needed):
+        """Drop the values no later statement can read (``needed`` is :meth:`_needed`'s), and
+        let the hash-consing tables give none but the reachable ones.  Kept, they had made
+        the session grow by each statement's values (100 steps of ``w = w + 1`` on a
+        1000x1000 w: 800 MB)."""
+        keep, live, on_path = needed
+        main = self.program.main
+        # a value on a path may be reached again (shared by a later statement) safely: every
+        # value between it and a reachable one is kept; an operand kept for grad's sake is not
+        self.program.forget(main, live | on_path)
+        values = self.evaluator.values
+        for node in main.nodes[self._kept:]:
+            if node.id not in keep:
+                values[node.id] = None
+        for i in self._held - keep:
+            values[i] = None
+        self._held, self._live, self._on_path = keep, live, on_path
+        self._kept = len(main.nodes)
 
     def _result(self, stmt, checked) -> Result:
         t = type(stmt)
@@ -397,16 +507,20 @@ class Session:
                                         stmt.loc)
                     seen[name] = stmt.loc.line
                 checked.append(self._check(stmt))
-            self._evaluate(None)
+            needed = self._needed()
+            shown = [c for s, c in zip(stmts, checked) if type(s) is ast.ExprStmt]
+            self._evaluate(None, needed[0] | {n.id for n in _nodes(tuple(shown))})
+            results = [self._result(s, c) for s, c in zip(stmts, checked)]
         except BaseException:
             self._restore(snap)
             self.generation += 1
             raise
         finally:
             self.checker.later = {}
+        self._forget(needed)
         self.program.journal = []
         self._changed()
-        return [self._result(s, c) for s, c in zip(stmts, checked)]
+        return results
 
     # ------------------------------------------------------------------ looking, not running
     def describe(self, text: str, path: str = "<repl>") -> str:

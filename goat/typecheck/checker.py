@@ -55,7 +55,7 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display", "scope", "_book")
+                 "display", "scope", "_book", "_reads")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -79,6 +79,28 @@ class Template:
         self.display = None         # a generic def's result with ... as written (signature)
         self.scope = None           # the names it saw when written (its later checks see them)
         self._book = None
+        self._reads = None
+
+    def reads(self):
+        """What a call of this def may read from outside its body, found once: (the ids of
+        the nodes outside it that its body and result use -- a top-level let it names --,
+        the defs its body calls)."""
+        if self._reads is None:
+            region = self.region
+            ids = set(region.free_values())
+            nodes = self.result if isinstance(self.result, tuple) else (self.result,)
+            ids.update(n.id for n in nodes if n is not None and n.region is not region)
+            called = []
+            stack = [region]
+            while stack:
+                r = stack.pop()
+                for n in r.nodes:
+                    if n.kind == CALL:
+                        called.append(n.op)
+                    stack.extend(subregions(n))
+                stack.extend(r.inner)
+            self._reads = (frozenset(ids), tuple(called))
+        return self._reads
 
     def flat(self):
         """The body as a flat list for fast instantiation, when it is only ops, casts, calls and
@@ -786,6 +808,53 @@ class Checker:
         self._sizes = None            # the size variables its parameters bind (None: while
                                       # they are being read, when each may bind new ones)
         self._quiet = False           # checking a def again for a call: no outline
+
+    def reachable(self) -> set:
+        """The ids of the top region's nodes that a statement checked later may still reach:
+        those the names in scope are bound to (this checker's, the imported modules', the
+        names a def saw when it was written), and those the defs those names lead to read
+        from outside their bodies (directly or through the defs they call).  Every other
+        top-level node is unreachable -- a var's earlier value, a statement's intermediate
+        values, an expression the REPL showed -- so its value may be dropped, once the
+        hash-consing tables forget it (Program.forget).  The REPL's session asks after each
+        statement; ``goat run`` never needs to (its evaluator drops each value after its
+        last use)."""
+        main = self.program.main
+        ids = set()
+        seen = set()
+        scopes = [self.top] + [Scope(names=m.names) for m in self.shared.modules.values()]
+        templates = []
+        while scopes or templates:
+            while scopes:
+                scope = scopes.pop()
+                while scope is not None and id(scope) not in seen:
+                    seen.add(id(scope))
+                    for v in scope.names.values():
+                        t = type(v)
+                        if t is Node:
+                            ids.add(v.id)
+                        elif t is VarBinding:
+                            ids.add(v.node.id)
+                        elif t is Template:
+                            templates.append(v)
+                        elif t is Module:
+                            scopes.append(Scope(names=v.names))
+                    scope = scope.parent
+            while templates:
+                t = templates.pop()
+                if id(t) in seen:
+                    continue
+                seen.add(id(t))
+                reads, called = t.reads()
+                ids |= reads
+                templates.extend(called)
+                templates.extend(t.specs.values())
+                if t.scope is not None:
+                    scopes.append(t.scope)
+                if t.checker is not None:
+                    scopes.append(t.checker.top)
+        nodes = self.program.nodes
+        return {i for i in ids if nodes[i].region is main}
 
     def call_notes(self, loc):
         """Notes naming the def calls being expanded, innermost first, as run-time errors

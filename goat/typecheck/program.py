@@ -263,5 +263,21 @@ class Program:
             region.nodes.append(node)
         return node
 
+    def forget(self, region: Region, keep: set):
+        """Make the nodes of ``region`` whose ids are not in ``keep`` unreachable: its
+        hash-consing table and its memo of def calls no longer give them (nor a call whose
+        arguments include one), so a later statement makes a node of its own rather than
+        reuse one whose value is gone (the REPL; see Checker.reachable)."""
+        table = region.table
+        for key in [k for k, n in table.items() if n.id not in keep]:
+            del table[key]
+        memo = region.memo
+        for key, result in list(memo.items()):
+            nodes = result if type(result) is tuple else (result,)
+            if not all(n.id in keep or n.region is not region for n in nodes) or not all(
+                    type(i) is not int or i in keep or self.nodes[i].region is not region
+                    for i in key[1:]):
+                del memo[key]
+
     def add_effect(self, region: Region, kind: str, node, loc: Loc, data=None):
         region.effects.append(Effect(kind, node, loc, len(region.nodes), data))
