@@ -131,9 +131,12 @@ def test_batched_trainer_and_generate(env, tmp_path):
 
 from test_differential import programs  # noqa: E402
 
-from goat.aot.numpy_libs import bit_exact  # noqa: E402
+from goat.aot.numpy_libs import bit_exact, c_functions_differ  # noqa: E402
 
 EXACT = bit_exact()[0]
+# where NumPy's own tanh is not C's (NumPy 2.4 without AVX-512), a compiled tanh can differ
+# from goat run's in the last bit (docs/aot.md)
+_LOOSE = ("tanh(", "gelu(") if "tanh" in c_functions_differ() else ()
 
 NUM = re.compile(r"-?nan|-?inf|-?\d+(?:\.\d*)?(?:e[-+]\d+)?")
 
@@ -160,7 +163,7 @@ def test_random_programs_compiled_equal_interpreted(case, env, tmp_path_factory)
     for block, want in zip(blocks, printed):
         got = np.array(_numbers(block))
         want = np.asarray(want, dtype=float).ravel()
-        if EXACT:       # NumPy's own libraries: goat run's bits
+        if EXACT and not any(f in text for f in _LOOSE):    # goat run's bits
             assert ((got == want) | (np.isnan(got) & np.isnan(want))).all()
         else:
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)

@@ -357,7 +357,7 @@ class Session:
                 checked = self._check(stmt)
                 needed = self._needed()
                 shown = checked if type(stmt) is ast.ExprStmt else ()
-                self._evaluate(stmt.loc, needed[0] | {n.id for n in _nodes(shown)})
+                self._evaluate(stmt.loc, self._to_keep(needed, _nodes(shown)))
                 result = self._result(stmt, checked)
             except BaseException:
                 self._restore(snap)
@@ -416,7 +416,7 @@ class Session:
                     on_path.add(n.id)
                     needed.add(n.id)
                     needed.update(ins)
-            return needed, live, on_path
+            return needed, live, on_path, True
         # some name let go of a node: look again at every value still held, from the
         # reachable ones back to what they are computed from
         new = {n.id for n in fresh}
@@ -439,18 +439,27 @@ class Session:
                 on_path.add(i)
                 needed.add(i)
                 needed.update(ins)
-        return needed, live, on_path
+        return needed, live, on_path, False
+
+    def _to_keep(self, needed, shown):
+        """The new values the statement's run keeps (the evaluator drops the others after
+        their last use): those needed later, and those the REPL shows."""
+        new = {n.id for n in self.program.main.nodes[self._kept:]}
+        return (needed[0] & new) | {n.id for n in shown}
 
     def _forget(self, needed):
         """Drop the values no later statement can read (``needed`` is :meth:`_needed`'s), and
         let the hash-consing tables give none but the reachable ones.  Kept, they had made
         the session grow by each statement's values (100 steps of ``w = w + 1`` on a
         1000x1000 w: 800 MB)."""
-        keep, live, on_path = needed
+        keep, live, on_path, grown = needed
         main = self.program.main
         # a value on a path may be reached again (shared by a later statement) safely: every
-        # value between it and a reachable one is kept; an operand kept for grad's sake is not
-        self.program.forget(main, live | on_path)
+        # value between it and a reachable one is kept; an operand kept for grad's sake is not.
+        # When nothing needed before has stopped being needed, only the entries the statement
+        # added are looked at (the journal)
+        self.program.forget(main, live | on_path,
+                            list(self.program.journal) if grown else None)
         values = self.evaluator.values
         for node in main.nodes[self._kept:]:
             if node.id not in keep:
@@ -509,7 +518,7 @@ class Session:
                 checked.append(self._check(stmt))
             needed = self._needed()
             shown = [c for s, c in zip(stmts, checked) if type(s) is ast.ExprStmt]
-            self._evaluate(None, needed[0] | {n.id for n in _nodes(tuple(shown))})
+            self._evaluate(None, self._to_keep(needed, _nodes(tuple(shown))))
             results = [self._result(s, c) for s, c in zip(stmts, checked)]
         except BaseException:
             self._restore(snap)

@@ -263,21 +263,30 @@ class Program:
             region.nodes.append(node)
         return node
 
-    def forget(self, region: Region, keep: set):
+    def forget(self, region: Region, keep: set, entries=None):
         """Make the nodes of ``region`` whose ids are not in ``keep`` unreachable: its
         hash-consing table and its memo of def calls no longer give them (nor a call whose
         arguments include one), so a later statement makes a node of its own rather than
-        reuse one whose value is gone (the REPL; see Checker.reachable)."""
-        table = region.table
-        for key in [k for k, n in table.items() if n.id not in keep]:
-            del table[key]
-        memo = region.memo
-        for key, result in list(memo.items()):
-            nodes = result if type(result) is tuple else (result,)
-            if not all(n.id in keep or n.region is not region for n in nodes) or not all(
-                    type(i) is not int or i in keep or self.nodes[i].region is not region
-                    for i in key[1:]):
-                del memo[key]
+        reuse one whose value is gone (the REPL; see Checker.reachable).  ``entries``: the
+        (table, key) pairs to look at (the journal of a statement, when the others are known
+        to stay); None: every one."""
+        table, memo = region.table, region.memo
+        if entries is None:
+            entries = [(table, k) for k in table] + [(memo, k) for k in memo]
+        nodes = self.nodes
+        for d, key in entries:
+            v = d.get(key)
+            if v is None:
+                continue
+            if d is table:
+                drop = v.id not in keep
+            else:
+                drop = not all(n.id in keep or n.region is not region
+                               for n in (v if type(v) is tuple else (v,))) or not all(
+                    type(i) is not int or i in keep or nodes[i].region is not region
+                    for i in key[1:])
+            if drop:
+                del d[key]
 
     def add_effect(self, region: Region, kind: str, node, loc: Loc, data=None):
         region.effects.append(Effect(kind, node, loc, len(region.nodes), data))
