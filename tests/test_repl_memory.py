@@ -134,3 +134,15 @@ def test_random_sessions_print_what_a_session_keeping_every_value_prints(seed):
                 results.append(str(e))
         assert results[0] == results[1], text
         assert got_out.getvalue() == want_out.getvalue(), text
+
+
+def test_a_constant_a_def_reads_ties_nothing_to_it():
+    """After import nn (whose defs read literals such as 0.5), w = w * 0.5 + 1 repeated
+    held every w: each product by the constant lay on a path from it."""
+    s = Session(out=io.StringIO())
+    s.run("import nn\ndef h(x: tensor[1x1]) = x * 0.5 + 1\nvar w = zeros(tensor[400x400])")
+    held = []
+    for _ in range(20):
+        s.run("w = w * 0.5 + 1")
+        held.append(_big_values(s))
+    assert held[-1] == held[0] == 1, held

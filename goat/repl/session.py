@@ -38,7 +38,7 @@ from ..ops import REGISTRY, builtin_names
 from ..ops.registry import TRANSFORMS, signature
 from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
-from ..typecheck.program import Program, subregions
+from ..typecheck.program import CONST, Program, subregions
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
@@ -389,6 +389,9 @@ class Session:
         nodes = program.nodes
         live = self.checker.reachable()
         fresh = main.nodes[self._kept:]
+        # a path starts at a value grad can differentiate with respect to: not a constant
+        # (a def's literal is reachable, and would tie every later product by it to it)
+        starts = {i for i in live if nodes[i].kind != CONST}
 
         def inputs(n):
             ins = [a.id for a in n.args]
@@ -412,7 +415,7 @@ class Session:
                 if n.id not in ancestors:
                     continue
                 ins = inputs(n)
-                if any(j in live or j in on_path for j in ins):
+                if any(j in starts or j in on_path for j in ins):
                     on_path.add(n.id)
                     needed.add(n.id)
                     needed.update(ins)
@@ -435,7 +438,7 @@ class Session:
         on_path = set()
         for i in sorted(seen):          # ids are in creation order: operands first
             ins = inputs(nodes[i])
-            if any(j in live or j in on_path for j in ins):
+            if any(j in starts or j in on_path for j in ins):
                 on_path.add(i)
                 needed.add(i)
                 needed.update(ins)
