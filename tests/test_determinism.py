@@ -21,6 +21,7 @@ machine): dot products and matrix-vector products with a long inner dimension, m
 large enough to be threaded (64x600 @ 600x64, 2x600 @ 600x2000, 100x1000 @ 1000x100),
 a @ transpose(a) (BLAS syrk) and batched rank-3 products.
 """
+import contextlib
 import math
 import os
 import subprocess
@@ -228,24 +229,31 @@ def test_the_back_end_holds_every_blas_library_to_one_thread():
         lib.set_num_threads(n)
 
 
-def test_a_run_gives_the_blas_its_threads_back():
-    """A run had left NumPy's BLAS on one thread (threads=N: on N) for the rest of the
-    process: 60x slower for an embedding program's own products on the helper's machine."""
+@contextlib.contextmanager
+def blas_on_two_threads():
+    """The BLAS libraries set to 2 threads (the user's own setting), put back after."""
     import gc
-    import goat
-    gc.collect()
+    gc.collect()                    # holds of earlier tests' backends given back first
     libs = blas_libraries()
     before = [lib.get_num_threads() for lib in libs]
     try:
         for lib in libs:
             lib.set_num_threads(2)
+        yield libs
+    finally:
+        for lib, n in zip(libs, before):
+            lib.set_num_threads(n)
+
+
+def test_a_run_gives_the_blas_its_threads_back():
+    """A run had left NumPy's BLAS on one thread (threads=N: on N) for the rest of the
+    process: 60x slower for an embedding program's own products on the helper's machine."""
+    import goat
+    with blas_on_two_threads() as libs:
         goat.run_source("print [[1, 2]] @ [[3], [4]]")
         assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
         goat.run_source("print [[1, 2]] @ [[3], [4]]", threads=3)
         assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
-    finally:
-        for lib, n in zip(libs, before):
-            lib.set_num_threads(n)
 
 
 def test_runs_on_other_threads_with_other_counts_do_not_change_a_runs_bits(tmp_path):
@@ -302,15 +310,9 @@ def test_a_hold_of_a_thread_that_ended_is_dropped_and_the_threads_given_back():
     """A hold whose thread ended without giving it up is dropped when another thread waits;
     dropping the last one gives the libraries their threads back (it had left them pinned,
     the settings saved again while pinned)."""
-    import gc
     import threading
     from goat.gpu import numpy_backend as nb
-    gc.collect()
-    libs = blas_libraries()
-    before = [lib.get_num_threads() for lib in libs]
-    try:
-        for lib in libs:
-            lib.set_num_threads(2)
+    with blas_on_two_threads() as libs:
         t = threading.Thread(target=lambda: nb.hold_blas_threads(1))
         t.start()
         t.join()                        # ended, its hold never released
@@ -318,6 +320,3 @@ def test_a_hold_of_a_thread_that_ended_is_dropped_and_the_threads_given_back():
         hold, _ = nb.hold_blas_threads(3)   # another count: the dead hold is dropped first
         nb.release_blas_threads(hold)
         assert [lib.get_num_threads() for lib in libs] == [2] * len(libs)
-    finally:
-        for lib, n in zip(libs, before):
-            lib.set_num_threads(n)

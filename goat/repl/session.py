@@ -399,50 +399,28 @@ class Session:
                 ins.extend(sub.free_values())
             return [i for i in ins if nodes[i].region is main]
 
-        if self._live <= live:
-            needed = self._held | live
-            on_path = set(self._on_path)
-            # the new nodes reachable values are computed from
-            new = {n.id for n in fresh}
-            ancestors = set()
-            stack = [i for i in live if i in new]
-            while stack:
-                i = stack.pop()
-                if i not in ancestors:
-                    ancestors.add(i)
-                    stack.extend(j for j in inputs(nodes[i]) if j in new)
-            for n in fresh:             # in creation order: operands first
-                if n.id not in ancestors:
-                    continue
-                ins = inputs(n)
-                if any(j in starts or j in on_path for j in ins):
-                    on_path.add(n.id)
-                    needed.add(n.id)
-                    needed.update(ins)
-            return needed, live, on_path, True
-        # some name let go of a node: look again at every value still held, from the
-        # reachable ones back to what they are computed from
-        new = {n.id for n in fresh}
-        held = self._held
-        seen = set()
-        stack = list(live)
+        # while no name lets go of a node, only the new nodes are looked at; else every value
+        # still held, from the reachable ones back to what they are computed from
+        grown = self._live <= live
+        among = {n.id for n in fresh}
+        if not grown:
+            among |= self._held
+        ancestors = set()
+        stack = [i for i in live if i in among]
         while stack:
             i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            for j in inputs(nodes[i]):
-                if j not in seen and (j in new or j in held):
-                    stack.append(j)
-        needed = set(live)
-        on_path = set()
-        for i in sorted(seen):          # ids are in creation order: operands first
+            if i not in ancestors:
+                ancestors.add(i)
+                stack.extend(j for j in inputs(nodes[i]) if j in among)
+        needed = self._held | live if grown else set(live)
+        on_path = set(self._on_path) if grown else set()
+        for i in sorted(ancestors):     # ids are in creation order: operands first
             ins = inputs(nodes[i])
             if any(j in starts or j in on_path for j in ins):
                 on_path.add(i)
                 needed.add(i)
                 needed.update(ins)
-        return needed, live, on_path, False
+        return needed, live, on_path, grown
 
     def _to_keep(self, needed, shown):
         """The new values the statement's run keeps (the evaluator drops the others after
