@@ -23,11 +23,13 @@ import time
 from collections import OrderedDict
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import is_searching
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.input.typeahead import get_typeahead
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.search import accept_search
@@ -552,6 +554,26 @@ class Repl:
             buf.document = Document(buf.text.rstrip())     # the line left empty to end an if
         buf.validate_and_handle()
 
+    def _typeahead_after_history(self):
+        """Keys typed while the last statement ran are fed once the history is in the buffer.
+
+        prompt_toolkit feeds such keys to the new prompt before its first redraw, which is what
+        loads the history into the line's buffer: Up, or Ctrl-R and Enter, typed ahead found
+        nothing and ran an empty line. The history's loading task is made first, so it runs
+        (to its end: the file and in-memory histories load without waiting) before the keys.
+        """
+        app = get_app()
+        keys = get_typeahead(app.input)
+        if not keys:
+            return
+        buf = app.current_buffer
+        buf.load_history_if_not_yet_loaded()
+
+        async def feed():
+            app.key_processor.feed_multiple(keys)
+            app.key_processor.process_keys()
+        app.create_background_task(feed())
+
     def _keys(self):
         kb = KeyBindings()
 
@@ -595,7 +617,7 @@ class Repl:
         try:
             while True:
                 try:
-                    text = self.prompt.prompt()
+                    text = self.prompt.prompt(pre_run=self._typeahead_after_history)
                 except Terminated:
                     raise                   # SIGTERM ends the session: status 143
                 except KeyboardInterrupt:
