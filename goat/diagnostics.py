@@ -207,6 +207,15 @@ def _columns(text: str) -> int:
     return n
 
 
+_IMPORT_NOTE = "in module %s, imported on line %d of %s"
+
+
+def is_import_note(note: str) -> bool:
+    """Whether ``note`` (of :func:`frame_notes`) names a module's import: how an error in
+    the module was reached, not where it is."""
+    return note.startswith("in module ") and ", imported on line " in note
+
+
 MAX_FRAMES = 10        # at most this many notes of calls and imports name an error's frames
 
 
@@ -232,8 +241,7 @@ def frame_notes(via, here) -> tuple:
             continue
         name, loc = frame[0], frame[1]
         if len(frame) > 2:
-            notes.append("in module %s, imported on line %d of %s"
-                         % (name, loc.line, loc.source.path))
+            notes.append(_IMPORT_NOTE % (name, loc.line, loc.source.path))
         elif loc.source is here:
             notes.append("in %s, called on line %d" % (name, loc.line))
         else:

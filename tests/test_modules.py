@@ -341,6 +341,31 @@ def test_a_modules_imports_are_not_its_names(tmp_path):
         "r.mg:2: error: 'lib.helper.who': a module's name is followed by one name")
 
 
+def test_a_modules_error_is_reported_once_however_many_imports_reach_it(tmp_path):
+    # as a C compiler reports a header's error once: the first import to reach it names it
+    write(tmp_path, "bad.mg", "def f(x: tensor[1x2]) = x @ x\nlet k = [[1]] + [[1, 2, 3]] @ [[1]]\n")
+    write(tmp_path, "mid.mg", "import bad\ndef g(x: tensor[1x2]) = x\n")
+    write(tmp_path, "other.mg", "import bad\nlet h = [[1]] @ [[1, 2]] @ [[1]]\n")
+    first = ["bad.mg:1: error: cannot matrix-multiply shapes 1x2 and 1x2: the inner dimensions "
+             "2 and 1 differ",
+             "1 | def f(x: tensor[1x2]) = x @ x",
+             "  |                         ^~~~~"]
+    second = "bad.mg:2: error: cannot matrix-multiply shapes 1x3 and 1x1: the inner dimensions 3 and 1 differ"
+    write(tmp_path, "p.mg", "import bad\nimport mid\nprint [[1]]\n")
+    err = fails(tmp_path, "p.mg")
+    assert err[:3] == first and err[3] == "note: in module bad, imported on line 1 of p.mg"
+    assert err.count(first[0]) == 1 and err.count(second) == 1
+    assert err[-1] == "goat: 2 errors"
+    # reached through two modules first; a module's own other errors are each kept
+    write(tmp_path, "q.mg", "import mid\nimport other\nimport bad\n")
+    err = fails(tmp_path, "q.mg")
+    assert err.count(first[0]) == 1 and err.count(second) == 1
+    assert err[3:5] == ["note: in module bad, imported on line 1 of mid.mg",
+                        "note: in module mid, imported on line 1 of q.mg"]
+    assert sum(line.startswith("other.mg:2: error: ") for line in err) == 1
+    assert err[-1] == "goat: 3 errors"
+
+
 def test_import_cycle_between_modules(tmp_path):
     write(tmp_path, "b.mg", "import c\nlet z = [[1]]\n")
     write(tmp_path, "c.mg", "let y = [[1]]\nimport b\n")

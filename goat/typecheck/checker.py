@@ -2308,8 +2308,14 @@ def _and_list(words) -> str:
 
 
 def _same_error(a, b) -> bool:
-    return (a.message, a.notes, a.loc and (a.loc.source.path, a.loc.start, a.loc.end)) == (
-        b.message, b.notes, b.loc and (b.loc.source.path, b.loc.start, b.loc.end))
+    """Whether ``a`` is ``b`` met again: at a def's second call, or in a module imported
+    again through another module (the import notes, how it was reached, differ)."""
+    from ..diagnostics import is_import_note
+
+    def key(e):
+        return (e.message, tuple(n for n in e.notes if not is_import_note(n)),
+                e.loc and (e.loc.source.path, e.loc.start, e.loc.end))
+    return key(a) == key(b)
 
 
 def _place_imported(errors, stmt, place: dict):
