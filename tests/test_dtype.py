@@ -182,22 +182,42 @@ def test_whole_numbers_beyond_2_24_written_in_the_program_stay_exact():
                            "print rand(tensor[1], n)\n")[0].shape == (1,)      # f64: fine
 
 
-def test_a_loop_index_past_2_24_in_f32_is_refused_where_the_body_reads_it():
+@pytest.mark.parametrize("lo, hi", [(16777214, 16777218), (16777215, 16777217),
+                                    (-16777216, -16777214)])
+def test_a_loop_index_from_2_24_up_in_f32_is_refused_where_the_body_reads_it(lo, hi):
     """The index is a float32 value: 16777217 would be 16777216 (it had printed 16777216
-    twice); a loop that never reads its index runs (see the test above), as does one within
-    2**24 of 0 on either side."""
+    twice), and 2**24 itself, read as a loop bound or a seed, is refused as a number that may
+    be 2**24 + 1 rounded; a loop that never reads its index runs (see the test above), as does
+    one below 2**24 in magnitude on either side."""
     for body in ('print "{i:d}"', "if 1 { k = k + i }", "k = k + rand(tensor[], i)"):
         with pytest.raises(goat.GoatError) as info:
-            _f32("var k = 0.0\nprint k\nfor i in 16777214..16777218 {\n  %s\n}\n" % body)
+            _f32("var k = 0.0\nprint k\nfor i in %d..%d {\n  %s\n}\n" % (lo, hi, body))
         assert info.value.line == 3
         assert info.value.message == (
-            "a loop index in float32 (--dtype f32) must stay within 2**24 = 16777216 of 0 "
-            "(float32 holds every whole number only up to it, so 16777217 would be 16777216); "
-            "this loop runs from 16777214 to 16777217 (run in f64)")
+            "a loop index in float32 (--dtype f32) must be of magnitude below 2**24 = 16777216 "
+            "(float32 holds every whole number only up to it, and 16777216 may be 16777217 "
+            "rounded); this loop runs from %d to %d (run in f64)" % (lo, hi - 1))
+
+
+def test_a_loop_index_in_f32_is_a_float32_value_up_to_2_24():
+    """As NumPy float32 computes: at i = 2**24 - 1, i - 16777217 rounds 16777217 to 2**24
+    (it is -1, not -2), and a seed or an inner loop's bound read from the index is exact."""
     out = io.StringIO()
-    goat.run_source('for i in -16777216..-16777214 { print "{i:d}" }\n'
-                    'for i in 16777215..16777217 { print "{i:d}" }\n', stdout=out, dtype="f32")
-    assert out.getvalue().split() == ["-16777216", "-16777215", "16777215", "16777216"]
+    goat.run_source(
+        'for i in -16777215..-16777213 { print "{i:d}" }\n'
+        'for i in 16777214..16777216 {\n'
+        '  print "{i:d} {i - 16777217:g} {16777218 - i:g} {i + 16777219:g}"\n'
+        '  for j in (i - 1)..i { print "{j:d}" }\n'
+        '  print "{rand(tensor[], i):.9g}"\n}\n', stdout=out, dtype="f32")
+    f = np.float32
+    want = ["-16777215", "-16777214"]
+    for i in (16777214, 16777215):
+        want.append("%d %g %g %g" % (i, f(i) - f(16777217), f(16777218) - f(i), f(i) + f(16777219)))
+        want.append("%d" % (i - 1))
+        want.append("%.9g" % rng.uniform(np, (), i).astype(F32))
+    assert out.getvalue().splitlines() == want
+    assert want[5].split()[1] == "-1"
+
 
 
 @pytest.mark.parametrize("use", ["gather(zeros(tensor[16777218x1]), i)",

@@ -621,7 +621,8 @@ class Evaluator:
         one = len(carried) == 1
         be = self.be
         const = be.constant
-        # in float32 an index past 2**24 would be rounded (16777217 to 16777216): an error,
+        # in float32 an index from 2**24 up would be rounded (16777217 to 16777216), or be
+        # a number that may be rounded (2**24, read as a loop bound or a seed): an error,
         # where the body reads the index
         f32 = getattr(be, "dtype_name", "f64") == "f32" and _reads(body, body.params[0])
 
@@ -630,12 +631,12 @@ class Evaluator:
             try:
                 lo = _bound(be, lo, node, 0)
                 hi = _bound(be, hi, node, 1)
-                if hi > lo and f32 and max(abs(lo), abs(hi - 1)) > 2 ** 24:
+                if hi > lo and f32 and max(abs(lo), abs(hi - 1)) >= 2 ** 24:
                     raise GoatError(
-                        "a loop index in float32 (--dtype f32) must stay within 2**24 = "
-                        "16777216 of 0 (float32 holds every whole number only up to it, so "
-                        "16777217 would be 16777216); this loop runs from %d to %d (run in f64)"
-                        % (lo, hi - 1), node.loc)
+                        "a loop index in float32 (--dtype f32) must be of magnitude below "
+                        "2**24 = 16777216 (float32 holds every whole number only up to it, and "
+                        "16777216 may be 16777217 rounded); this loop runs from %d to %d (run "
+                        "in f64)" % (lo, hi - 1), node.loc)
             except GoatError as e:
                 e.loc, e.notes = _site(node, e.loc)
                 raise
