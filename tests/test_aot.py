@@ -358,6 +358,10 @@ def test_save_then_load_compiled(env, tmp_path):
     'def at(k: scalar) = load("w_{k:03d}.npy", tensor[2x2])\nprint at(1) + at(2)\n',
     'let k = col_sum([[1], [1]])\nprint load("w_{k:03d}.npy", tensor[2x2])\n',
     'print load("w_{{1}}.npy", tensor[2x2])\n',
+    # a field without a spec writes every digit of a whole number (%g made 1000001 1e+06)
+    'for i in 1000000..1000003 {\n    save(load("w_{i - 1000000:03d}.npy", tensor[2x2]), '
+    '"big_{i}_{0.5}_{-0}.npy")\n    print load("big_{i}_{0.5}_{-0}.npy", tensor[2x2])\n}\n'
+    'print load("big_1000001_0.5_0.npy", tensor[2x2])\n',
     'print 1\nfor i in 2..5 {\n    print load("w_{i:03d}.npy", tensor[2x2])\n}\n',
     'print 1\nprint load("w_{1.5:03d}.npy", tensor[2x2])\n',
     'print 1\nprint load("w_{1:03d}.npy", tensor[3x2])\n',

@@ -133,6 +133,28 @@ def test_save_with_fields_in_its_name(tmp_path):
     assert np.load(tmp_path / "w_002.npy").tolist() == [[2.0, 4.0]]
 
 
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+def test_a_file_names_field_without_a_spec_writes_every_digit_of_a_whole_number(tmp_path,
+                                                                                 dtype):
+    """"w_{step}.npy" had formatted step as %g, as a print does: steps 1000000 to 1000002
+    all became w_1e+06.npy, each checkpoint silently overwriting the last.  A whole number
+    below 2**53 is now written in full in a save's and a load's name; another number as %g."""
+    prog = tmp_path / "p.mg"
+    prog.write_text('for step in 999999..1000003 {\n  save([[1]] * step, "w_{step}.npy")\n}\n'
+                    'print load("w_{1000001}.npy", tensor[1x1])\n'
+                    'save([[0]], "f_{0.25}_{-0}_{1/0}_{9007199254740991}_{2e20}_{-3}.npy")\n'
+                    'print "{1000001}"\n')
+    out = io.StringIO()
+    values = goat.run_file(str(prog), dtype=dtype, stdout=out)
+    names = sorted(f for f in os.listdir(tmp_path) if f.endswith(".npy"))
+    big = "9007199254740991" if dtype == "f64" else "9.0072e+15"   # 2**53 - 1 is 2**53 in f32
+    assert names == ["f_0.25_0_inf_%s_2e+20_-3.npy" % big, "w_1000000.npy", "w_1000001.npy",
+                     "w_1000002.npy", "w_999999.npy"]
+    assert np.load(tmp_path / "w_1000002.npy").item() == 1000002
+    assert values[0].item() == 1000001
+    assert values[1] == "1e+06"         # a print keeps %g (the book's)
+
+
 def test_a_module_that_is_not_a_file_says_so(tmp_path):
     (tmp_path / "dirmod.mg").mkdir()
     (tmp_path / "p.mg").write_text("import dirmod\n")

@@ -796,8 +796,11 @@ def load(k: Kernel):
             b.call(fail, [k.site, lw.cstring(b, "%s"),
                           lw.cstring(b, field_shape_message(k.in_shapes[x]))])
             continue
-        k.call("goat_format_value", void, [buf, k.load(k.ins[x], 0),
-                                           lw.cstring(b, part[1] or ""), k.site])
+        if part[1]:
+            k.call("goat_format_value", void, [buf, k.load(k.ins[x], 0),
+                                               lw.cstring(b, part[1]), k.site])
+        else:       # a whole number with every digit (fmt.format_name_number)
+            k.call("goat_format_name_value", void, [buf, k.load(k.ins[x], 0)])
     from ..typecheck.checker import resolve_path
     k.call("goat_load_named", void, [k.out, lw.cstring(b, resolve_path(".", path.loc)), buf,
                                      k.int(len(shape)), lw.dims(b, shape), k.site])

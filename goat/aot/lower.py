@@ -590,7 +590,7 @@ class Lowering:
                 b.call(fn, [self.cstring(b, path), self.cstring(b, shown), value, rank, dims,
                             site])
             else:
-                buf = self.format_parts(b, effect, shown, notes)
+                buf = self.format_parts(b, effect, shown, notes, name=True)
                 fn = self.runtime("goat_save_named", self.void,
                                   [self.i8p, buf.type, self.dp, self.i64,
                                    self.i64.as_pointer(), self.i8p])
@@ -599,13 +599,15 @@ class Lowering:
             raise GoatError("goat compile --aot cannot compile a %s statement" % kind,
                             effect.loc)
 
-    def format_parts(self, b, effect, parts, notes):
+    def format_parts(self, b, effect, parts, notes, name=False):
         """The text of a format string's parts, built in the runtime's buffer; returns the
-        buffer (a goat_str *)."""
+        buffer (a goat_str *).  In a file name (``name``) a field without a spec is
+        goat_format_name_value's (fmt.format_name_number)."""
         buf = self.fmtbuf
         add = self.runtime("goat_str_add", self.void, [buf.type, self.i8p])
         fmt = self.runtime("goat_format_value", self.void, [buf.type, self.f64, self.i8p,
                                                              self.i8p])
+        plain = self.runtime("goat_format_name_value", self.void, [buf.type, self.f64])
         for part in parts:
             if isinstance(part, str):
                 b.call(add, [buf, self.cstring(b, part)])
@@ -617,7 +619,10 @@ class Lowering:
                 self.fail(b, field_shape_message(shape), loc, notes)
                 continue
             x = b.load(self.get(b, node.id))
-            b.call(fmt, [buf, x, self.cstring(b, spec or ""), self.site(b, loc, notes)])
+            if name and not spec:
+                b.call(plain, [buf, x])
+            else:
+                b.call(fmt, [buf, x, self.cstring(b, spec or ""), self.site(b, loc, notes)])
         return buf
 
     # ---------------------------------------------------------------- the program

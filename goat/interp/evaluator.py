@@ -733,7 +733,7 @@ class Evaluator:
             from .npyio import save_npy
             path, shown = effect.data
             if not isinstance(shown, str):          # a name with {fields}
-                shown = self._format(effect, shown, vals)
+                shown = self._format(effect, shown, vals, name=True)
                 path = shown if os.path.isabs(shown) else os.path.join(path, shown)
             try:
                 save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
@@ -742,8 +742,9 @@ class Evaluator:
         else:
             raise TypeError(kind)
 
-    def _format(self, effect, parts, vals):
-        """The text of a format string's ``parts`` with the values in ``vals``."""
+    def _format(self, effect, parts, vals, name=False):
+        """The text of a format string's ``parts`` with the values in ``vals`` (of a file
+        name, ``name``: a field without a spec writes a whole number's every digit)."""
         from .fmt import format_value
         pieces = []
         for part in parts:
@@ -755,7 +756,7 @@ class Evaluator:
             if x.size != 1:
                 raise GoatError(field_shape_message(x.shape), **_at(effect, loc))
             try:
-                pieces.append(format_value(float(x.reshape(())), spec))
+                pieces.append(format_value(float(x.reshape(())), spec, name))
             except OpError as e:
                 raise GoatError(e.message, **_at(effect, loc)) from None
         return "".join(pieces)

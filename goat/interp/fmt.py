@@ -277,11 +277,26 @@ def field_shape_message(shape) -> str:
             "shape %s" % format_shape(shape))
 
 
-def format_value(x: float, spec: str | None) -> str:
-    """``x`` formatted by ``spec`` (None: C's ``%g``).  Raises OpError."""
+#: a whole number below this in magnitude is written with all its digits in a file name
+NAME_DIGITS_BELOW = 2.0 ** 53
+
+
+def format_name_number(x: float) -> str:
+    """A ``{}`` field without a spec in a ``save`` or ``load`` file name: a whole number below
+    2**53 in magnitude with all its digits (``w_1000001.npy``, where ``%g`` made step 1000001
+    ``1e+06`` and two checkpoints one file), any other number as C's ``%g``, as in a print.
+    The C runtime's goat_format_name_value is the same."""
+    if math.isfinite(x) and x == math.floor(x) and abs(x) < NAME_DIGITS_BELOW:
+        return str(int(x))
+    return format_number(x)
+
+
+def format_value(x: float, spec: str | None, name: bool = False) -> str:
+    """``x`` formatted by ``spec`` (None: C's ``%g``; in a file name, ``name``,
+    :func:`format_name_number`).  Raises OpError."""
     x = float(x)
     if not spec:
-        return format_number(x)
+        return format_name_number(x) if name else format_number(x)
     problem = check_spec(spec)
     if problem is not None:
         raise OpError(problem)

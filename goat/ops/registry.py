@@ -106,8 +106,8 @@ class FileName:
     ``load("w_{step:03d}.npy", tensor[4x4])``.  Its text is made each time the op runs.
 
     ``parts`` holds text and, per field, ``(k, spec, Loc)``: the field's value is the op's
-    argument ``n_values + k`` (one number), formatted as a formatted print formats it
-    (``spec`` None: C's ``%g``).  ``attr`` (the op's ``string_attr``, or None) turns the text
+    argument ``n_values + k`` (one number), formatted as a formatted print formats it, but for
+    ``spec`` None: a whole number has all its digits (fmt.format_name_number).  ``attr`` (the op's ``string_attr``, or None) turns the text
     into the attribute the op takes, as it turns a name written without fields."""
 
     __slots__ = ("parts", "loc", "attr", "fields")
@@ -122,7 +122,7 @@ class FileName:
         """The name, with field ``k`` holding ``numbers[k]`` (floats).  Raises OpError for a
         number its spec cannot format (``{i:d}`` of 2.5)."""
         from ..interp.fmt import format_value
-        return "".join(p if isinstance(p, str) else format_value(numbers[p[0]], p[1])
+        return "".join(p if isinstance(p, str) else format_value(numbers[p[0]], p[1], True)
                        for p in self.parts)
 
     def resolve(self, numbers):

@@ -612,6 +612,17 @@ static void format_int(goat_str *s, double x, const spec_t *sp)
 
 /* ------------------------------------------------------------------------------------ API */
 
+void goat_format_name_value(goat_str *s, double x)
+{
+    char buf[64];
+    int n;
+    if (isfinite(x) && x == floor(x) && fabs(x) < 9007199254740992.0)
+        n = snprintf(buf, sizeof buf, "%lld", (long long)x);
+    else
+        n = snprintf(buf, sizeof buf, "%g", x);
+    goat_str_append(s, buf, (size_t)n);
+}
+
 void goat_format_value(goat_str *s, double x, const char *spec, const char *site)
 {
     if (spec == NULL || spec[0] == '\0') {

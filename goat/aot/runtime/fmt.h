@@ -22,6 +22,11 @@ extern "C" {
  * has).  A spec check_spec would refuse fails with "invalid format spec ':SPEC'". */
 void goat_format_value(goat_str *s, double x, const char *spec, const char *site);
 
+/* Append x as a {} field without a spec in a save's or a load's file name: a whole number
+ * below 2**53 in magnitude with all its digits ("1000001", "0" for -0), any other number as
+ * "%g"; goat.interp.fmt.format_name_number's text. */
+void goat_format_name_value(goat_str *s, double x);
+
 /* Append Python's repr(x) of a float64 (the shortest text that reads back as x:
  * "0.1", "1e-05", "2.5", "1e+16", "inf", "nan"). */
 void goat_format_repr(goat_str *s, double x);
