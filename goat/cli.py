@@ -419,7 +419,10 @@ def _cmd_run(args) -> int:
         exe = with_deep_stack(cached_executable, program, source, args.timings,
                               args.portable)
         with _timed(args.timings, "run"):
-            return run_executable(exe)
+            status = run_executable(exe)
+        if status != 0 and args.timings is not None:
+            args.timings["failed"] = "run"      # the executable reported its error itself
+        return status
     progress = Progress(enabled=not args.quiet)
     out = progress.wrap_output(_Output())
     from .gpu import BackendUnavailable

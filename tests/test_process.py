@@ -262,6 +262,12 @@ def test_time_reports_the_phases_that_ran(files):
     status, out, err = shell("%s -m goat run --aot --time qm.mg" % PYTHON, d)   # a ? size
     assert status == 1 and re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, lower "
                                         r"failed after \d+\.\d{3} s", err.splitlines()[-1])
+    # the compiled program's own error: its run failed (it had been reported as "run 0.005 s")
+    status, out, err = shell("%s -m goat run --aot --time runtime.mg" % PYTHON, d)
+    assert status == 1 and out.endswith("[[7]]\n")
+    assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, (lower .*, link "
+                        r"\d+\.\d{3} s|compiled program from the cache.*), run failed after "
+                        r"\d+\.\d{3} s", err.splitlines()[-1]), err
     status, out, err = shell("%s -m goat run --time a.mg" % PYTHON, d)
     assert status == 0 and out == MEMREF_11
     assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, run \d+\.\d{3} s "
