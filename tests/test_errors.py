@@ -887,3 +887,26 @@ def test_grad_of_several_names_passed_as_one_value_says_how_to_clip_them():
         "grad with 2 names gives 2 gradients, one per name, not one value: bind them with "
         "let g1, g2 = grad(...)")
     assert "optim.sq_norm" in e.message and "optim.clip_coef" in e.message
+
+
+@pytest.mark.parametrize("text, names", [
+    # optim.adamw gives the weight and its two moments: the vars among its arguments
+    ("import optim\nvar w1 = [[1.0, 2]]\nvar m1 = w1 * 0\nvar v1 = w1 * 0\nlet g = [[0.1, 0.2]]\n"
+     "w1 = optim.adamw(w1, g, m1, v1, 1, 0.1, 0.9, 0.999, 1e-08, 0.01)\n", "w1, m1, v1"),
+    # no such vars: the assigned var, then placeholders
+    ("import optim\nvar w = [[1.0]]\nlet g = [[1.0]]\n"
+     "w = optim.adamw(g, g, g, g, 1, 0.1, 0.9, 0.999, 1e-08, 0.01)\n", "w, v2, v3"),
+    ("def two(a: scalar) {\n    return a, a + 1\n}\nvar x = 0\nvar y = 1\nx = two(x)\n", "x, v2"),
+])
+def test_several_values_assigned_to_one_var_are_told_to_assign_vars(text, names):
+    """A var update with a tuple was told to "bind them with let v1, v2, v3 = ...", which
+    declares new names instead of updating the vars (found by a newcomer's AdamW loop)."""
+    e = error(text)
+    assert e.line == text.count("\n") and e.message == (
+        "this is %d values, not one; assign them to vars, one each, with %s = ..."
+        % (names.count(",") + 1, names))
+    # the advice, followed, checks
+    fixed = text.rsplit("\n", 2)[0] + "\n" + names + " = " + text.rsplit("\n", 2)[1].split(
+        " = ", 1)[1] + "\n"
+    if "v2" not in names:
+        run(fixed)

@@ -1304,7 +1304,12 @@ class Checker:
 
     def _assign(self, stmt, scope, b):
         self._assignable(stmt.name, stmt.name_loc, scope)
-        node = self.value(stmt.expr, scope, b)
+        node = self.expr(stmt.expr, scope, b)
+        if isinstance(node, tuple) and not _is_grad(stmt.expr):
+            raise GoatError("this is %d values, not one; assign them to vars, one each, with "
+                            "%s = ..." % (len(node), ", ".join(
+                                _var_targets(stmt, len(node), scope))), stmt.expr.loc)
+        node = self._one(stmt.expr, node)
         return self._assign_value(stmt.name, stmt.name_loc, node, stmt.expr.loc, stmt.loc, scope, b)
 
     def _assignable(self, name, name_loc, scope):
@@ -1927,9 +1932,13 @@ class Checker:
     def value(self, e, scope, b, want=None):
         """The node of expression ``e``, which must be one tensor (not a tuple)."""
         v = self.expr(e, scope, b, want)
+        return self._one(e, v)
+
+    def _one(self, e, v):
+        """``v``, the node of ``e``, which must be one tensor: a tuple is an error."""
         if isinstance(v, tuple):
             names = ", ".join("v%d" % (i + 1) for i in range(len(v)))
-            if type(e) is ast.Call and e.name == "grad":
+            if _is_grad(e):
                 raise GoatError("grad with %d names gives %d gradients, one per name, not one "
                                 "value: bind them with let %s = grad(...) and use each (to "
                                 "clip several by their global norm, as PyTorch's "
@@ -2389,6 +2398,26 @@ def _declared_what(what, declared, env):
 def _var_shape_message(name, shape, declared) -> str:
     return ("cannot assign a value of shape %s to var '%s' of shape %s: a var keeps the shape "
             "it was declared with" % (format_shape(shape), name, format_shape(declared)))
+
+
+def _is_grad(e) -> bool:
+    return type(e) is ast.Call and e.name == "grad"
+
+
+def _var_targets(stmt, n, scope) -> list:
+    """The names to suggest for ``NAME = CALL`` where CALL gives ``n`` values: the vars among
+    the call's arguments when they are ``n`` and hold NAME (``w = optim.adamw(w, g, m, v, ...)``
+    gives w, m, v), else NAME then v2, v3, ..."""
+    e = stmt.expr
+    if type(e) is ast.Call:
+        seen = []
+        for a in e.args:
+            if (type(a) is ast.Name and a.name not in seen
+                    and isinstance(scope.find(a.name)[0], VarBinding)):
+                seen.append(a.name)
+        if len(seen) == n and stmt.name in seen:
+            return seen
+    return [stmt.name] + ["v%d" % (i + 1) for i in range(1, n)]
 
 
 def _assigned(stmts, out, memo=None):
