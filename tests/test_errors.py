@@ -910,3 +910,30 @@ def test_several_values_assigned_to_one_var_are_told_to_assign_vars(text, names)
         " = ", 1)[1] + "\n"
     if "v2" not in names:
         run(fixed)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("pritn x", "'pritn' is not a statement; did you mean print?"),
+    ("retrun x", "'retrun' is not a statement; did you mean return?"),
+    ("dfe f(a: scalar) = a", "'dfe' is not a statement; did you mean def?"),
+    ("improt nn", "'improt' is not a statement; did you mean import?"),
+    ("Let y = 1", "'Let' is not a statement; keywords are lower case: let"),
+    ("Print x", "'Print' is not a statement; keywords are lower case: print"),
+    ("const y = 1", "'const' is not a statement; goat writes let (a name bound once) or var "
+                    "(a name assignment may change)"),
+    ("function f", "'function' is not a statement; goat writes def"),
+    ("x++", "there is no ++: write x += 1"),
+    ("from nn import gelu", "goat has no from ... import: write import nn, then nn.NAME(...)"),
+])
+def test_a_misspelled_or_foreign_first_word_is_named(line, message):
+    """These had all said "expected '*=', '+=', ',', '-=', '/=' or '=', found name 'x'", with
+    the caret on the second word, as if the first were a name being assigned."""
+    e = error("let x = [[1.0]]\n%s\n" % line)
+    assert (e.line, e.message, e.loc.start) == (2, "syntax error: " + message,
+                                                 len("let x = [[1.0]]\n"))
+
+
+def test_a_name_then_an_unexpected_word_that_is_no_keyword_keeps_the_plain_message():
+    e = error("let x = [[1.0]]\nx 1\n")
+    assert e.message == ("syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found "
+                         "number 1")

@@ -591,6 +591,46 @@ _STATEMENT_HABITS = {
 }
 
 
+# a statement's first word in other languages -> what goat writes
+_OTHER_LANGUAGES = {
+    "const": "let (a name bound once) or var (a name assignment may change)",
+    "val": "let", "auto": "let", "int": "let", "float": "let", "double": "let",
+    "function": "def", "func": "def", "fn": "def", "fun": "def", "lambda": "def",
+    "println": "print", "printf": "print", "echo": "print", "puts": "print",
+    "foreach": "for", "loop": "for", "elsif": "else if", "elseif": "else if",
+    "then": "if c { ... }", "end": "a closing }",
+    "include": "import", "require": "import", "use": "import", "using": "import",
+}
+
+
+def _first_word_slip(tokens, tok) -> str:
+    """The message for a statement whose first word, a name, cannot be followed by what
+    follows it (``pritn x``, ``Let x = 1``, ``function f``, ``from nn import gelu``,
+    ``x++``): the word is most likely a keyword misspelled or another language's."""
+    first = tokens[0]
+    if first.type != "NAME" or len(tokens) < 2 or tokens[1] is not tok:
+        return ""
+    word = first.value
+    if tok.type in ("PLUS", "MINUS") and len(tokens) > 2 and tokens[2].type == tok.type:
+        op = tok.value
+        return ("there is no %s%s: write %s %s= 1" % (op, op, word, op))
+    if tok.type not in ("NAME", "NUMBER", "STRING", "ARRAY", "LSQB", "LBRACE", "TYPE") and \
+            tok.type not in _KEYWORD_TERMS:
+        return ""
+    if word == "from" and tok.type == "NAME":
+        return ("goat has no from ... import: write import %s, then %s.NAME(...)"
+                % (tok.value, tok.value))
+    if word.lower() in KEYWORDS:
+        return "'%s' is not a statement; keywords are lower case: %s" % (word, word.lower())
+    if word in _OTHER_LANGUAGES:
+        return "'%s' is not a statement; goat writes %s" % (word, _OTHER_LANGUAGES[word])
+    import difflib
+    close = difflib.get_close_matches(word.lower(), STATEMENT_KEYWORDS, n=1, cutoff=0.6)
+    if close:
+        return "'%s' is not a statement; did you mean %s?" % (word, close[0])
+    return ""
+
+
 def _open_parens(tokens) -> int:
     return sum(1 if t.type == "LPAR" else -1 if t.type == "RPAR" else 0 for t in tokens)
 
@@ -715,6 +755,9 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
                 raise GoatError("syntax error: '%s' is not a statement%s"
                                 % (first.value, _STATEMENT_HABITS[first.value]),
                                 build._loc(first)) from None
+            slip = _first_word_slip(tokens, tok)
+            if slip:
+                raise GoatError("syntax error: %s" % slip, build._loc(first)) from None
             if start == "single" and _is_value(parser, build, tokens):
                 raise GoatError("syntax error: a value on its own line does nothing in a "
                                 "program: write print before it to show it (the REPL shows a "
