@@ -937,3 +937,38 @@ def test_a_name_then_an_unexpected_word_that_is_no_keyword_keeps_the_plain_messa
     e = error("let x = [[1.0]]\nx 1\n")
     assert e.message == ("syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found "
                          "number 1")
+
+
+@pytest.mark.parametrize("call, message", [
+    # nn.relu had been told "did you mean 'gelu'?": relu is built in
+    ("nn.relu(x)", "module nn has no def or let named 'relu'; relu is built in: write relu(...)"),
+    ("nn.sigmoid(x)", "module nn has no def or let named 'sigmoid'; sigmoid is built in: write "
+                      "sigmoid(...)"),
+    ("optim.gelu(x)", "module optim has no def or let named 'gelu'; it is in the standard "
+                      "library's nn module: write nn.gelu(...)"),
+    ("nn.mean(x)", "module nn has no def or let named 'mean'; write row_mean(x) or col_mean(x) "
+                   "(col_mean(row_mean(x)) for a matrix's mean)"),
+    ("optim.sgd(x)", "module optim has no def or let named 'sgd'; there is no SGD function: "
+                     "write w -= lr * g (optim.adamw is AdamW)"),
+    ("nn.softmax(x)", "module nn has no def or let named 'softmax'; did you mean 'softmax_rows'?"),
+    ("argmax(x)", "unknown function 'argmax'; write argmax_rows(x) (each row's index of its "
+                  "largest)"),
+    ("square(x)", "unknown function 'square'; write x * x"),
+    ("normal(tensor[2x2], 1)", "unknown function 'normal'; write randn(tensor[...], seed) "
+                               "(standard normal draws; times std, plus mean)"),
+])
+def test_a_name_goat_has_elsewhere_is_pointed_to(call, message):
+    e = error("import nn\nimport optim\nlet x = [[1.0]]\nprint %s\n" % call)
+    assert (e.line, e.message) == (4, message)
+
+
+def test_the_advice_for_softplus_and_concatenation_is_right():
+    """The written-out replacements compute what they say (against NumPy)."""
+    x = np.array([[-30.0, -1.5, 0.0, 2.0, 40.0]])
+    got = run("let x = [[-30, -1.5, 0, 2, 40]]\nprint maximum(x, 0) + log(1 + exp(-abs(x)))\n"
+              "let a = [[1, 2]]\nlet b = [[3]]\n"
+              "print a @ [[1, 0, 0], [0, 1, 0]] + b @ [[0, 0, 1]]\n")
+    # (no log1p: far below 0 it is exact to 1e-16 absolute, not relative)
+    np.testing.assert_allclose(got[0], np.logaddexp(0, x), rtol=1e-15, atol=1e-16)
+    assert got[1].tolist() == [[1, 2, 3]]
+    assert "concatenation" in error("let a = [[1.0]]\nprint concat(a, a)\n").message

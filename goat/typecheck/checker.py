@@ -2017,7 +2017,8 @@ class Checker:
                          if not isinstance(x, (Module, VarBinding))]
                 # nn.softmax: the member it begins (softmax_rows) before one spelled alike
                 longer = sorted(k for k in close if k.startswith(member + "_"))
-                hint = ("; did you mean '%s'?" % longer[0]) if longer else _suggest(member, close)
+                hint = ("; did you mean '%s'?" % longer[0]) if longer else _elsewhere(
+                    member, mod_name, scope) or _suggest(member, close)
                 raise GoatError("module %s has no def or let named '%s'%s"
                                 % (mod_name, member, hint), loc)
             return v
@@ -2262,7 +2263,35 @@ _FUNCTION_HABITS = {
     "zeros_like": "write zeros(tensor[...]) with the shape", "ones_like": "write ones(tensor[...]) with the shape",
     "range": "loops are written for i in 0..N { ... }",
     "float": "every value is already a float64 tensor", "int": "every value is a float64 tensor",
+    "argmax": "write argmax_rows(x) (each row's index of its largest)",
+    "square": "write x * x", "softplus": "write maximum(x, 0) + log(1 + exp(-abs(x)))",
+    "normal": "write randn(tensor[...], seed) (standard normal draws; times std, plus mean)",
+    "uniform": "write rand(tensor[...], seed) (uniform draws on [0, 1))",
+    "sgd": "there is no SGD function: write w -= lr * g (optim.adamw is AdamW)",
+    "linear": "write x @ w + b", "dense": "write x @ w + b",
 }
+for _name in ("concat", "concatenate", "cat", "stack", "hstack", "vstack"):
+    _FUNCTION_HABITS[_name] = ("there is no concatenation: place each part with a matrix product "
+                               "(a @ P + b @ Q, P and Q matrices of 0 and 1), or keep the parts "
+                               "apart")
+
+
+def _elsewhere(member, mod_name, scope) -> str:
+    """The hint for ``MODULE.member`` where the module has no such member but goat has it
+    elsewhere: built in (``nn.relu``), in another standard module (``optim.gelu``), or with
+    advice of its own (``nn.mean``, ``optim.sgd``); "" when none of these."""
+    from ..ops.registry import builtin_names
+    from .modules import stdlib_defs
+    if member in builtin_names():
+        return "; %s is built in: write %s(...)" % (member, member)
+    if member in _FUNCTION_HABITS:
+        return "; %s" % _FUNCTION_HABITS[member]
+    other = stdlib_defs().get(member)
+    if other is not None and other != mod_name:
+        imported = isinstance(scope.find(other)[0], Module)
+        return "; it is in the standard library's %s module: write %s.%s(...)%s" % (
+            other, other, member, "" if imported else " after import %s" % other)
+    return ""
 
 
 def _run_dim_sources(attrs):
