@@ -972,3 +972,44 @@ def test_the_advice_for_softplus_and_concatenation_is_right():
     np.testing.assert_allclose(got[0], np.logaddexp(0, x), rtol=1e-15, atol=1e-16)
     assert got[1].tolist() == [[1, 2, 3]]
     assert "concatenation" in error("let a = [[1.0]]\nprint concat(a, a)\n").message
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("def forward(x: tensor[2x2]) =\n    x * 2\nprint forward([[1, 2], [3, 4]])\n", 1,
+     "syntax error: expected an expression, found the end of the line; a def's body = EXPR "
+     "goes on the def's line; a longer one is a block: def f(x: tensor[2x3]) { ...; return y }"),
+    ("let x = [[1.0]]\nlet y =\n    x * 2\nprint y\n", 2,
+     "syntax error: expected an expression, found the end of the line; the value goes on the "
+     "same line as its =, and may go on over several inside parentheses"),
+    ("var x = [[1.0]]\nx +=\n    2\nprint x\n", 2,
+     "syntax error: expected an expression, found the end of the line; the value goes on the "
+     "same line as its =, and may go on over several inside parentheses"),
+])
+def test_a_value_left_on_the_line_after_its_equals_sign_is_one_error_with_the_way_out(
+        text, line, message):
+    """The value on the next line had been a second error, "a value on its own line does
+    nothing", and the first had no hint."""
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(text)
+    errors = getattr(info.value, "errors", [info.value])
+    assert [(e.line, e.message) for e in errors] == [(line, message)]
+
+
+def test_an_error_after_such_a_statement_is_still_reported():
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source("let y =\n    2\nlet z = 1 +* 2\n")
+    assert [e.line for e in info.value.errors] == [1, 3]
+
+
+def test_a_paren_left_open_over_later_lines_is_named():
+    """It had said only "expected an operator, '(', ')' or ',', found 'let'" on line 4; a '{'
+    left open was already named."""
+    e = error("import nn\nlet x = [[1.0, 2]]\nlet y = nn.softmax_rows(x\nlet z = 1\nprint y\n"
+              "print x)\n")
+    assert (e.line, e.message) == (4, "syntax error: expected an operator, '(', ')' or ',', "
+                                      "found 'let'; the '(' opened on line 3 is still open "
+                                      "here: is a ')' missing?")
+    # on the bracket's own line the plain message stays
+    assert error("let y = transpose([[1.0]] [[2.0]])\n").message.endswith(
+        "; there is no indexing: take rows with gather(x, indices), select with a matrix "
+        "product, or by masking")

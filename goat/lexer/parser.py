@@ -631,6 +631,26 @@ def _first_word_slip(tokens, tok) -> str:
     return ""
 
 
+def _unclosed(build, tokens, tok) -> str:
+    """The hint for a token met inside a '(' or '[' opened on an earlier line (the statement
+    went on over the lines after it, as a bracket lets it): that bracket is likely unclosed."""
+    stack = []
+    for t in tokens:
+        if t is tok:
+            break
+        if t.type in ("LPAR", "LSQB"):
+            stack.append(t)
+        elif t.type in ("RPAR", "RSQB") and stack:
+            stack.pop()
+    if not stack:
+        return ""
+    opened = build._loc(stack[-1]).line
+    if build._loc(tok).line <= opened:
+        return ""
+    return "; the '%s' opened on line %d is still open here: is a '%s' missing?" % (
+        stack[-1].value, opened, ")" if stack[-1].type == "LPAR" else "]")
+
+
 def _open_parens(tokens) -> int:
     return sum(1 if t.type == "LPAR" else -1 if t.type == "RPAR" else 0 for t in tokens)
 
@@ -705,6 +725,12 @@ def _hint(tokens, tok) -> str:
     if tok.type == "STRING" and prev == "NAME" and tokens[i - 1].value in ("f", "F") and \
             tokens[i - 1].end_pos == tok.start_pos:         # f"...", written together
         return "; a string's {fields} are formatted without an f: print \"x = {x}\""
+    if tok.type == "_NL" and prev in _OPEN_ENDS:
+        if tokens[0].type == "DEF":
+            return ("; a def's body = EXPR goes on the def's line; a longer one is a block: "
+                    "def f(x: tensor[2x3]) { ...; return y }")
+        return ("; the value goes on the same line as its =, and may go on over several "
+                "inside parentheses")
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"
     if tok.type == "_EQUAL" and prev == "NAME" and i >= 2 and tokens[i - 2].type in (
@@ -768,7 +794,8 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
             if expected == "a number" and k >= 2 and tokens[k - 2].type in ("ARRAY", "RSQB"):
                 expected = "a row such as [1, 2]"   # the list holds rows, not numbers
             raise GoatError("syntax error: expected %s, found %s%s"
-                            % (expected, _describe_found(tok), _hint(tokens, tok)),
+                            % (expected, _describe_found(tok),
+                               _hint(tokens, tok) or _unclosed(build, tokens, tok)),
                             build._loc(tok)) from None
         except UnexpectedInput as e:       # any other lark complaint
             raise GoatError("syntax error: %s" % str(e).splitlines()[0],
@@ -928,6 +955,10 @@ def _open_else(current: list, header) -> list:
     return last.orelse
 
 
+# a statement's last token that leaves its value to come (``let y =``, ``x +=``)
+_OPEN_ENDS = frozenset(("_EQUAL", "PLUS_EQUAL", "MINUS_EQUAL", "STAR_EQUAL", "SLASH_EQUAL"))
+
+
 def parse(source: Source, interactive: bool = False, errors: list | None = None) -> ast.Module:
     """Parse a whole program.  Raises GoatError for the first syntax error -- or, given an
     ``errors`` list, appends each statement's syntax error to it and goes on with the next
@@ -941,6 +972,7 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
     stmts = []
     append = stmts.append
     blocks = False
+    dangling = False        # the statement before failed ending in =: this one is its value
     for tokens in tokenize(source):
         if errors is None:
             stmt = _parse_tokens(build, tokens, start)
@@ -950,10 +982,13 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
             except GoatError as e:
                 if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
                     raise               # the blocks around cannot be told: stop here
-                errors.append(e)
+                if not dangling:        # (a value left on the next line is that error's)
+                    errors.append(e)
+                dangling = len(tokens) > 1 and tokens[-2].type in _OPEN_ENDS
                 build.named.clear()
                 append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
                 continue
+        dangling = False
         while build.named:
             arg = build.named.pop()
             parts = _format_parts(build, arg.value)
