@@ -1013,3 +1013,37 @@ def test_a_paren_left_open_over_later_lines_is_named():
     assert error("let y = transpose([[1.0]] [[2.0]])\n").message.endswith(
         "; there is no indexing: take rows with gather(x, indices), select with a matrix "
         "product, or by masking")
+
+
+@pytest.mark.parametrize("text, line, end", [
+    ('let x = [[1.0]]\nlet name = "model"\n', 2,
+     'found a string; goat has no string values: text goes only in print "...", an assert\'s '
+     "message and load's and save's file names"),
+    ('let x = [[1.0]]\nprint("a", x)\n', 2,
+     'found a string; print takes no parentheses around text: print "a {x}" puts values in it'),
+    ('print \u201chi\u201d\n', 1,
+     'unexpected character \'\u201c\'; strings are written in straight double quotes: "..."'),
+    ('let x = [[1.0]]\nprint exp(x).sum\n', 2, "unexpected character '.'; goat has no methods "
+     "or fields: call a function on the value (row_sum(x), transpose(x), ...)"),
+    ('let q = [[1, 2]].T\n', 1, "unexpected character '.'; goat has no methods or fields: call "
+     "a function on the value (row_sum(x), transpose(x), ...)"),
+    ('import nn.mg\n', 1, "; a module is imported by its name, without .mg: import nn"),
+    ('import optim\nvar w = [[1.0]]\nvar m = w * 0\nvar v = w * 0\n'
+     'w, m, v = optim.adamw(w, w, m, v, 1, col_mean(w), 0.9, 0.999, 1e-08, 0.01)\n', 5,
+     "argument lr of optim.adamw must have shape scalar, got 1x1; both hold one number: write "
+     "reshape(VALUE, scalar) to change its shape"),
+    ('def f(a: tensor[1x1]) = a\nprint f(0.5)\n', 2, "argument a of f must have shape 1x1, got "
+     "scalar; both hold one number: write reshape(VALUE, tensor[1x1]) to change its shape"),
+])
+def test_small_slips_get_the_way_out(text, line, end):
+    e = error(text)
+    assert e.line == line and e.message.endswith(end), e.message
+    # and the way out works
+    if "reshape(VALUE" in end:
+        fixed = text.replace("col_mean(w)", "reshape(col_mean(w), scalar)").replace(
+            "f(0.5)", "f(reshape(0.5, tensor[1x1]))")
+        assert run(fixed) is not None
+
+
+def test_a_dot_that_is_no_method_keeps_the_plain_message():
+    assert error("let y = 1 . 2\n").message == "unexpected character '.'"

@@ -191,7 +191,15 @@ def test_the_first_inexact_integer_is_named(tmp_path):
     ((3, 4), (112, 4), "x.npy holds an array of shape 3x4, but tensor[112x4] was declared"),
     ((), (112, 4), "x.npy holds a scalar, but tensor[112x4] was declared"),
     ((3, 4), (), "x.npy holds an array of shape 3x4, but a scalar was declared"),
-    ((12,), (3, 4), "x.npy holds an array of shape 12, but tensor[3x4] was declared"),
+    # as many numbers in another shape: the way to read them (a flat file for a column)
+    ((12,), (3, 4), "x.npy holds an array of shape 12, but tensor[3x4] was declared; it holds "
+                    "as many numbers: load it as tensor[12] and reshape it (reshape(VALUE, "
+                    "tensor[3x4]))"),
+    ((), (1, 1), "x.npy holds a scalar, but tensor[1x1] was declared; it holds as many numbers: "
+                 "load it as scalar and reshape it (reshape(VALUE, tensor[1x1]))"),
+    ((1, 1), (), "x.npy holds an array of shape 1x1, but a scalar was declared; it holds as many "
+                 "numbers: load it as tensor[1x1] and reshape it (reshape(VALUE, scalar))"),
+    ((12,), (None, 4), "x.npy holds an array of shape 12, but tensor[?x4] was declared"),
     ((3, 4), (None, 5), "x.npy holds an array of shape 3x4, but tensor[?x5] was declared"),
     ((3, 4, 1), (None, None), "x.npy holds an array of shape 3x4x1, but tensor[?x?] was declared"),
     ((0, 4), (1, 4), "x.npy holds an array of shape 0x4, but tensor[1x4] was declared"),

@@ -63,6 +63,13 @@ _EXACT = 2 ** 53           # every integer of at most this magnitude is a float6
 
 # ---------------------------------------------------------------------------------- reading
 
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def read_npy(path: str, declared: tuple, shown: str | None = None) -> np.ndarray:
     """The array in the ``.npy`` file at ``path``, as a C-contiguous float64 array.
 
@@ -133,7 +140,11 @@ def _read_open(f, file_size: int, declared: tuple, name: str) -> np.ndarray:
     if not _fits(shape, declared):
         held = "a scalar" if len(shape) == 0 else "an array of shape %s" % format_shape(shape)
         wanted = "a scalar" if len(declared) == 0 else format_type(declared)
-        raise OpError("%s holds %s, but %s was declared" % (name, held, wanted))
+        hint = ""
+        if None not in declared and _count(shape) == _count(declared):
+            hint = ("; it holds as many numbers: load it as %s and reshape it (reshape(VALUE, "
+                    "%s))" % (format_type(shape), format_type(declared)))
+        raise OpError("%s holds %s, but %s was declared%s" % (name, held, wanted, hint))
 
     # exactly the bytes the header promises
     count = 1

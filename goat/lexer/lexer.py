@@ -80,6 +80,10 @@ _CHARACTER_HINTS = {
     "^": "; there is no power operator: multiply, or write exp(p * log(x))",
     "'": "; strings are written in double quotes: \"...\"",
     "&": "; write 'and'", "|": "; write 'or'",
+    "\u201c": "; strings are written in straight double quotes: \"...\"",
+    "\u201d": "; strings are written in straight double quotes: \"...\"",
+    "\u2018": "; strings are written in straight double quotes: \"...\"",
+    "\u2019": "; strings are written in straight double quotes: \"...\"",
 }
 
 
@@ -260,7 +264,11 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
         elif kind == _NUMBER and piece != "..":
             if piece == ".":
-                raise GoatError("unexpected character '.'", Loc(source, start_, end_))
+                hint = ""
+                if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
+                    hint = ("; goat has no methods or fields: call a function on the value "
+                            "(row_sum(x), transpose(x), ...)")
+                raise GoatError("unexpected character '.'" + hint, Loc(source, start_, end_))
             if float(piece) == _INF:
                 raise GoatError("the number %s is too large for a 64-bit float (the largest is "
                                 "1.79769e+308, as %%g prints it)" % _shown_number(piece), Loc(source, start_, end_))

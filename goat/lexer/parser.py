@@ -731,6 +731,11 @@ def _hint(tokens, tok) -> str:
                     "def f(x: tensor[2x3]) { ...; return y }")
         return ("; the value goes on the same line as its =, and may go on over several "
                 "inside parentheses")
+    if tok.type == "STRING" and tokens[0].type == "PRINT" and prev == "LPAR" and i == 2:
+        return ('; print takes no parentheses around text: print "a {x}" puts values in it')
+    if tok.type == "STRING" and prev == "_EQUAL":
+        return ("; goat has no string values: text goes only in print \"...\", an assert's "
+                "message and load's and save's file names")
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"
     if tok.type == "_EQUAL" and prev == "NAME" and i >= 2 and tokens[i - 2].type in (

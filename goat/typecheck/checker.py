@@ -1875,9 +1875,13 @@ class Checker:
             bound = _subst(declared, env) if tmpl.has_vars else declared
             ok, runtime = compatible(bound, actual)
             if not ok:
-                raise GoatError("%s must have shape %s, got %s"
-                                % (what, _declared_shape(declared, env), format_shape(actual)),
-                                loc)
+                hint = ""
+                if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
+                    hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
+                            "shape" % format_type(bound))
+                raise GoatError("%s must have shape %s, got %s%s"
+                                % (what, _declared_shape(declared, env), format_shape(actual),
+                                   hint), loc)
             out.append((bound, runtime, what))
         return out, env
 

@@ -68,6 +68,8 @@ def find(name: str, loc: Loc) -> str:
     import difflib
     close = difflib.get_close_matches(name, sorted(known - {name}), n=1, cutoff=0.75)
     hint = "; did you mean '%s'?" % close[0] if close else " (GOAT_PATH adds folders)"
+    if name.endswith(".mg") and name[:-3] in known:
+        hint = "; a module is imported by its name, without .mg: import %s" % name[:-3]
     raise GoatError("cannot find module '%s': there is no %s.mg in %s%s"
                     % (name, name, shown, hint), loc)
 

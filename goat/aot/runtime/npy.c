@@ -3816,6 +3816,30 @@ void goat_load_npy(double *out, const char *path, const char *shown, int64_t ran
             sb(&m, "]");
         }
         sb(&m, " was declared");
+        int64_t held_n = 1, want_n = 1;
+        for (size_t i = 0; i < frank; i++)
+            held_n *= fdims[i];
+        for (int64_t i = 0; i < rank; i++)
+            want_n *= dims[i];
+        if (held_n == want_n) {     /* npyio.py's hint: the same numbers, another shape */
+            sb(&m, "; it holds as many numbers: load it as ");
+            if (frank == 0) {
+                sb(&m, "scalar");
+            } else {
+                sb(&m, "tensor[");
+                shape_text(&m, (int64_t)frank, fdims);
+                sb(&m, "]");
+            }
+            sb(&m, " and reshape it (reshape(VALUE, ");
+            if (rank == 0) {
+                sb(&m, "scalar");
+            } else {
+                sb(&m, "tensor[");
+                shape_text(&m, rank, dims);
+                sb(&m, "]");
+            }
+            sb(&m, "))");
+        }
         ld_fail(&L, &m);
     }
 
