@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import _thread
 import codecs
+import collections.abc
 import functools
 import gc
 import io
@@ -710,11 +711,13 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
     with _phase(timings, "check"):
-        return _check_module(module, errors=errors)
+        program = _check_module(module, errors=errors)
+    program.folder = source.folder
+    return program
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
-            progress=None, threads: int = 1, dtype: str = "f64"):
+            progress=None, threads: int = 1, dtype: str = "f64", inputs=None, outputs=None):
     """Run a checked program; returns what it printed: a NumPy float64 array per
     ``print EXPR``, a string (the line, without its newline) per ``print "..."``.
 
@@ -728,6 +731,12 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     for long top-level loops.  ``threads``: the BLAS's threads for matrix products (default 1: the same bits on every
     run whatever the machine's settings; more can be faster on large matrices, and the last
     bits of a product may then depend on the number).
+    ``inputs`` (a dict of file names to NumPy arrays) gives ``load`` arrays in place of files:
+    a load whose name, as the program writes it (its fields filled in), is a key reads that
+    array, by a file's rules (numbers only, the declared shape; ``"x.npy"`` is relative to the
+    program's folder, as the program's own names are).  ``outputs`` (a dict) receives each
+    ``save``'s value, under its name as the save writes it (``"w_10.npy"``), in place of the
+    file: nothing is written to the disk.
     TypeError/ValueError for arguments of the wrong type/value (see the module's docstring);
     :class:`goat.gpu.BackendUnavailable` (a RuntimeError saying what is missing) when the
     "cupy" back end cannot run here."""
@@ -740,7 +749,9 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     _check_timings(timings, "execute", ("run",))
     threads = _check_threads(threads, "execute")
     progress = _check_progress(progress, "execute")
-    return _execute(program, stdout, backend, timings, progress, threads, dtype)
+    inputs, outputs = _check_files(inputs, outputs, "execute")
+    return _execute(program, stdout, backend, timings, progress, threads, dtype,
+                    inputs=inputs, outputs=outputs)
 
 
 def _check_progress(progress, fn: str):
@@ -757,6 +768,25 @@ def _check_progress(progress, fn: str):
     return progress
 
 
+def _check_files(inputs, outputs, fn: str):
+    """``inputs`` (a mapping of file names to arrays, or None) and ``outputs`` (a dict, or
+    None), as :class:`goat.interp.npyio.MemoryFiles` takes them; TypeError otherwise."""
+    if inputs is not None:
+        if not isinstance(inputs, collections.abc.Mapping):
+            raise TypeError("goat.%s: inputs must be a dict of file names to arrays "
+                            "({\"x.npy\": array}), not %s" % (fn, _type_name(inputs)))
+        for name in inputs:
+            if not isinstance(name, (str, os.PathLike)) or isinstance(
+                    os.fspath(name), bytes):
+                raise TypeError("goat.%s: inputs' keys must be file names (str), as the "
+                                "program's load writes them, not %s" % (fn, _type_name(name)))
+        inputs = {os.fspath(k): v for k, v in inputs.items()}
+    if outputs is not None and not isinstance(outputs, collections.abc.MutableMapping):
+        raise TypeError("goat.%s: outputs must be a dict, which each save fills, not %s"
+                        % (fn, _type_name(outputs)))
+    return inputs, outputs
+
+
 def _check_threads(threads, fn: str) -> int:
     """``threads`` as an int (a NumPy integer too; not a bool); TypeError/ValueError."""
     if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
@@ -769,7 +799,7 @@ def _check_threads(threads, fn: str) -> int:
 
 
 def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype="f64",
-             keep_printed=True):
+             keep_printed=True, inputs=None, outputs=None):
     """Run ``program``; what it printed (``keep_printed``; goat run keeps nothing: a loop that
     prints at every step would grow by each value)."""
     with _phase(timings, "run"):
@@ -777,6 +807,9 @@ def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype=
         if why is not None and timings is not None:
             timings["backend"] = why
         be = get_backend(backend, threads, dtype)
+        if inputs or outputs is not None:
+            from .interp.npyio import MemoryFiles
+            be.files = MemoryFiles(inputs, outputs, program.folder)
         ev = None
         try:
             ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None,
@@ -821,7 +854,8 @@ def _run(ev):
 
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
-               timings: dict | None = None, threads: int = 1, dtype: str = "f64") -> list:
+               timings: dict | None = None, threads: int = 1, dtype: str = "f64",
+               inputs=None, outputs=None) -> list:
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
@@ -836,7 +870,9 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     time until then is there too and ``timings["failed"]`` names it; with ``backend="auto"``,
     ``timings["backend"]`` is the line saying which back end it chose and why.  ``threads``: the BLAS's
     threads for matrix products (default 1, the same bits whatever the machine's settings;
-    see :func:`execute`).
+    see :func:`execute`).  ``inputs`` (file names to NumPy arrays, read by ``load`` in place
+    of files) and ``outputs`` (a dict each ``save`` fills in place of a file): as for
+    :func:`execute`.
 
     Raises GoatError for a problem in the program (one found while it runs carries what the
     program printed before it as ``.printed``, the list this function would have returned);
@@ -849,12 +885,14 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     dtype = _check_backend(backend, "run_source", dtype)
     _check_timings(timings, "run_source")
     threads = _check_threads(threads, "run_source")
+    inputs, outputs = _check_files(inputs, outputs, "run_source")
     program = _load_text(text, path, timings)
-    return _execute(program, stdout, backend, timings, None, threads, dtype)
+    return _execute(program, stdout, backend, timings, None, threads, dtype,
+                    inputs=inputs, outputs=outputs)
 
 
 def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None,
-             threads: int = 1, dtype: str = "f64") -> list:
+             threads: int = 1, dtype: str = "f64", inputs=None, outputs=None) -> list:
     """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
@@ -862,9 +900,11 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
     dtype = _check_backend(backend, "run_file", dtype)
     _check_timings(timings, "run_file")
     threads = _check_threads(threads, "run_file")
+    inputs, outputs = _check_files(inputs, outputs, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings)
-    return _execute(program, stdout, backend, timings, None, threads, dtype)
+    return _execute(program, stdout, backend, timings, None, threads, dtype,
+                    inputs=inputs, outputs=outputs)
 
 
 def check_source(text: str, path: str = "<string>") -> Program:

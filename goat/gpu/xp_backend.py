@@ -105,6 +105,7 @@ class XpBackend:
     defer_checks = False    # require() defers its checks to the next host read (a device)
     max_pending = 64        # checks held at most before they are read all at once
     site = None             # the evaluator's hook: () -> OpError-to-GoatError, or None
+    files = None            # the Python API's inputs and outputs (npyio.MemoryFiles), or None
 
     def __init__(self, xp, dtype: str = "f64"):
         if dtype not in DTYPES:

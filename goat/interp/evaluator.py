@@ -736,7 +736,10 @@ class Evaluator:
                 shown = self._format(effect, shown, vals, name=True)
                 path = shown if os.path.isabs(shown) else os.path.join(path, shown)
             try:
-                save_npy(path, self.be.to_numpy(vals[effect.node.id]), shown)
+                value = self.be.to_numpy(vals[effect.node.id])
+                files = self.be.files       # the Python API's outputs (npyio.MemoryFiles)
+                if files is None or not files.save(value, shown):
+                    save_npy(path, value, shown)
             except OpError as e:
                 raise GoatError(e.message, **_at(effect)) from None
         else:

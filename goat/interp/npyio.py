@@ -91,6 +91,59 @@ def read_npy(path: str, declared: tuple, shown: str | None = None) -> np.ndarray
         raise OpError(_os_message("load", path, name, e)) from None
 
 
+class MemoryFiles:
+    """The Python API's ``inputs`` and ``outputs``: NumPy arrays a run's ``load`` reads in
+    place of files, and a dict its ``save`` writes into in place of the disk.
+
+    ``inputs`` maps file names, as the program writes them (relative to ``folder``, the
+    program's folder, or absolute), to arrays; a ``load`` whose name (fields filled in) is
+    one of them reads that array by the rules of a file -- numbers and booleans only, the
+    declared shape, integers exact in float64 -- as if it had been saved with
+    ``numpy.save``.  ``outputs`` (a dict, or None: saves go to the disk) receives, for each
+    ``save``, the value under the name as the save writes it (``"w_10.npy"``): a copy, in the
+    run's precision."""
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self, inputs, outputs, folder: str | None):
+        self.inputs = {}
+        for name, array in (inputs or {}).items():
+            self.inputs[os.path.abspath(os.path.join(folder or "", name))] = array
+        self.outputs = outputs
+
+    def load(self, path: str, declared: tuple, name: str):
+        """The array given for ``path``, read as a file holding it would be read; None when
+        none is given for it.  Raises OpError."""
+        if not self.inputs:
+            return None
+        key = os.path.abspath(path)
+        if key not in self.inputs:
+            return None
+        try:
+            a = np.asarray(self.inputs[key])
+        except Exception:
+            raise OpError("cannot load %s: the value given for it in inputs is not an array"
+                          % name) from None
+        buf = io.BytesIO()
+        try:
+            _format.write_array(buf, a, allow_pickle=True)     # read_npy refuses a pickle
+        except Exception:
+            raise OpError("cannot load %s: the value given for it in inputs is not an array "
+                          "of numbers" % name) from None
+        size = buf.tell()
+        buf.seek(0)
+        return _read_open(buf, size, tuple(declared), name)
+
+    def save(self, value, name: str) -> bool:
+        """Keep ``value`` under ``name`` when saves go to ``outputs``; False when they go to
+        the disk."""
+        if self.outputs is None:
+            return False
+        dtype = np.float32 if getattr(value, "dtype", None) == np.float32 else np.float64
+        self.outputs[name] = np.array(value, dtype=dtype, order="C", copy=True)
+        return True
+
+
 def _require_regular(st, name, verb="load"):
     mode = st.st_mode
     if stat.S_ISDIR(mode):
