@@ -711,9 +711,7 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
     with _phase(timings, "check"):
-        program = _check_module(module, errors=errors)
-    program.folder = source.folder
-    return program
+        return _check_module(module, errors=errors)
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
@@ -732,11 +730,12 @@ def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict
     run whatever the machine's settings; more can be faster on large matrices, and the last
     bits of a product may then depend on the number).
     ``inputs`` (a dict of file names to NumPy arrays) gives ``load`` arrays in place of files:
-    a load whose name, as the program writes it (its fields filled in), is a key reads that
-    array, by a file's rules (numbers only, the declared shape; ``"x.npy"`` is relative to the
-    program's folder, as the program's own names are).  ``outputs`` (a dict) receives each
-    ``save``'s value, under its name as the save writes it (``"w_10.npy"``), in place of the
-    file: nothing is written to the disk.
+    a load whose name, as the program writes it (its fields filled in; ``./x.npy`` is
+    ``x.npy``; an absolute key is that file), is a key reads that array, by a file's rules
+    (numbers only, the declared shape).  ``outputs`` (a dict) receives each ``save``'s value,
+    under its name as the save writes it (``"w_10.npy"``), in place of the file: nothing is
+    written to the disk, and a later load of that file reads the value saved
+    (goat.interp.npyio.MemoryFiles).
     TypeError/ValueError for arguments of the wrong type/value (see the module's docstring);
     :class:`goat.gpu.BackendUnavailable` (a RuntimeError saying what is missing) when the
     "cupy" back end cannot run here."""
@@ -809,7 +808,7 @@ def _execute(program, stdout, backend, timings, progress=None, threads=1, dtype=
         be = get_backend(backend, threads, dtype)
         if inputs or outputs is not None:
             from .interp.npyio import MemoryFiles
-            be.files = MemoryFiles(inputs, outputs, program.folder)
+            be.files = MemoryFiles(inputs, outputs)
         ev = None
         try:
             ev = Evaluator(program, be, out=_utf8(stdout) if stdout is not None else None,

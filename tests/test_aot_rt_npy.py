@@ -285,7 +285,8 @@ def test_shape_must_be_the_declared_one(lib, tmp_path):
     p = tmp_path / "x.npy"
     for saved, declared in [((3, 4), (112, 4)), ((), (112, 4)), ((3, 4), ()), ((12,), (3, 4)),
                             ((3, 4, 1), (3, 4)), ((0, 4), (1, 4)), ((2,), (3,)), ((), (1,)),
-                            ((256,), (256, 1)), ((1, 1), ()), ((0, 3), (3, 0))]:
+                            ((256,), (256, 1)), ((1, 1), ()), ((0, 3), (3, 0)),
+                            ((3, 2), (2, 3))]:
         np.save(p, np.zeros(saved))
         kind, msg = same_load(lib, p, declared, "x.npy")
         assert kind == "error" and " was declared" in msg

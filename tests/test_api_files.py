@@ -108,17 +108,23 @@ def test_an_output_is_a_copy_of_the_value_then():
 
 
 @pytest.mark.parametrize("given, message", [
-    (np.zeros(3), "a.npy holds an array of shape 3, but tensor[3x1] was declared; it holds as "
-                  "many numbers: load it as tensor[3] and reshape it (reshape(VALUE, "
-                  "tensor[3x1]))"),
-    (np.zeros((3, 1), complex), "a.npy holds complex numbers (complex128); goat reads "
-                                "float16, float32 or float64, signed or unsigned integers, "
-                                "or bool"),
+    (np.zeros(3), "a.npy (in inputs) holds an array of shape 3, but tensor[3x1] was declared"),
+    (np.zeros((3, 1), complex), "a.npy (in inputs) holds complex numbers (complex128); goat "
+                                "reads float16, float32 or float64, signed or unsigned "
+                                "integers, or bool"),
     (np.array([[1], [2], [2 ** 53 + 1]]), "a.npy holds the integer 9007199254740993, which "
                                           "float64 cannot hold exactly (it would round to "
                                           "9007199254740992); goat's values are float64"),
-    (np.array([[None], [1], [2]], dtype=object), "a.npy holds Python objects (a pickle); goat "
-                                                 "reads only numeric arrays, never pickles"),
+    (np.array([[None], [1], [2]], dtype=object), "cannot load a.npy: the array given for it in "
+                                                 "inputs holds Python objects; goat reads "
+                                                 "numbers and booleans"),
+    (None, "cannot load a.npy: the value given for it in inputs is NoneType, not a NumPy "
+           "array (numpy.ndarray)"),
+    (np.ma.masked_array([[1.0], [2], [3]], mask=[[0], [1], [0]]),
+     "cannot load a.npy: the value given for it in inputs is numpy.MaskedArray, not a NumPy "
+     "array (numpy.ndarray)"),
+    ([[1], [2, 3], [4]], "cannot load a.npy: the value given for it in inputs is not an array "
+                         "of numbers"),
 ])
 def test_an_input_is_read_by_a_files_rules(given, message):
     with pytest.raises(goat.GoatError) as info:
@@ -148,3 +154,31 @@ def test_wrong_inputs_and_outputs_are_refused_before_anything_runs(kwargs, error
             call()
         assert text in str(info.value)
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_a_file_saved_into_outputs_is_what_a_later_load_of_it_reads(tmp_path, monkeypatch):
+    """The load had read the disk: no such file, or silently an older file's contents."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "ck.npy", np.array([[7.0, 7.0]]))           # an older checkpoint
+    outputs = {}
+    got = goat.run_source('var w = [[1.0, 2]]\nfor i in 0..3 {\n    save(w * i, "./ck.npy")\n'
+                          '    w = load("ck.npy", tensor[1x2]) + 1\n}\nprint w\n',
+                          outputs=outputs)
+    # w: [1, 2] -> 0 + 1 -> 1 * 1 + 1 -> 2 * 2 + 1
+    assert got[0].tolist() == [[5.0, 5.0]] and list(outputs) == ["ck.npy"]
+    assert outputs["ck.npy"].tolist() == [[4.0, 4.0]]
+    assert np.load(tmp_path / "ck.npy").tolist() == [[7.0, 7.0]]     # the disk untouched
+
+
+def test_inputs_are_keyed_by_the_name_as_written_in_a_module_too(tmp_path, monkeypatch):
+    """A module in another folder loads "w.npy": the key "w.npy" gives it (keys had been
+    resolved from the main program's folder only)."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "lib" / "wmod.mg").write_text('let w: tensor[2] = load("w.npy")\n')
+    (tmp_path / "proj" / "m.mg").write_text('import wmod\nlet v: tensor[2] = load("./v.npy")\n'
+                                            'print wmod.w + v\n')
+    monkeypatch.setenv("GOAT_PATH", str(tmp_path / "lib"))
+    got = goat.run_file(str(tmp_path / "proj" / "m.mg"),
+                        inputs={"w.npy": np.array([1.0, 2.0]), "v.npy": np.array([10, 20])})
+    assert got[0].tolist() == [11.0, 22.0]

@@ -200,6 +200,10 @@ def test_the_first_inexact_integer_is_named(tmp_path):
     ((1, 1), (), "x.npy holds an array of shape 1x1, but a scalar was declared; it holds as many "
                  "numbers: load it as tensor[1x1] and reshape it (reshape(VALUE, scalar))"),
     ((12,), (None, 4), "x.npy holds an array of shape 12, but tensor[?x4] was declared"),
+    # the transposed shape: reshaping would scramble it
+    ((3, 2), (2, 3), "x.npy holds an array of shape 3x2, but tensor[2x3] was declared; it "
+                     "holds the transposed shape: load it as tensor[3x2] and transpose it "
+                     "(transpose(VALUE))"),
     ((3, 4), (None, 5), "x.npy holds an array of shape 3x4, but tensor[?x5] was declared"),
     ((3, 4, 1), (None, None), "x.npy holds an array of shape 3x4x1, but tensor[?x?] was declared"),
     ((0, 4), (1, 4), "x.npy holds an array of shape 0x4, but tensor[1x4] was declared"),

@@ -738,7 +738,7 @@ class Evaluator:
             try:
                 value = self.be.to_numpy(vals[effect.node.id])
                 files = self.be.files       # the Python API's outputs (npyio.MemoryFiles)
-                if files is None or not files.save(value, shown):
+                if files is None or not files.save(value, path, shown):
                     save_npy(path, value, shown)
             except OpError as e:
                 raise GoatError(e.message, **_at(effect)) from None

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import errno
 import io
+import numbers
 import os
 import stat
 import struct
@@ -95,53 +96,93 @@ class MemoryFiles:
     """The Python API's ``inputs`` and ``outputs``: NumPy arrays a run's ``load`` reads in
     place of files, and a dict its ``save`` writes into in place of the disk.
 
-    ``inputs`` maps file names, as the program writes them (relative to ``folder``, the
-    program's folder, or absolute), to arrays; a ``load`` whose name (fields filled in) is
-    one of them reads that array by the rules of a file -- numbers and booleans only, the
-    declared shape, integers exact in float64 -- as if it had been saved with
-    ``numpy.save``.  ``outputs`` (a dict, or None: saves go to the disk) receives, for each
-    ``save``, the value under the name as the save writes it (``"w_10.npy"``): a copy, in the
-    run's precision."""
+    Both are keyed by file names as the program writes them, their fields filled in and the
+    name made plain (``os.path.normpath``: ``./w.npy`` is ``w.npy``), whichever file of the
+    program (a module's too) writes them; an absolute key is that file.  A ``load`` whose name
+    is in ``inputs`` reads that array by the rules of a file (numbers and booleans only, the
+    declared shape, integers exact in float64).  ``outputs`` (a dict, or None: saves go to the
+    disk) receives each ``save``'s value, a copy in the run's precision; a later ``load`` of
+    the same file in the run reads that value, as it would have read the file."""
 
-    __slots__ = ("inputs", "outputs")
+    __slots__ = ("by_name", "by_path", "outputs", "saved")
 
-    def __init__(self, inputs, outputs, folder: str | None):
-        self.inputs = {}
+    def __init__(self, inputs, outputs):
+        self.by_name = {}           # plain relative name -> array
+        self.by_path = {}           # absolute path -> array
         for name, array in (inputs or {}).items():
-            self.inputs[os.path.abspath(os.path.join(folder or "", name))] = array
+            if os.path.isabs(name):
+                self.by_path[os.path.normpath(name)] = array
+            else:
+                self.by_name[os.path.normpath(name)] = array
         self.outputs = outputs
+        self.saved = {}             # absolute path -> its key in outputs
 
     def load(self, path: str, declared: tuple, name: str):
-        """The array given for ``path``, read as a file holding it would be read; None when
-        none is given for it.  Raises OpError."""
-        if not self.inputs:
-            return None
-        key = os.path.abspath(path)
-        if key not in self.inputs:
-            return None
-        try:
-            a = np.asarray(self.inputs[key])
-        except Exception:
-            raise OpError("cannot load %s: the value given for it in inputs is not an array"
-                          % name) from None
-        buf = io.BytesIO()
-        try:
-            _format.write_array(buf, a, allow_pickle=True)     # read_npy refuses a pickle
-        except Exception:
-            raise OpError("cannot load %s: the value given for it in inputs is not an array "
-                          "of numbers" % name) from None
-        size = buf.tell()
-        buf.seek(0)
-        return _read_open(buf, size, tuple(declared), name)
+        """The array given for the file at ``path`` (written ``name``), read as a file holding
+        it would be; None when none is given.  Raises OpError."""
+        if self.saved:
+            key = self.saved.get(os.path.abspath(path))
+            if key is not None and key in self.outputs:
+                return _from_array(self.outputs[key], declared, name, "saved")
+        if self.by_name or self.by_path:
+            plain = os.path.normpath(name)
+            if plain in self.by_name:
+                return _from_array(self.by_name[plain], declared, name, "inputs")
+            absolute = os.path.abspath(path)
+            if absolute in self.by_path:
+                return _from_array(self.by_path[absolute], declared, name, "inputs")
+        return None
 
-    def save(self, value, name: str) -> bool:
-        """Keep ``value`` under ``name`` when saves go to ``outputs``; False when they go to
-        the disk."""
+    def save(self, value, path: str, name: str) -> bool:
+        """Keep ``value`` (written to ``path`` as ``name``) when saves go to ``outputs``;
+        False when they go to the disk."""
         if self.outputs is None:
             return False
         dtype = np.float32 if getattr(value, "dtype", None) == np.float32 else np.float64
-        self.outputs[name] = np.array(value, dtype=dtype, order="C", copy=True)
+        try:
+            copy = np.array(value, dtype=dtype, order="C", copy=True)
+        except MemoryError:
+            raise OpError(_out_of_memory(name, np.shape(value))) from None
+        key = os.path.normpath(name)
+        self.outputs[key] = copy
+        self.saved[os.path.abspath(path)] = key
         return True
+
+
+def _from_array(given, declared, name: str, where: str) -> np.ndarray:
+    """``given`` (the API's array for the file ``name``) as a C-contiguous float64 array, by
+    the rules read_npy applies to a file's array; OpError naming ``where`` it came from."""
+    if not isinstance(given, np.ndarray) or type(given) is not np.ndarray:
+        if given is None or isinstance(given, (str, bytes, dict, set)) or not (
+                isinstance(given, (list, tuple, numbers.Number, np.generic))):
+            kind = type(given)
+            shown = kind.__name__ if kind.__module__ == "builtins" else "%s.%s" % (
+                kind.__module__.split(".")[0], kind.__name__)
+            raise OpError("cannot load %s: the value given for it in %s is %s, not a NumPy "
+                          "array (numpy.ndarray)" % (name, where, shown))
+        try:
+            given = np.asarray(given)
+        except (TypeError, ValueError):
+            raise OpError("cannot load %s: the value given for it in %s is not an array of "
+                          "numbers" % (name, where)) from None
+    dtype = given.dtype
+    if dtype.hasobject:
+        raise OpError("cannot load %s: the array given for it in %s holds Python objects; goat "
+                      "reads numbers and booleans" % (name, where))
+    problem = _dtype_problem(dtype, name)
+    if problem:
+        raise OpError(problem.replace(name + " holds", "%s (in %s) holds" % (name, where), 1))
+    shape = given.shape
+    if not _fits(shape, tuple(declared)):
+        held = "a scalar" if len(shape) == 0 else "an array of shape %s" % format_shape(shape)
+        wanted = "a scalar" if len(declared) == 0 else format_type(declared)
+        raise OpError("%s (in %s) holds %s, but %s was declared" % (name, where, held, wanted))
+    if dtype.kind in "iu" and dtype.itemsize >= 8:
+        _check_exact(given, name)
+    try:
+        return np.array(given, dtype=np.float64, order="C", copy=True)
+    except MemoryError:
+        raise OpError(_out_of_memory(name, shape)) from None
 
 
 def _require_regular(st, name, verb="load"):
@@ -194,7 +235,10 @@ def _read_open(f, file_size: int, declared: tuple, name: str) -> np.ndarray:
         held = "a scalar" if len(shape) == 0 else "an array of shape %s" % format_shape(shape)
         wanted = "a scalar" if len(declared) == 0 else format_type(declared)
         hint = ""
-        if None not in declared and _count(shape) == _count(declared):
+        if len(shape) == 2 and tuple(declared) == tuple(shape[::-1]):
+            hint = ("; it holds the transposed shape: load it as %s and transpose it "
+                    "(transpose(VALUE))" % format_type(shape))
+        elif None not in declared and _count(shape) == _count(declared):
             hint = ("; it holds as many numbers: load it as %s and reshape it (reshape(VALUE, "
                     "%s))" % (format_type(shape), format_type(declared)))
         raise OpError("%s holds %s, but %s was declared%s" % (name, held, wanted, hint))

@@ -225,9 +225,6 @@ class Program:
         # since the last commit, so that a statement that fails can be taken back (the REPL);
         # None: off
         self.journal: list | None = None
-        # the folder of the program's text (Source.folder; None: the current one), where the
-        # Python API's inputs' file names start from, as the program's own do
-        self.folder: str | None = None
 
     @property
     def effects(self) -> list:

@@ -3821,7 +3821,12 @@ void goat_load_npy(double *out, const char *path, const char *shown, int64_t ran
             held_n *= fdims[i];
         for (int64_t i = 0; i < rank; i++)
             want_n *= dims[i];
-        if (held_n == want_n) {     /* npyio.py's hint: the same numbers, another shape */
+        if (frank == 2 && rank == 2 && fdims[0] == dims[1] && fdims[1] == dims[0]) {
+            /* npyio.py's hint: the transposed shape */
+            sb(&m, "; it holds the transposed shape: load it as tensor[");
+            shape_text(&m, (int64_t)frank, fdims);
+            sb(&m, "] and transpose it (transpose(VALUE))");
+        } else if (held_n == want_n) {  /* npyio.py's hint: the same numbers, another shape */
             sb(&m, "; it holds as many numbers: load it as ");
             if (frank == 0) {
                 sb(&m, "scalar");
