@@ -158,7 +158,9 @@ def test_literals():
 
 @pytest.mark.parametrize("src, line, message", [
     ("let = 3", 1, "syntax error: expected a name, found '='"),
-    ("let a = [[1]]\nprint a +", 2, "syntax error: expected an expression, found the end of the line"),
+    ("let a = [[1]]\nprint a +", 2, "syntax error: expected an expression, found the end of the "
+     "line; a statement goes on to the next line only inside ( ) or [ ]: finish the expression "
+     "on this line, or put it in parentheses"),
     ("x = 3", 1, "cannot assign to 'x': no var of that name is defined; a new name needs let (let x = ...), or var (var x = ...) to assign to it later"),
     ("print (1 + 2", 1, "'(' is never closed"),
     ("print 1 + 2)", 1, "unmatched ')': no bracket is open here"),
@@ -1047,3 +1049,49 @@ def test_small_slips_get_the_way_out(text, line, end):
 
 def test_a_dot_that_is_no_method_keeps_the_plain_message():
     assert error("let y = 1 . 2\n").message == "unexpected character '.'"
+
+
+@pytest.mark.parametrize("text, line, message", [
+    # a format field holds an expression, not a statement
+    ('let lt = [[1.0]]\nprint "{lt 2}"\n', 2, "syntax error: expected an operator, '(' or the } "
+     "that ends the field, found number 2"),
+    # a bracket after a name is indexing, whatever the name
+    ("let val = [[1.0, 2]]\nval[0] = 1\n", 2, "syntax error: expected '*=', '+=', ',', '-=', "
+     "'/=' or '=', found a list literal; there is no indexing: take rows with gather(x, "
+     "indices), select with a matrix product, or by masking"),
+    # values, not misspelled keywords or x--
+    ("let fo = 1\nfo and 1\n", 2, "syntax error: a value on its own line does nothing in a "
+     "program: write print before it to show it (the REPL shows a value typed on its own)"),
+    ("let x = 1\nx - -x\n", 2, "syntax error: a value on its own line does nothing in a "
+     "program: write print before it to show it (the REPL shows a value typed on its own)"),
+    # the ( is closed later: the fault is elsewhere
+    ("let x = [[1.0]]\nlet y = maximum(x,\n   0 x)\n", 3,
+     "syntax error: expected an operator, ')' or ',', found name 'x'"),
+    ("let x = [[1.0]]\nlet y = x +\n    2\n", 2, "syntax error: expected an expression, found "
+     "the end of the line; a statement goes on to the next line only inside ( ) or [ ]: finish "
+     "the expression on this line, or put it in parentheses"),
+])
+def test_the_new_hints_keep_off_what_they_do_not_fit(text, line, message):
+    """Found by a review of the hints: each had fired where it did not fit."""
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(text)
+    errors = getattr(info.value, "errors", [info.value])
+    assert [(e.line, e.message) for e in errors] == [(line, message)]
+
+
+def test_an_independent_error_after_a_dangling_equals_sign_is_still_reported():
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source("let y =\nlet z = 1 +* 2\n")
+    assert [e.line for e in info.value.errors] == [1, 2]
+
+
+def test_a_module_member_differing_only_in_case_is_suggested_before_a_builtin(tmp_path):
+    (tmp_path / "mymod.mg").write_text("def Relu(x: tensor[N, M]) = x\n")
+    (tmp_path / "m.mg").write_text("import mymod\nimport nn\nimport optim\nlet x = [[1.0]]\n"
+                                   "print mymod.relu(x)\nprint optim.log_softmax(x)\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_file(str(tmp_path / "m.mg"))
+    assert [e.message for e in info.value.errors] == [
+        "module mymod has no def or let named 'relu'; did you mean 'Relu'?",
+        "module optim has no def or let named 'log_softmax'; it is in the standard library's "
+        "nn module: write nn.log_softmax(...)"]

@@ -611,11 +611,13 @@ def _first_word_slip(tokens, tok) -> str:
     if first.type != "NAME" or len(tokens) < 2 or tokens[1] is not tok:
         return ""
     word = first.value
-    if tok.type in ("PLUS", "MINUS") and len(tokens) > 2 and tokens[2].type == tok.type:
+    if (tok.type in ("PLUS", "MINUS") and len(tokens) == 4 and tokens[2].type == tok.type
+            and tokens[3].type == "_NL"):
         op = tok.value
         return ("there is no %s%s: write %s %s= 1" % (op, op, word, op))
-    if tok.type not in ("NAME", "NUMBER", "STRING", "ARRAY", "LSQB", "LBRACE", "TYPE") and \
-            tok.type not in _KEYWORD_TERMS:
+    # a word then a name, a number or a string: no statement begins so (a bracket after a
+    # name is indexing, and an operator may make a value, each with its own message)
+    if tok.type not in ("NAME", "NUMBER", "STRING"):
         return ""
     if word == "from" and tok.type == "NAME":
         return ("goat has no from ... import: write import %s, then %s.NAME(...)"
@@ -635,7 +637,8 @@ def _unclosed(build, tokens, tok) -> str:
     """The hint for a token met inside a '(' or '[' opened on an earlier line (the statement
     went on over the lines after it, as a bracket lets it): that bracket is likely unclosed."""
     stack = []
-    for t in tokens:
+    at = 0
+    for at, t in enumerate(tokens):
         if t is tok:
             break
         if t.type in ("LPAR", "LSQB"):
@@ -644,6 +647,17 @@ def _unclosed(build, tokens, tok) -> str:
             stack.pop()
     if not stack:
         return ""
+    # a bracket closed later in the statement is not the fault, unless what is met begins a
+    # line (a statement's first word, as likely as not: the bracket closes too late)
+    depth = 0
+    midline = at > 0 and build._loc(tokens[at - 1]).line == build._loc(tok).line
+    for t in tokens[at:] if midline else ():
+        if t.type in ("LPAR", "LSQB"):
+            depth += 1
+        elif t.type in ("RPAR", "RSQB"):
+            depth -= 1
+            if depth < 0:
+                return ""
     opened = build._loc(stack[-1]).line
     if build._loc(tok).line <= opened:
         return ""
@@ -731,6 +745,9 @@ def _hint(tokens, tok) -> str:
                     "def f(x: tensor[2x3]) { ...; return y }")
         return ("; the value goes on the same line as its =, and may go on over several "
                 "inside parentheses")
+    if tok.type == "_NL" and prev in _CONTINUED:
+        return ("; a statement goes on to the next line only inside ( ) or [ ]: finish the "
+                "expression on this line, or put it in parentheses")
     if tok.type == "STRING" and tokens[0].type == "PRINT" and prev == "LPAR" and i == 2:
         return ('; print takes no parentheses around text: print "a {x}" puts values in it')
     if tok.type == "STRING" and prev == "_EQUAL":
@@ -786,11 +803,11 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
                 raise GoatError("syntax error: '%s' is not a statement%s"
                                 % (first.value, _STATEMENT_HABITS[first.value]),
                                 build._loc(first)) from None
-            slip = _first_word_slip(tokens, tok)
+            slip = _first_word_slip(tokens, tok) if start != "expression" else ""
             if slip:
                 raise GoatError("syntax error: %s" % slip, build._loc(first)) from None
             if start == "single" and _is_value(parser, build, tokens):
-                raise GoatError("syntax error: a value on its own line does nothing in a "
+                raise GoatError(_ON_ITS_OWN + " does nothing in a "
                                 "program: write print before it to show it (the REPL shows a "
                                 "value typed on its own)",
                                 build._loc(first).to(build._loc(tokens[-2]))) from None
@@ -800,6 +817,7 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
                 expected = "a row such as [1, 2]"   # the list holds rows, not numbers
             raise GoatError("syntax error: expected %s, found %s%s"
                             % (expected, _describe_found(tok),
+                               "" if start == "expression" and tok.type == "_NL" else
                                _hint(tokens, tok) or _unclosed(build, tokens, tok)),
                             build._loc(tok)) from None
         except UnexpectedInput as e:       # any other lark complaint
@@ -962,6 +980,10 @@ def _open_else(current: list, header) -> list:
 
 # a statement's last token that leaves its value to come (``let y =``, ``x +=``)
 _OPEN_ENDS = frozenset(("_EQUAL", "PLUS_EQUAL", "MINUS_EQUAL", "STAR_EQUAL", "SLASH_EQUAL"))
+_ON_ITS_OWN = "syntax error: a value on its own line"
+# ... and those that leave the rest of an expression to come (``let y = x +``)
+_CONTINUED = _OPEN_ENDS | {"PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT", "AND", "OR",
+                           "NOT", "EQEQ", "NE", "LT", "LE", "GT", "GE", "_COMMA"}
 
 
 def parse(source: Source, interactive: bool = False, errors: list | None = None) -> ast.Module:
@@ -987,9 +1009,9 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
             except GoatError as e:
                 if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
                     raise               # the blocks around cannot be told: stop here
-                if not dangling:        # (a value left on the next line is that error's)
-                    errors.append(e)
-                dangling = len(tokens) > 1 and tokens[-2].type in _OPEN_ENDS
+                if not (dangling and e.message.startswith(_ON_ITS_OWN)):
+                    errors.append(e)    # (a value left on the next line is the last error's)
+                dangling = len(tokens) > 1 and tokens[-2].type in _CONTINUED
                 build.named.clear()
                 append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
                 continue

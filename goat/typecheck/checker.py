@@ -2021,8 +2021,9 @@ class Checker:
                          if not isinstance(x, (Module, VarBinding))]
                 # nn.softmax: the member it begins (softmax_rows) before one spelled alike
                 longer = sorted(k for k in close if k.startswith(member + "_"))
-                hint = ("; did you mean '%s'?" % longer[0]) if longer else _elsewhere(
-                    member, mod_name, scope) or _suggest(member, close)
+                same = [k for k in close if k.lower() == member.lower()]   # Relu for relu
+                hint = ("; did you mean '%s'?" % (longer or same)[0]) if longer or same else (
+                    _elsewhere(member, mod_name, scope) or _suggest(member, close))
                 raise GoatError("module %s has no def or let named '%s'%s"
                                 % (mod_name, member, hint), loc)
             return v
@@ -2288,13 +2289,13 @@ def _elsewhere(member, mod_name, scope) -> str:
     from .modules import stdlib_defs
     if member in builtin_names():
         return "; %s is built in: write %s(...)" % (member, member)
-    if member in _FUNCTION_HABITS:
-        return "; %s" % _FUNCTION_HABITS[member]
     other = stdlib_defs().get(member)
     if other is not None and other != mod_name:
         imported = isinstance(scope.find(other)[0], Module)
         return "; it is in the standard library's %s module: write %s.%s(...)%s" % (
             other, other, member, "" if imported else " after import %s" % other)
+    if member in _FUNCTION_HABITS:
+        return "; %s" % _FUNCTION_HABITS[member]
     return ""
 
 
