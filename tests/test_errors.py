@@ -991,16 +991,22 @@ def test_a_value_left_on_the_line_after_its_equals_sign_is_one_error_with_the_wa
         text, line, message):
     """The value on the next line had been a second error, "a value on its own line does
     nothing", and the first had no hint."""
+    assert _all_errors(text) == [(line, message)]
+
+
+def _all_errors(text) -> list:
+    """(line, message) of each error goat.check_source finds in ``text``."""
     with pytest.raises(goat.GoatError) as info:
         goat.check_source(text)
-    errors = getattr(info.value, "errors", [info.value])
-    assert [(e.line, e.message) for e in errors] == [(line, message)]
+    return [(e.line, e.message) for e in getattr(info.value, "errors", [info.value])]
 
 
-def test_an_error_after_such_a_statement_is_still_reported():
-    with pytest.raises(goat.GoatErrors) as info:
-        goat.check_source("let y =\n    2\nlet z = 1 +* 2\n")
-    assert [e.line for e in info.value.errors] == [1, 3]
+@pytest.mark.parametrize("text, lines", [
+    ("let y =\n    2\nlet z = 1 +* 2\n", [1, 3]),
+    ("let y =\nlet z = 1 +* 2\n", [1, 2]),        # not a value left over: its own error
+])
+def test_an_independent_error_after_such_a_statement_is_still_reported(text, lines):
+    assert [line for line, _ in _all_errors(text)] == lines
 
 
 def test_a_paren_left_open_over_later_lines_is_named():
@@ -1073,16 +1079,7 @@ def test_a_dot_that_is_no_method_keeps_the_plain_message():
 ])
 def test_the_new_hints_keep_off_what_they_do_not_fit(text, line, message):
     """Found by a review of the hints: each had fired where it did not fit."""
-    with pytest.raises(goat.GoatError) as info:
-        goat.check_source(text)
-    errors = getattr(info.value, "errors", [info.value])
-    assert [(e.line, e.message) for e in errors] == [(line, message)]
-
-
-def test_an_independent_error_after_a_dangling_equals_sign_is_still_reported():
-    with pytest.raises(goat.GoatErrors) as info:
-        goat.check_source("let y =\nlet z = 1 +* 2\n")
-    assert [e.line for e in info.value.errors] == [1, 2]
+    assert _all_errors(text) == [(line, message)]
 
 
 def test_a_module_member_differing_only_in_case_is_suggested_before_a_builtin(tmp_path):

@@ -3358,6 +3358,18 @@ static void shape_text(goat_str *s, int64_t rank, const int64_t *dims)
     }
 }
 
+/* a shape as format_type writes it: "scalar" or "tensor[2x3]" */
+static void type_text(goat_str *s, int64_t rank, const int64_t *dims)
+{
+    if (rank == 0) {
+        sb(s, "scalar");
+        return;
+    }
+    sb(s, "tensor[");
+    shape_text(s, rank, dims);
+    sb(s, "]");
+}
+
 /* float16 bits -> float64 bits, as NumPy converts them (a NaN keeps its payload) */
 static uint64_t half_to_double_bits(uint16_t h)
 {
@@ -3823,26 +3835,14 @@ void goat_load_npy(double *out, const char *path, const char *shown, int64_t ran
             want_n *= dims[i];
         if (frank == 2 && rank == 2 && fdims[0] == dims[1] && fdims[1] == dims[0]) {
             /* npyio.py's hint: the transposed shape */
-            sb(&m, "; it holds the transposed shape: load it as tensor[");
-            shape_text(&m, (int64_t)frank, fdims);
-            sb(&m, "] and transpose it (transpose(VALUE))");
+            sb(&m, "; it holds the transposed shape: load it as ");
+            type_text(&m, (int64_t)frank, fdims);
+            sb(&m, " and transpose it (transpose(VALUE))");
         } else if (held_n == want_n) {  /* npyio.py's hint: the same numbers, another shape */
             sb(&m, "; it holds as many numbers: load it as ");
-            if (frank == 0) {
-                sb(&m, "scalar");
-            } else {
-                sb(&m, "tensor[");
-                shape_text(&m, (int64_t)frank, fdims);
-                sb(&m, "]");
-            }
+            type_text(&m, (int64_t)frank, fdims);
             sb(&m, " and reshape it (reshape(VALUE, ");
-            if (rank == 0) {
-                sb(&m, "scalar");
-            } else {
-                sb(&m, "tensor[");
-                shape_text(&m, rank, dims);
-                sb(&m, "]");
-            }
+            type_text(&m, rank, dims);
             sb(&m, "))");
         }
         ld_fail(&L, &m);
