@@ -416,6 +416,9 @@ def _cmd_run(args) -> int:
     args.program = program
     if args.aot:
         from .aot.build import cached_executable, run_executable
+        from .interp.evaluator import check_save_folders
+        with _timed(args.timings, "run"):       # as goat run finds it, before anything runs
+            check_save_folders(program)
         exe = with_deep_stack(cached_executable, program, source, args.timings,
                               args.portable)
         with _timed(args.timings, "run"):

@@ -211,3 +211,41 @@ def test_out_of_memory_on_a_size_known_only_when_it_runs_reports_the_real_size(t
     assert info.value.line == 3
     assert info.value.message == ("out of memory computing a value of shape 300000x300000 "
                                   "(720 GB)")
+
+
+SAVES_LATE = ('print 1\nvar w = [[1.0]]\nfor step in 0..3 {\n    w = w * 2\n}\n'
+              'if col_sum(w) > 0 {\n    save(w, "ckpt/w_{col_sum(w):03d}_final.npy")\n}\nprint w\n')
+
+
+@pytest.mark.parametrize("flags", [[], ["--aot"]])
+def test_a_save_into_a_missing_folder_is_refused_before_anything_runs(tmp_path, flags):
+    """It had failed when the save ran: after the whole training, at the last checkpoint."""
+    (tmp_path / "t.mg").write_text(SAVES_LATE)
+    status, out, err = cli("run", *flags, "t.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err.startswith("t.mg:7: error: cannot save into 'ckpt': no such directory (goat "
+                          "makes no folders: make it first; found before anything ran)\n"), err
+    (tmp_path / "ckpt").mkdir()
+    status, out, err = cli("run", *flags, "t.mg", cwd=str(tmp_path))
+    assert status == 0, err
+    assert np.load(tmp_path / "ckpt" / "w_008_final.npy").tolist() == [[8.0]]
+
+
+def test_the_folder_check_looks_into_blocks_defs_and_names_with_fields(tmp_path):
+    (tmp_path / "afile").write_text("")
+    text = ('def keep(x: tensor[1x1]) {\n    save(x, "afile/x.npy")\n    return x\n}\n'
+            'print 1\nif 1 > 0 {\n    print keep([[2]])\n}\n')
+    e = error(text, path=str(tmp_path / "t.mg"))
+    assert (e.line, e.message) == (2, "cannot save into 'afile': it is not a directory (goat "
+                                      "makes no folders: make it first; found before anything "
+                                      "ran)")
+    assert e.printed == [] and "called on line 7" in e.render()
+    # a field in the folder: known only when the save runs
+    e = error('print 1\nfor k in 0..2 {\n    save([[1.0]], "run_{k}/x.npy")\n}\n',
+              path=str(tmp_path / "u.mg"))
+    assert (e.line, e.message) == (3, "cannot save run_0/x.npy: no such directory 'run_0'")
+    assert [v.tolist() for v in e.printed] == [1.0]
+    # in outputs= nothing is written: no folder is needed
+    outputs = {}
+    goat.run_source(SAVES_LATE, path=str(tmp_path / "v.mg"), outputs=outputs)
+    assert list(outputs) == ["ckpt/w_008_final.npy"]

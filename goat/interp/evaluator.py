@@ -439,6 +439,10 @@ class Evaluator:
             plan = self._plan(main, self._done_nodes, self._done_effects, self.free)
         else:
             plan = self._plan(main, self._done_nodes, self._done_effects, True, keep)
+        files = self.be.files
+        if files is None or files.outputs is None:      # (outputs: no file is written)
+            _check_save_folders(main.nodes[self._done_nodes:],
+                                main.effects[self._done_effects:])
         if len(self.values) < len(program.nodes):
             self.values.extend([None] * (len(program.nodes) - len(self.values)))
         self._done_nodes = len(main.nodes)
@@ -766,6 +770,58 @@ class Evaluator:
 
 
 _RUN_PLAN_CODE = Evaluator._run_plan.__code__
+
+
+def _save_folder(effect) -> str | None:
+    """The folder a save writes into, where the name written fixes it (``ckpt/w_{step}.npy``:
+    ckpt, relative to the program's folder); None where a field names it (``run_{k}/w.npy``)."""
+    path, shown = effect.data
+    if isinstance(shown, str):
+        return os.path.dirname(path) or None
+    head = shown[0] if shown and isinstance(shown[0], str) else ""
+    if "/" not in head and not (os.sep != "/" and os.sep in head):
+        return None
+    folder = os.path.dirname(head)
+    return folder if os.path.isabs(folder) else os.path.join(path, folder)
+
+
+def check_save_folders(program: Program):
+    """:func:`_check_save_folders` of a whole program (goat run --aot, before it runs the
+    compiled program)."""
+    _check_save_folders(program.main.nodes, program.main.effects)
+
+
+def _check_save_folders(nodes, effects):
+    """Refuse, before anything runs, a save into a folder that is not there: goat makes no
+    folders, so it would fail when it runs -- after a training run of hours, at its first
+    checkpoint or its last.  ``nodes`` and ``effects``: those about to run (the blocks among
+    the nodes are searched too)."""
+    stack = [effects]
+    for node in nodes:
+        stack.extend(subregions(node))
+    seen = set()
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, list):          # a region: its effects, and its blocks'
+            stack.append(item.effects)
+            for node in item.nodes:
+                stack.extend(subregions(node))
+            stack.extend(item.inner)
+            continue
+        for effect in item:
+            if effect.kind != "save":
+                continue
+            folder = _save_folder(effect)
+            if folder is None or folder in seen:
+                continue
+            seen.add(folder)
+            if not os.path.isdir(folder):
+                shown = effect.data[1]
+                written = os.path.dirname(shown if isinstance(shown, str) else shown[0])
+                what = "it is not a directory" if os.path.exists(folder) else "no such directory"
+                raise GoatError("cannot save into '%s': %s (goat makes no folders: make it "
+                                "first; found before anything ran)" % (written or folder, what),
+                                **_at(effect))
 
 
 def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):
