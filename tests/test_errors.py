@@ -591,8 +591,8 @@ def test_a_huge_loop_bound_is_spelled_as_python_spells_it(src):
 @pytest.mark.parametrize("aot", [False, True])
 @pytest.mark.parametrize("stmt, message", [
     ('print "{1:\\n}"', "invalid format spec ':\\n': '\\n' is not a format type"),
-    ('save([[1]], "/nonexistent\\nx/a.npy")', "cannot save /nonexistent\\nx/a.npy: no such "
-                                             "directory '/nonexistent\\nx'"),
+    ('save([[1]], "/nonexistent\\nx/a.npy")', "cannot save into '/nonexistent\\nx': no such "
+                                             "directory (goat makes no folders"),
     ('let q: tensor[1x1] = load("no\\tfile.npy")\nprint q', "cannot load no\\tfile.npy: no such "
                                                             "file"),
 ])
@@ -1092,3 +1092,34 @@ def test_a_module_member_differing_only_in_case_is_suggested_before_a_builtin(tm
         "module mymod has no def or let named 'relu'; did you mean 'Relu'?",
         "module optim has no def or let named 'log_softmax'; it is in the standard library's "
         "nn module: write nn.log_softmax(...)"]
+
+
+@pytest.mark.parametrize("text", [
+    "def f(w: tensor[...], c: tensor[1, 1]) -> tensor[...] = w * c\n",
+    "import optim\ndef upd(w: tensor[...], g: tensor[...], c: tensor[1, 1]) = "
+    "optim.adamw(w, g * c, w, w, 1, 0.1, 0.9, 0.999, 1e-08, 0.0)\n",
+])
+def test_a_def_over_leading_sizes_says_it_is_checked_with_none(text):
+    """"w is scalar" had puzzled a user whose every call passed a matrix (found by a newcomer
+    writing a helper that scales gradients by a 1x1 clipping factor)."""
+    e = error(text)
+    assert e.notes[-1].endswith(" is checked with ... standing for no leading sizes (a "
+                                "tensor[...] parameter a scalar), as well as for each call's: "
+                                "its body must hold for all")
+    # an error of a call's own check has the call's note, not this one
+    e = error("def f(w: tensor[...]) = w + [[1, 2]]\nprint f([[1.0, 2]])\n")
+    assert not any("no leading sizes" in n for n in e.notes)
+
+
+def test_a_block_of_a_loaded_file_meeting_a_session_name_says_how_to_forget_it(tmp_path):
+    from goat.repl.session import Session
+    (tmp_path / "ld.mg").write_text("for i in 0..2 {\n  let l = i * 2\n  print l\n}\n")
+    s = Session(out=io.StringIO())
+    s.run("let l = [[1]]")
+    with pytest.raises(goat.GoatError) as info:
+        s.load(str(tmp_path / "ld.mg"))
+    assert info.value.message.endswith("a block cannot define it again (:reset forgets the "
+                                       "session's names)")
+    # in a file on its own the rule is the same, without the REPL's way out
+    e = error("let l = 1\nfor i in 0..2 {\n  let l = i * 2\n}\n")
+    assert e.message.endswith("a block cannot define it again")

@@ -1197,8 +1197,14 @@ class Checker:
                 if s is scope and name not in s.shadows:
                     raise GoatError("'%s' is already defined %s; a name can be defined "
                                     "only once in a file" % (name, _defined_at(s, name, loc)), loc)
+                source = s.sources.get(name)
+                typed = (source is not None and loc is not None and source is not loc.source
+                         and source.path.startswith("<"))     # typed in the REPL
                 raise GoatError("'%s' is already defined %s, outside this block; a block "
-                                "cannot define it again" % (name, _defined_at(s, name, loc)), loc)
+                                "cannot define it again%s"
+                                % (name, _defined_at(s, name, loc),
+                                   " (:reset forgets the session's names)" if typed else ""),
+                                loc)
             if s.function:
                 break
             s = s.parent
@@ -1665,6 +1671,10 @@ class Checker:
                 self.depth = depth
             if stmt.ret is not None and not stmt.block:
                 self._check_result(stmt, tmpl, fscope, body)
+        except GoatError as e:
+            if rest is None and self._generic_def:
+                _note_no_leading_sizes(e, stmt.name)
+            raise
         finally:
             self._defining = outer_defining
             self._rest = outer_rest
@@ -2432,6 +2442,18 @@ def _declared_what(what, declared, env):
 def _var_shape_message(name, shape, declared) -> str:
     return ("cannot assign a value of shape %s to var '%s' of shape %s: a var keeps the shape "
             "it was declared with" % (format_shape(shape), name, format_shape(declared)))
+
+
+def _note_no_leading_sizes(e, name):
+    """Say, under a shape error met checking a def over ``tensor[...]`` as written, that
+    ``...`` stood for no sizes there (``w: tensor[...]`` a scalar): the def must hold for
+    that case too, whatever its calls pass."""
+    note = ("%s is checked with ... standing for no leading sizes (a tensor[...] "
+            "parameter a scalar), as well as for each call's: its body must hold for all"
+            % name)
+    for err in getattr(e, "errors", None) or [e]:
+        if ("shape" in err.message or "scalar" in err.message) and note not in err.notes:
+            err.notes = tuple(err.notes) + (note,)
 
 
 def _is_grad(e) -> bool:
