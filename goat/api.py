@@ -658,27 +658,93 @@ def _check_failure(stmt, e) -> GoatError:
                      stmt.loc)
 
 
-def load(text, path: str = "<string>", timings: dict | None = None) -> Program:
+def load(text, path: str = "<string>", timings: dict | None = None,
+         lets: dict | None = None) -> Program:
     """Parse and check a program (``str``, or UTF-8 ``bytes``); the checked :class:`Program`
     (nothing runs yet).  ``path`` is the name errors show; ``timings`` (a dict) receives the
-    seconds of "parse" and "check" (see :func:`run_source`)."""
+    seconds of "parse" and "check" (see :func:`run_source`); ``lets`` as for
+    :func:`run_source`."""
     _check_text(text, "load")
     _check_shown_path(path, "load")
     _check_timings(timings, "load", ("parse", "check"))
-    return _load_text(text, path, timings)
+    lets = check_lets(lets, "load")
+    return _load_text(text, path, timings, lets)
 
 
-def _load_text(text, path, timings):
+def _load_text(text, path, timings, lets=None):
     if isinstance(text, (bytes, bytearray)):
         source = decode_source(bytes(text), path)
     else:       # a byte-order mark read into a str (open(f).read() keeps it): as in a file
         source = Source(path, text[1:] if text.startswith("\ufeff") else text)
-    return with_deep_stack(_load, source, timings)
+    return with_deep_stack(_load, source, timings, lets)
 
 
-def _load(source: Source, timings: dict | None = None) -> Program:
+def _load(source: Source, timings: dict | None = None, lets: dict | None = None) -> Program:
     with gc_paused():
-        return _load_now(source, timings)
+        return _load_now(source, timings, lets)
+
+
+def check_lets(lets, fn: str) -> dict:
+    """``lets`` (a dict of top-level let or var names to numbers, or None) as a dict of str to
+    float; TypeError for a wrong type, ValueError for a name that is not one."""
+    if lets is None:
+        return {}
+    if not isinstance(lets, collections.abc.Mapping):
+        raise TypeError("goat.%s: lets must be a dict of names to numbers ({\"lr\": 3e-4}), "
+                        "not %s" % (fn, _type_name(lets)))
+    out = {}
+    for name, value in lets.items():
+        if not isinstance(name, str):
+            raise TypeError("goat.%s: lets' keys must be names (str), not %s"
+                            % (fn, _type_name(name)))
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError("goat.%s: lets' key %r is not a name" % (fn, name))
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError("goat.%s: lets[%r] must be a number, not %s"
+                            % (fn, name, _type_name(value)))
+        out[name] = float(value)
+    return out
+
+
+def give_lets(module: ast.Module, lets: dict) -> None:
+    """Replace the number each top-level ``let NAME = NUMBER`` (or ``var``) of ``module``
+    holds by ``lets[NAME]`` (goat run --let NAME=VALUE, the API's ``lets=``), before it is
+    checked: a value the program writes, given from outside, as a command-line flag gives a
+    training script's learning rate.  GoatError for a name that is no such let, or one whose
+    value is not a number as written (its shape could then be another)."""
+    if not lets:
+        return
+    found = {}
+    for stmt in module.stmts:
+        if type(stmt) in (ast.Let, ast.Var) and stmt.name in lets and stmt.name not in found:
+            found[stmt.name] = stmt
+    source = module.source
+    for name, value in lets.items():
+        stmt = found.get(name)
+        if stmt is None:
+            known = [s.name for s in module.stmts if type(s) in (ast.Let, ast.Var)
+                     and _written_number(s.expr) is not None]
+            import difflib
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            raise GoatError("cannot set %s: %s has no top-level let or var %s = NUMBER%s"
+                            % (name, source.path, name,
+                               "; did you mean %s?" % close[0] if close else
+                               " (its numbers: %s)" % ", ".join(known) if known else ""),
+                            path=source.path)
+        if _written_number(stmt.expr) is None:
+            raise GoatError("cannot set %s: its value is not a number as written (--let and "
+                            "lets= replace a number, as in let %s = 0.01, not an expression)"
+                            % (name, name), stmt.expr.loc)
+        stmt.expr = ast.Number(value, stmt.expr.loc)
+
+
+def _written_number(e):
+    """The number ``e`` is as written (``0.01``, ``-2``), or None."""
+    if type(e) is ast.Number:
+        return e.value
+    if type(e) is ast.Unary and e.op == "-" and type(e.operand) is ast.Number:
+        return -e.operand.value
+    return None
 
 
 @contextmanager
@@ -697,7 +763,7 @@ def _phase(timings: dict | None, name: str):
         timings[name] = time.perf_counter() - t0
 
 
-def _load_now(source: Source, timings: dict | None = None) -> Program:
+def _load_now(source: Source, timings: dict | None = None, lets: dict | None = None) -> Program:
     errors = []                 # syntax errors: the rest of the file is checked all the same
     with _phase(timings, "parse"):
         try:
@@ -711,7 +777,10 @@ def _load_now(source: Source, timings: dict | None = None) -> Program:
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
     with _phase(timings, "check"):
-        return _check_module(module, errors=errors)
+        give_lets(module, lets)
+        program = _check_module(module, errors=errors)
+    program.given = tuple(sorted(lets.items())) if lets else ()
+    return program
 
 
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
@@ -854,7 +923,7 @@ def _run(ev):
 
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
                timings: dict | None = None, threads: int = 1, dtype: str = "f64",
-               inputs=None, outputs=None) -> list:
+               inputs=None, outputs=None, lets: dict | None = None) -> list:
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
@@ -871,7 +940,9 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     threads for matrix products (default 1, the same bits whatever the machine's settings;
     see :func:`execute`).  ``inputs`` (file names to NumPy arrays, read by ``load`` in place
     of files) and ``outputs`` (a dict each ``save`` fills in place of a file): as for
-    :func:`execute`.
+    :func:`execute`.  ``lets`` (a dict of names to numbers, as ``goat run --let NAME=VALUE``
+    gives them) replaces the number a top-level ``let NAME = NUMBER`` (or ``var``) holds
+    before the program is checked; a name that is no such let is a GoatError.
 
     Raises GoatError for a problem in the program (one found while it runs carries what the
     program printed before it as ``.printed``, the list this function would have returned);
@@ -885,13 +956,15 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     _check_timings(timings, "run_source")
     threads = _check_threads(threads, "run_source")
     inputs, outputs = _check_files(inputs, outputs, "run_source")
-    program = _load_text(text, path, timings)
+    lets = check_lets(lets, "run_source")
+    program = _load_text(text, path, timings, lets)
     return _execute(program, stdout, backend, timings, None, threads, dtype,
                     inputs=inputs, outputs=outputs)
 
 
 def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None,
-             threads: int = 1, dtype: str = "f64", inputs=None, outputs=None) -> list:
+             threads: int = 1, dtype: str = "f64", inputs=None, outputs=None,
+             lets: dict | None = None) -> list:
     """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
@@ -900,30 +973,34 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
     _check_timings(timings, "run_file")
     threads = _check_threads(threads, "run_file")
     inputs, outputs = _check_files(inputs, outputs, "run_file")
+    lets = check_lets(lets, "run_file")
     source = read_source(path)
-    program = with_deep_stack(_load, source, timings)
+    program = with_deep_stack(_load, source, timings, lets)
     return _execute(program, stdout, backend, timings, None, threads, dtype,
                     inputs=inputs, outputs=outputs)
 
 
-def check_source(text: str, path: str = "<string>") -> Program:
+def check_source(text: str, path: str = "<string>", lets: dict | None = None) -> Program:
     """Check a program without running it; the typed :class:`Program` (``.lets`` gives every
     let's node and so its ``.shape``; ``.deferred`` the errors the book finds only when the
     program runs, which goat check reports).  Arguments as for :func:`run_source`."""
     _check_text(text, "check_source")
     _check_shown_path(path, "check_source")
-    return _load_text(text, path, None)
+    lets = check_lets(lets, "check_source")
+    return _load_text(text, path, None, lets)
 
 
-def check_file(path) -> Program:
+def check_file(path, lets: dict | None = None) -> Program:
     """Like :func:`check_source`, reading the program from the file ``path`` (as
     :func:`run_file` takes it)."""
     path = _file_path(path, "check_file")
-    return with_deep_stack(_load, read_source(path))
+    lets = check_lets(lets, "check_file")
+    return with_deep_stack(_load, read_source(path), None, lets)
 
 
 def compile_file(path, output=None, portable: bool = False, opt: int = 2,
-                 emit_llvm: bool = False, timings: dict | None = None) -> str:
+                 emit_llvm: bool = False, timings: dict | None = None,
+                 lets: dict | None = None) -> str:
     """Compile the program in the file ``path`` ahead of time, as ``goat compile --aot``
     does: check it, lower it to LLVM IR, optimise it (LLVM's level ``opt``, 0 to 3) and link
     it by the system C compiler into the native executable ``output`` (default: ``path``
@@ -931,7 +1008,8 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     ``path`` with ``.ll``).  Returns the path written.  The executable prints what
     :func:`run_file` prints, bit for bit (see docs/aot.md); ``portable``: an executable that
     computes with its own code only, not NumPy's BLAS and SVML.  ``timings`` as for
-    :func:`run_source`, with the compiler's phases ("lower", "optimise", "codegen", "link").
+    :func:`run_source`, with the compiler's phases ("lower", "optimise", "codegen", "link");
+    ``lets`` as for :func:`run_source` (the numbers are compiled in).
 
     Raises GoatError for a problem in the program (or one it cannot compile: a size known
     only when it runs) and for a missing C compiler; TypeError for an argument of the wrong
@@ -950,9 +1028,10 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     if not 0 <= opt <= 3:
         raise ValueError("goat.compile_file: opt must be an int from 0 to 3, not %r" % (opt,))
     _check_timings(timings, "compile_file")
+    lets = check_lets(lets, "compile_file")
     from .aot import build
     source = read_source(path)
-    program = with_deep_stack(_load, source, timings)
+    program = with_deep_stack(_load, source, timings, lets)
     if output is None:
         output = build.default_output(path, emit_llvm)
     build.check_output(output, path)

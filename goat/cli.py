@@ -41,9 +41,9 @@ COMMANDS = ("run", "check", "compile", "repl")
 
 USAGE = """\
 goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
-            [--threads N] [--aot [--portable]] FILE
-       goat check [--shapes] [--cost [--dtype f64|f32]] FILE
-       goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable]
+            [--threads N] [--let NAME=VALUE ...] [--aot [--portable]] FILE
+       goat check [--shapes] [--cost [--dtype f64|f32]] [--let NAME=VALUE ...] FILE
+       goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable] [--let NAME=VALUE ...]
        goat [repl]
        goat --help | --version"""
 
@@ -59,6 +59,7 @@ EPILOG = """\
 examples:
   goat first.mg                           check, then run first.mg
   goat run examples/lm35/train_200.mg     train the book's transformer for 200 steps
+  goat run --let lr=3e-4 train.mg         run with the top-level let lr = ... set to 3e-4
   goat check --shapes model.mg            check without running; show every let's shape
   goat compile --aot model.mg -o model    compile to a native executable (LLVM)
   goat run --aot model.mg                 compile (cached), then run natively
@@ -211,6 +212,11 @@ def _parser() -> argparse.ArgumentParser:
                           "every run whatever the machine's settings; more can be faster on "
                           "large matrices, and the last bits may then depend on N)")
 
+    run.add_argument("--let", action="append", type=_let, default=[], metavar="NAME=VALUE",
+                     help="set the number a top-level let NAME = NUMBER (or var) of the program "
+                          "holds, before it is checked: --let lr=3e-4 --let steps=2000 (again "
+                          "for each name)")
+
     run.add_argument("--aot", action="store_true",
                      help="compile the program to native code first (through LLVM; cached "
                           "under ~/.cache/goat/aot, keyed by the program's text), then run it: "
@@ -233,6 +239,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="the executable to write (default: FILE without .mg, or FILE.out "
                            "when FILE has no .mg; a.out for standard input; with --emit-llvm, "
                            "FILE with .ll for .mg, a.ll for standard input)")
+    comp.add_argument("--let", action="append", type=_let, default=[], metavar="NAME=VALUE",
+                      help="set the number a top-level let NAME = NUMBER of the program holds "
+                           "(compiled in), as goat run --let does")
     comp.add_argument("--emit-llvm", action="store_true",
                       help="write the program's LLVM IR (a .ll file) instead of an executable")
     comp.add_argument("-O", dest="opt", type=int, choices=[0, 1, 2, 3], default=2,
@@ -268,13 +277,40 @@ def _parser() -> argparse.ArgumentParser:
                             "ops, GPU launches), the time it would take on the CPU and on a "
                             "GPU, whether a GPU can run here, and what --backend auto would "
                             "choose")
+    check.add_argument("--let", action="append", type=_let, default=[], metavar="NAME=VALUE",
+                       help="check with the number a top-level let NAME = NUMBER holds set, as "
+                            "goat run --let sets it")
     check.add_argument("--dtype", default="f64", choices=["f64", "f32"],
                        help="with --cost: the precision to count bytes and FLOP rates in")
     p.commands = {"run": run, "compile": comp, "repl": repl, "check": check}
     return p
 
 
-_RUN_OPTIONS_WITH_VALUE = ("--backend", "--dtype", "--threads", "-o", "--output")
+_RUN_OPTIONS_WITH_VALUE = ("--backend", "--dtype", "--threads", "-o", "--output", "--let")
+
+
+def _let(text: str):
+    """--let NAME=VALUE: (name, float)."""
+    import re
+    name, eq, value = text.partition("=")
+    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
+        raise argparse.ArgumentTypeError("write NAME=VALUE, as in --let lr=3e-4, not %r" % text)
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("the value of %s must be a number (3e-4, 2000, -0.5), "
+                                         "not %r" % (name.strip(), value)) from None
+    return name.strip(), number
+
+
+def _lets(args) -> dict:
+    """The --let options as a dict; a name given twice is an error."""
+    out = {}
+    for name, value in getattr(args, "let", None) or []:
+        if name in out and out[name] != value:
+            raise GoatError("--let %s is given twice, with two values" % name, path="goat")
+        out[name] = value
+    return out
 
 
 def _threads(text: str) -> int:
@@ -347,7 +383,7 @@ def _repl_options(argv: list) -> bool:
 
 
 _RUN_OPTIONS = ("--backend", "--dtype", "--time", "-q", "--quiet", "--threads", "--aot",
-                "--portable")
+                "--portable", "--let")
 
 
 def _options_need_a_file(argv: list):
@@ -412,7 +448,7 @@ def _cmd_run(args) -> int:
              "are goat run's)\n")
         return 1
     source = _read(args.file)
-    program = with_deep_stack(_load, source, args.timings)
+    program = with_deep_stack(_load, source, args.timings, _lets(args))
     args.program = program
     if args.aot:
         from .aot.build import cached_executable, run_executable
@@ -497,7 +533,7 @@ def _cmd_compile(args) -> int:
              "only; --dtype f32 runs with goat run --dtype f32\n")
         return 1
     source = _read(args.file)
-    program = with_deep_stack(_load, source, args.timings)
+    program = with_deep_stack(_load, source, args.timings, _lets(args))
     args.program = program
     from .aot.build import build_executable, check_output, default_output, emit_llvm
     output = args.output
@@ -521,7 +557,7 @@ def _cmd_check(args) -> int:
              "bytes and FLOP rates in; checking is the same in either)\n")
         return 1
     source = _read(args.file)
-    program = with_deep_stack(_load, source)
+    program = with_deep_stack(_load, source, None, _lets(args))
     if program.deferred:
         # sure to fail when it runs: a ? size that a call's known shapes do not fit (goat run
         # reports it there, after the output before it, as the book's compiler does)

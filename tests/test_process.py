@@ -233,7 +233,7 @@ def test_help_shows_goat_file():
     status, out, err = shell("%s -m goat --help" % PYTHON, ROOT)
     assert status == 0 and err == ""
     assert out.startswith("usage: goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]\n"
-                          "            [--threads N] [--aot [--portable]] FILE\n")
+                          "            [--threads N] [--let NAME=VALUE ...] [--aot [--portable]] FILE\n")
     assert "goat FILE runs FILE, as goat run FILE does" in out
 
 

@@ -391,6 +391,7 @@ def program_key(program, source, portable: bool = False) -> str:
     # errors show each file's path as it was given, and relative file names in the program are
     # resolved from the folder it is compiled in
     h.update(b"\0folder\0" + os.getcwd().encode("utf-8", "surrogateescape"))
+    h.update(b"\0given\0" + repr(getattr(program, "given", ())).encode())    # --let
     for src in sorted(seen.values(), key=lambda s: str(s.path)):
         h.update(b"\0file\0" + os.path.abspath(str(src.path)).encode("utf-8", "surrogateescape"))
         h.update(b"\0shown\0" + str(src.path).encode("utf-8", "surrogateescape"))

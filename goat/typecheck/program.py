@@ -225,6 +225,9 @@ class Program:
         # since the last commit, so that a statement that fails can be taken back (the REPL);
         # None: off
         self.journal: list | None = None
+        # the top-level lets' numbers given from outside ((name, value), ...: goat run --let,
+        # the API's lets=), part of what a compiled program's cache key holds
+        self.given: tuple = ()
 
     @property
     def effects(self) -> list:
