@@ -40,6 +40,7 @@ import collections.abc
 import functools
 import gc
 import io
+import math
 import numbers
 import operator
 import os
@@ -702,40 +703,59 @@ def check_lets(lets, fn: str) -> dict:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError("goat.%s: lets[%r] must be a number, not %s"
                             % (fn, name, _type_name(value)))
-        out[name] = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError("goat.%s: lets[%r] is too large for a 64-bit float (the largest "
+                             "is 1.79769e+308)" % (fn, name)) from None
+        if not math.isfinite(number):      # a program writes none (0 / 0, 1 / 0 compute them)
+            raise ValueError("goat.%s: lets[%r] must be a finite number, as a program writes "
+                             "one, not %r" % (fn, name, value))
+        out[name] = number
     return out
 
 
-def give_lets(module: ast.Module, lets: dict) -> None:
+def give_lets(module: ast.Module, lets: dict) -> list:
     """Replace the number each top-level ``let NAME = NUMBER`` (or ``var``) of ``module``
     holds by ``lets[NAME]`` (goat run --let NAME=VALUE, the API's ``lets=``), before it is
     checked: a value the program writes, given from outside, as a command-line flag gives a
     training script's learning rate.  GoatError for a name that is no such let, or one whose
-    value is not a number as written (its shape could then be another)."""
+    value is not a number as written (its shape could then be another): the errors, returned
+    to be reported with the program's own (a let whose line could not be read is its syntax
+    error's)."""
+    errors = []
     if not lets:
-        return
+        return errors
     found = {}
+    unread = set()
     for stmt in module.stmts:
         if type(stmt) in (ast.Let, ast.Var) and stmt.name in lets and stmt.name not in found:
             found[stmt.name] = stmt
+        elif type(stmt) is ast.Broken:
+            unread.update(stmt.names)
     source = module.source
     for name, value in lets.items():
         stmt = found.get(name)
         if stmt is None:
+            if name in unread:
+                continue
             known = [s.name for s in module.stmts if type(s) in (ast.Let, ast.Var)
                      and _written_number(s.expr) is not None]
             import difflib
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            raise GoatError("cannot set %s: %s has no top-level let or var %s = NUMBER%s"
-                            % (name, source.path, name,
-                               "; did you mean %s?" % close[0] if close else
-                               " (its numbers: %s)" % ", ".join(known) if known else ""),
-                            path=source.path)
-        if _written_number(stmt.expr) is None:
-            raise GoatError("cannot set %s: its value is not a number as written (--let and "
-                            "lets= replace a number, as in let %s = 0.01, not an expression)"
-                            % (name, name), stmt.expr.loc)
-        stmt.expr = ast.Number(value, stmt.expr.loc)
+            errors.append(GoatError(
+                "cannot set %s: %s has no top-level let or var %s = NUMBER%s"
+                % (name, source.path, name, "; did you mean %s?" % close[0] if close else
+                   " (those holding a number: %s)" % ", ".join(known) if known else ""),
+                path=source.path))
+        elif _written_number(stmt.expr) is None:
+            errors.append(GoatError(
+                "cannot set %s: its value is not a number as written (--let and lets= "
+                "replace a number, as in let %s = 0.01, not an expression)" % (name, name),
+                stmt.expr.loc))
+        else:
+            stmt.expr = ast.Number(value, stmt.expr.loc)
+    return errors
 
 
 def _written_number(e):
@@ -777,7 +797,8 @@ def _load_now(source: Source, timings: dict | None = None, lets: dict | None = N
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
     with _phase(timings, "check"):
-        give_lets(module, lets)
+        # a let that cannot be set: reported with the program's errors, the others first
+        errors = give_lets(module, lets) + errors
         program = _check_module(module, errors=errors)
     program.given = tuple(sorted(lets.items())) if lets else ()
     return program

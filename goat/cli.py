@@ -295,11 +295,15 @@ def _let(text: str):
     name, eq, value = text.partition("=")
     if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
         raise argparse.ArgumentTypeError("write NAME=VALUE, as in --let lr=3e-4, not %r" % text)
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError("the value of %s must be a number (3e-4, 2000, -0.5), "
-                                         "not %r" % (name.strip(), value)) from None
+    # a number as the program would write it (ASCII digits, no inf, nan or 1_000)
+    if not re.fullmatch(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value):
+        raise argparse.ArgumentTypeError("the value of %s must be a number as a program "
+                                         "writes one (3e-4, 2000, -0.5), not %r"
+                                         % (name.strip(), value))
+    number = float(value)
+    if number in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError("the value of %s, %s, is too large for a 64-bit float "
+                                         "(the largest is 1.79769e+308)" % (name.strip(), value))
     return name.strip(), number
 
 
@@ -307,7 +311,7 @@ def _lets(args) -> dict:
     """The --let options as a dict; a name given twice is an error."""
     out = {}
     for name, value in getattr(args, "let", None) or []:
-        if name in out and out[name] != value:
+        if name in out and repr(out[name]) != repr(value):      # (-0 is not 0)
             raise GoatError("--let %s is given twice, with two values" % name, path="goat")
         out[name] = value
     return out

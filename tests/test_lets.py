@@ -67,9 +67,17 @@ def test_check_and_compile_take_let_too(tmp_path):
     (["--let", "lr=1", "--let", "lr=2"], "goat: error: --let lr is given twice, with two "
                                          "values\n"),
     (["--let", "lr=abc"], "goat run: error: argument --let: the value of lr must be a number "
-                          "(3e-4, 2000, -0.5), not 'abc'\n"),
+                          "as a program writes one (3e-4, 2000, -0.5), not 'abc'\n"),
     (["--let", "lr"], "goat run: error: argument --let: write NAME=VALUE, as in --let "
                       "lr=3e-4, not 'lr'\n"),
+    # a number as a program writes one: these were taken by Python's float()
+    (["--let", "lr=1e400"], "goat run: error: argument --let: the value of lr, 1e400, is too "
+                            "large for a 64-bit float (the largest is 1.79769e+308)\n"),
+] + [(["--let", "lr=" + v], "goat run: error: argument --let: the value of lr must be a number "
+                            "as a program writes one (3e-4, 2000, -0.5), not %r\n" % v)
+     for v in ("inf", "nan", "1_000", " 5", "0x10", "\u0665", "")] + [
+    (["--let", "lr=0", "--let", "lr=-0"], "goat: error: --let lr is given twice, with two "
+                                          "values\n"),
 ])
 def test_a_let_that_cannot_be_set_is_an_error_before_anything_runs(tmp_path, args, message):
     (tmp_path / "p.mg").write_text(PROGRAM)
@@ -92,6 +100,9 @@ def test_a_let_inside_a_block_or_def_is_not_a_top_level_one():
     ({"a b": 2}, ValueError, "lets' key 'a b' is not a name"),
     ({"lr": "1e-3"}, TypeError, "lets['lr'] must be a number, not str"),
     ({"lr": True}, TypeError, "lets['lr'] must be a number, not bool"),
+    ({"lr": 10 ** 400}, ValueError, "lets['lr'] is too large for a 64-bit float"),
+    ({"lr": float("nan")}, ValueError, "lets['lr'] must be a finite number"),
+    ({"lr": -np.inf}, ValueError, "lets['lr'] must be a finite number"),
 ])
 def test_the_apis_lets_are_checked_before_anything_runs(lets, error, text):
     for call in (lambda: goat.run_source(PROGRAM, lets=lets),
@@ -102,3 +113,29 @@ def test_the_apis_lets_are_checked_before_anything_runs(lets, error, text):
         assert text in str(info.value)
     # a NumPy number is a number
     assert goat.run_source(PROGRAM, lets={"steps": np.int64(1)})[0].tolist() == [[-0.5, 0.0]]
+
+
+def test_a_let_that_cannot_be_set_is_reported_with_the_programs_own_errors(tmp_path):
+    """It had been the only error, and a let whose line had a syntax error was "no such let"."""
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source("let lr = 0.1 +\nprint lr\nlet k = lr * 2\n"
+                        "let q = [[1, 2]] + [[1, 2, 3]]\n",
+                        lets={"lr": 0.2, "k": 1, "zz": 3})
+    got = [(e.line, e.message.split(";")[0].split(":")[0]) for e in info.value.errors]
+    assert got == [(None, "cannot set zz"), (1, "syntax error"), (3, "cannot set k"),
+                   (4, "cannot add shapes 1x2 and 1x3")]
+
+
+def test_a_save_a_let_switches_off_needs_no_folder(tmp_path):
+    """A save in an if on a let set to 0, or in a loop of 0 steps, never runs: its missing
+    folder is not an error (it was, for a dry run with --let steps=0)."""
+    text = ('let save_ckpt = 1\nlet steps = 3\nvar w = [[1.0]]\nfor step in 0..steps {\n'
+            '    w = w * 2\n    if save_ckpt {\n        save(w, "ckpt/w_{step}.npy")\n    }\n}\n'
+            'print w\n')
+    path = str(tmp_path / "t.mg")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(text, path=path)
+    assert info.value.line == 7 and "no such directory" in info.value.message
+    assert goat.run_source(text, path=path, lets={"save_ckpt": 0})[0].tolist() == [[8.0]]
+    assert goat.run_source(text, path=path, lets={"steps": 0})[0].tolist() == [[1.0]]
+    assert not (tmp_path / "ckpt").exists()

@@ -249,3 +249,13 @@ def test_the_folder_check_looks_into_blocks_defs_and_names_with_fields(tmp_path)
     outputs = {}
     goat.run_source(SAVES_LATE, path=str(tmp_path / "v.mg"), outputs=outputs)
     assert list(outputs) == ["ckpt/w_008_final.npy"]
+
+
+def test_every_save_into_a_missing_folder_is_reported_in_the_programs_order(tmp_path):
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source('save([[1]], "nodir1/a.npy")\nfor i in 0..2 {\n'
+                        '    save([[1]], "nodir2/b_{i}.npy")\n}\nsave([[1]], "nodir3/a.npy")\n'
+                        'save([[2]], "nodir1/b.npy")\n', path=str(tmp_path / "t.mg"))
+    assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
+        (1, "cannot save into 'nodir1'"), (3, "cannot save into 'nodir2'"),
+        (5, "cannot save into 'nodir3'")]

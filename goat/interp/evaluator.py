@@ -795,33 +795,65 @@ def _check_save_folders(nodes, effects):
     """Refuse, before anything runs, a save into a folder that is not there: goat makes no
     folders, so it would fail when it runs -- after a training run of hours, at its first
     checkpoint or its last.  ``nodes`` and ``effects``: those about to run (the blocks among
-    the nodes are searched too)."""
-    stack = [effects]
-    for node in nodes:
-        stack.extend(subregions(node))
+    the nodes are searched too, but not a branch or a loop the program's own numbers say
+    never runs: ``if save_ckpt { ... }`` with ``let save_ckpt = 0``).  Every such save is
+    reported, in the program's order."""
+    errors = []
     seen = set()
-    while stack:
-        item = stack.pop()
-        if not isinstance(item, list):          # a region: its effects, and its blocks'
-            stack.append(item.effects)
-            for node in item.nodes:
-                stack.extend(subregions(node))
-            stack.extend(item.inner)
+    for effect in _saves_that_may_run(nodes, effects):
+        folder = _save_folder(effect)
+        if folder is None or folder in seen:
             continue
-        for effect in item:
-            if effect.kind != "save":
-                continue
-            folder = _save_folder(effect)
-            if folder is None or folder in seen:
-                continue
-            seen.add(folder)
-            if not os.path.isdir(folder):
-                shown = effect.data[1]
-                written = os.path.dirname(shown if isinstance(shown, str) else shown[0])
-                what = "it is not a directory" if os.path.exists(folder) else "no such directory"
-                raise GoatError("cannot save into '%s': %s (goat makes no folders: make it "
-                                "first; found before anything ran)" % (written or folder, what),
-                                **_at(effect))
+        seen.add(folder)
+        if not os.path.isdir(folder):
+            shown = effect.data[1]
+            written = os.path.dirname(shown if isinstance(shown, str) else shown[0])
+            what = "it is not a directory" if os.path.exists(folder) else "no such directory"
+            errors.append(GoatError("cannot save into '%s': %s (goat makes no folders: make it "
+                                    "first; found before anything ran)"
+                                    % (written or folder, what), **_at(effect)))
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        from ..diagnostics import GoatErrors
+        errors.sort(key=lambda e: (e.loc.line, e.loc.start) if e.loc is not None else (0, 0))
+        raise GoatErrors(errors)
+
+
+def _known_number(node):
+    """The number a node holds when the program writes it (a literal, under the names bound
+    to it), else None."""
+    while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
+        node = node.args[0]
+    if node.kind != CONST:
+        return None
+    value = np.asarray(node.value)
+    return float(value.reshape(-1)[0]) if value.size == 1 else None
+
+
+def _saves_that_may_run(nodes, effects):
+    """The save effects among ``effects`` and in the blocks of ``nodes`` that the program's
+    own numbers do not rule out."""
+    stack = [(nodes, effects)]
+    while stack:
+        nodes, effects = stack.pop()
+        for effect in effects:
+            if effect.kind == "save":
+                yield effect
+        for node in nodes:
+            regions = subregions(node)
+            if node.kind == LOOP:
+                lo, hi = _known_number(node.args[0]), _known_number(node.args[1])
+                if lo is not None and hi is not None and not hi > lo:
+                    continue                # no iteration
+            elif node.kind == BRANCH:
+                c = _known_number(node.args[0])
+                if c is not None:           # (a NaN holds, as the if takes it)
+                    regions = regions[:1] if c != 0 else regions[1:]
+            while regions:
+                region, regions = regions[0], regions[1:]
+                stack.append((region.nodes, region.effects))
+                regions = tuple(region.inner) + tuple(regions)
 
 
 def run_program(program: Program, backend, out=sys.stdout, keep_printed=False):
