@@ -743,10 +743,13 @@ def give_lets(module: ast.Module, lets: dict) -> list:
                      and _written_number(s.expr) is not None]
             import difflib
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            imports = [st.module for st in module.stmts if type(st) is ast.Import]
             errors.append(GoatError(
-                "cannot set %s: %s has no top-level let or var %s = NUMBER%s"
+                "cannot set %s: %s has no top-level let or var %s = NUMBER%s%s"
                 % (name, source.path, name, "; did you mean %s?" % close[0] if close else
-                   " (those holding a number: %s)" % ", ".join(known) if known else ""),
+                   " (those holding a number: %s)" % ", ".join(known) if known else "",
+                   " (a let of an imported module, %s, cannot be set)" % ", ".join(imports)
+                   if imports else ""),
                 path=source.path))
         elif _written_number(stmt.expr) is None:
             errors.append(GoatError(

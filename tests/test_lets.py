@@ -139,3 +139,12 @@ def test_a_save_a_let_switches_off_needs_no_folder(tmp_path):
     assert goat.run_source(text, path=path, lets={"save_ckpt": 0})[0].tolist() == [[8.0]]
     assert goat.run_source(text, path=path, lets={"steps": 0})[0].tolist() == [[1.0]]
     assert not (tmp_path / "ckpt").exists()
+
+
+def test_a_let_of_an_imported_module_is_not_one_to_set(tmp_path):
+    (tmp_path / "m.mg").write_text("let lr = 0.5\n")
+    (tmp_path / "p.mg").write_text("import m\nprint m.lr\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"), lets={"lr": 1})
+    assert info.value.message.endswith("has no top-level let or var lr = NUMBER (a let of an "
+                                       "imported module, m, cannot be set)")
