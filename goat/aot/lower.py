@@ -668,6 +668,22 @@ class Lowering:
             stack.extend(region.inner)
         return False
 
+    def check_folders(self, b):
+        """Before anything runs, the folders the saves write into, as goat run checks them
+        (evaluator.save_folders): one missing is an error then, not after the training."""
+        from ..interp.evaluator import save_folders
+        folders = save_folders(self.program.main.nodes, self.program.main.effects)
+        if not folders:
+            return
+        check = self.runtime("goat_check_folder", self.i64, [self.i8p, self.i8p, self.i8p])
+        failed = self.ir.Constant(self.i64, 0)
+        for folder, written, effect in folders:
+            loc, notes = _site(effect)
+            failed = b.add(failed, b.call(check, [self.cstring(b, folder),
+                                                  self.cstring(b, written),
+                                                  self.site(b, loc, notes)]))
+        b.call(self.runtime("goat_folders_checked", self.void, [self.i64]), [failed])
+
     def lower(self):
         ir = self.ir
         main_fns = self.region_function(self.program.main)
@@ -679,6 +695,7 @@ class Lowering:
         if self._uses_files():
             b.call(self.runtime("goat_folder", self.void, [self.i8p]),
                    [self.cstring(b, os.getcwd())])
+        self.check_folders(b)
         if self.numpy is not None:
             libs = self.numpy
             b.call(self.runtime("goat_np_config", self.void, [self.i8p] * 3 + [self.i64] +

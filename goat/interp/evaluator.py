@@ -794,30 +794,48 @@ def check_save_folders(program: Program):
 def _check_save_folders(nodes, effects):
     """Refuse, before anything runs, a save into a folder that is not there: goat makes no
     folders, so it would fail when it runs -- after a training run of hours, at its first
-    checkpoint or its last.  ``nodes`` and ``effects``: those about to run (the blocks among
-    the nodes are searched too, but not a branch or a loop the program's own numbers say
-    never runs: ``if save_ckpt { ... }`` with ``let save_ckpt = 0``).  Every such save is
-    reported, in the program's order."""
+    checkpoint or its last.  ``nodes`` and ``effects``: those about to run (see
+    :func:`save_folders`).  Every such save is reported, in the program's order."""
     errors = []
-    seen = set()
-    for effect in _saves_that_may_run(nodes, effects):
-        folder = _save_folder(effect)
-        if folder is None or folder in seen:
-            continue
-        seen.add(folder)
+    for folder, written, effect in save_folders(nodes, effects):
         if not os.path.isdir(folder):
-            shown = effect.data[1]
-            written = os.path.dirname(shown if isinstance(shown, str) else shown[0])
-            what = "it is not a directory" if os.path.exists(folder) else "no such directory"
-            errors.append(GoatError("cannot save into '%s': %s (goat makes no folders: make it "
-                                    "first; found before anything ran)"
-                                    % (written or folder, what), **_at(effect)))
+            errors.append(GoatError(save_folder_message(written, os.path.exists(folder)),
+                                    **_at(effect)))
     if len(errors) == 1:
         raise errors[0]
     if errors:
         from ..diagnostics import GoatErrors
-        errors.sort(key=lambda e: (e.loc.line, e.loc.start) if e.loc is not None else (0, 0))
         raise GoatErrors(errors)
+
+
+def save_folder_message(written: str, exists: bool) -> str:
+    """The error of a save into the folder ``written`` (as the program writes it) that is not
+    there (``exists``: something else is); the compiled program's runtime says the same."""
+    return ("cannot save into '%s': %s (goat makes no folders: make it first; found before "
+            "anything ran)" % (written, "it is not a directory" if exists else
+                               "no such directory"))
+
+
+def save_folders(nodes, effects) -> list:
+    """(folder, the folder as written, the first save effect into it) of each folder that the
+    saves among ``effects`` and in the blocks of ``nodes`` write into, where their names fix
+    it, in the program's order; not those in a branch or a loop that the program's own numbers
+    say never runs (``if save_ckpt { ... }`` with ``let save_ckpt = 0``)."""
+    found = []
+    for effect in _saves_that_may_run(nodes, effects):
+        folder = _save_folder(effect)
+        if folder is not None:
+            found.append((effect.loc.line, effect.loc.start, folder, effect))
+    found.sort(key=lambda f: f[:2])
+    out = []
+    seen = set()
+    for _, _, folder, effect in found:
+        if folder not in seen:
+            seen.add(folder)
+            shown = effect.data[1]
+            written = os.path.dirname(shown if isinstance(shown, str) else shown[0])
+            out.append((folder, written or folder, effect))
+    return out
 
 
 def _known_number(node):

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "goat_rt.h"
@@ -32,7 +33,49 @@ static void put_one_line(const char *text)
     }
 }
 
+static void report(const char *site, const char *fmt, va_list ap);
+
 void goat_fail(const char *site, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(site, fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
+static void report_at(const char *site, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(site, fmt, ap);
+    va_end(ap);
+}
+
+int64_t goat_check_folder(const char *folder, const char *shown, const char *site)
+{
+    struct stat st;
+    if (stat(folder, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    /* evaluator.save_folder_message's text */
+    report_at(site, "cannot save into '%s': %s (goat makes no folders: make it first; found "
+              "before anything ran)", shown,
+              stat(folder, &st) == 0 ? "it is not a directory" : "no such directory");
+    return 1;
+}
+
+void goat_folders_checked(int64_t failed)
+{
+    if (failed > 1)
+        fprintf(stderr, "goat: %lld errors\n", (long long)failed);
+    if (failed > 0) {
+        fflush(stderr);
+        exit(1);
+    }
+}
+
+/* goat_fail's report, without the exit */
+static void report(const char *site, const char *fmt, va_list ap0)
 {
     const char *sep = strchr(site, '\x01');
     if (fflush(stdout) != 0) {
@@ -52,13 +95,13 @@ void goat_fail(const char *site, const char *fmt, ...)
     }
     char small[512];
     va_list ap;
-    va_start(ap, fmt);
+    va_copy(ap, ap0);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n >= (int)sizeof small) {
         char *big = malloc((size_t)n + 1);
         if (big != NULL) {
-            va_start(ap, fmt);
+            va_copy(ap, ap0);
             vsnprintf(big, (size_t)n + 1, fmt, ap);
             va_end(ap);
             put_one_line(big);
@@ -73,7 +116,6 @@ void goat_fail(const char *site, const char *fmt, ...)
         fputs(sep + 1, stderr);
     fputc('\n', stderr);
     fflush(stderr);
-    exit(1);
 }
 
 void goat_str_append(goat_str *s, const char *text, size_t n)

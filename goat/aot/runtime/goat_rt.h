@@ -54,6 +54,12 @@ void goat_pending_file(const char *path);
 /* SIGINT, SIGTERM and SIGHUP remove that file, then end the program as the signal does */
 void goat_stop_handlers(void);
 void goat_folder(const char *dir);
+/* Before anything runs: is `folder`, where a save writes, a directory?  If not, report
+ * "cannot save into 'SHOWN': ..." at `site` as goat run does (without exiting) and return 1;
+ * else 0.  goat_folders_checked(n) then ends the program (status 1) after n such reports,
+ * with "goat: N errors" after two or more, as goat run lists several errors. */
+int64_t goat_check_folder(const char *folder, const char *shown, const char *site);
+void goat_folders_checked(int64_t failed);
 int goat_finish(void);
 void goat_print(const double *data, int64_t rank, const int64_t *dims);
 void goat_print_line(goat_str *s);
