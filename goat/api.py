@@ -743,13 +743,13 @@ def give_lets(module: ast.Module, lets: dict) -> list:
                      and _written_number(s.expr) is not None]
             import difflib
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-            imports = [st.module for st in module.stmts if type(st) is ast.Import]
+            owner = _module_defining(module, name)
             errors.append(GoatError(
                 "cannot set %s: %s has no top-level let or var %s = NUMBER%s%s"
                 % (name, source.path, name, "; did you mean %s?" % close[0] if close else
                    " (those holding a number: %s)" % ", ".join(known) if known else "",
-                   " (a let of an imported module, %s, cannot be set)" % ", ".join(imports)
-                   if imports else ""),
+                   "; %s is a let of the imported module %s, which --let and lets= cannot set"
+                   % (name, owner) if owner else ""),
                 path=source.path))
         elif _written_number(stmt.expr) is None:
             errors.append(GoatError(
@@ -759,6 +759,22 @@ def give_lets(module: ast.Module, lets: dict) -> list:
         else:
             stmt.expr = ast.Number(value, stmt.expr.loc)
     return errors
+
+
+def _module_defining(module: ast.Module, name: str):
+    """The name of a module ``module`` imports whose file defines ``name`` with a top-level
+    let or var (read as text: the message of a --let that names it), else None."""
+    from .typecheck.modules import find
+    pattern = re.compile(r"(?m)^(?:let|var)\s+%s\b" % re.escape(name))
+    for st in module.stmts:
+        if type(st) is ast.Import:
+            try:
+                with open(find(st.module, st.loc), encoding="utf-8", errors="replace") as f:
+                    if pattern.search(f.read()):
+                        return st.module
+            except (GoatError, OSError):
+                continue
+    return None
 
 
 def _written_number(e):

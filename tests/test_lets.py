@@ -146,5 +146,11 @@ def test_a_let_of_an_imported_module_is_not_one_to_set(tmp_path):
     (tmp_path / "p.mg").write_text("import m\nprint m.lr\n")
     with pytest.raises(goat.GoatError) as info:
         goat.run_file(str(tmp_path / "p.mg"), lets={"lr": 1})
-    assert info.value.message.endswith("has no top-level let or var lr = NUMBER (a let of an "
-                                       "imported module, m, cannot be set)")
+    assert info.value.message.endswith("has no top-level let or var lr = NUMBER; lr is a let "
+                                       "of the imported module m, which --let and lets= cannot "
+                                       "set")
+    # a module without it: no such note (it had named every import)
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("import nn\nlet lr = 1\nprint lr\n", lets={"zzz": 1})
+    assert info.value.message == ("cannot set zzz: <string> has no top-level let or var zzz = "
+                                  "NUMBER (those holding a number: lr)")

@@ -259,3 +259,28 @@ def test_every_save_into_a_missing_folder_is_reported_in_the_programs_order(tmp_
     assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
         (1, "cannot save into 'nodir1'"), (3, "cannot save into 'nodir2'"),
         (5, "cannot save into 'nodir3'")]
+
+
+@pytest.mark.parametrize("body, refused", [
+    ('let save_ckpt = 0\nif save_ckpt == 1 {\n    save([[1]], "nod/a.npy")\n}\n', False),
+    ('let save_ckpt = 0\nif not save_ckpt {\n    print 1\n} else {\n    save([[1]], "nod/a.npy")\n}\n',
+     False),
+    ('let steps = 1\nfor s in 0..steps - 1 {\n    save([[1]], "nod/a.npy")\n}\n', False),
+    ('let steps = 0\nfor s in 0..steps * 2 {\n    save([[1]], "nod/a.npy")\n}\n', False),
+    ('let steps = 3\nfor s in 0..steps % 2 {\n    save([[1]], "nod/a.npy")\n}\n', True),
+    # a condition on the loop's index may hold at some step
+    ('let every = 1000\nfor step in 0..10 {\n    if step % every == every - 1 {\n'
+     '        save([[1]], "nod/a.npy")\n    }\n}\n', True),
+    # a NaN holds, as the if takes it
+    ('let k = 0 / 0\nif k {\n    save([[1]], "nod/a.npy")\n}\n', True),
+    ('let k = 2\nif k > 1 and k < 3 {\n    save([[1]], "nod/a.npy")\n}\n', True),
+])
+def test_a_save_the_programs_own_arithmetic_rules_out_needs_no_folder(tmp_path, body, refused):
+    """Found by a docs check: only a bare name or number had been read, so `if save_ckpt == 1`
+    and `0..steps - 1` were refused."""
+    text = body + "print 7\n"
+    if refused:
+        e = error(text, path=str(tmp_path / "t.mg"))
+        assert e.message.startswith("cannot save into 'nod': no such directory")
+    else:
+        assert run(text, path=str(tmp_path / "t.mg"))[-1].item() == 7

@@ -838,11 +838,29 @@ def save_folders(nodes, effects) -> list:
     return out
 
 
-def _known_number(node):
-    """The number a node holds when the program writes it (a literal, under the names bound
-    to it), else None."""
+# the ops of numbers :func:`_known_number` computes, as NumPy computes them on float64 scalars
+_SCALAR_OPS = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "remainder": np.remainder, "negate": np.negative, "maximum": np.maximum,
+    "minimum": np.minimum, "floor": np.floor, "abs": np.abs,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal, "logical_not": np.logical_not,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+}
+
+
+def _known_number(node, depth=0):
+    """The number a node holds when the program's own numbers fix it (a literal, a name bound
+    to one, and arithmetic and comparisons of such: ``steps - 1``, ``save_ckpt == 1``), else
+    None."""
     while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
         node = node.args[0]
+    if node.kind == OP and node.op.name in _SCALAR_OPS and depth < 32:
+        args = [_known_number(a, depth + 1) for a in node.args]
+        if any(a is None for a in args) or len(args) != node.op.arity:
+            return None
+        with np.errstate(all="ignore"):
+            return float(_SCALAR_OPS[node.op.name](*[np.float64(a) for a in args]))
     if node.kind != CONST:
         return None
     value = np.asarray(node.value)
