@@ -98,9 +98,10 @@ def logits(x: tensor[112x4], e: tensor[4x8], g1: tensor[1x8], n1: tensor[1x8],
 def loss(lg: tensor[112x4], y: tensor[112x4]) = col_sum(row_sum(y * nn.log_softmax(lg))) * -0.015625
 def correct(lg: tensor[112x4], y: tensor[112x4]) = col_sum(row_sum(ge(lg, row_max(lg)) * y))
 
-# ---- training: 200 steps of gradient descent, learning rate 1
+# ---- training: 200 steps of gradient descent, learning rate 1 (goat run --let steps=20 ...)
 let lr = 1.0
-for step in 0..200 {
+let steps = 200
+for step in 0..steps {
     let Ge, Gg1, Gn1, Gwq, Gwk, Gwv, Gwo, Gg2, Gn2, Gw1, Gc1, Gw2, Gc2, Ggf, Gnf, Gwu = backward(
         x, y, e, g1, n1, wq, wk, wv, wo, g2, n2, w1, c1, w2, c2, gf, nf, wu)
     if step == 0 or step == 1 or step == 10 or step == 25 or step == 50 or step == 100 or step == 150 {
