@@ -744,7 +744,7 @@ def _chapter_losses(be, steps=51):
     """The chapter's training (examples/lm35/train.mg) for ``steps`` steps on back end
     ``be``, the loss before each step read in full (%.17g)."""
     text = (EXAMPLES / "lm35" / "train.mg").read_text()
-    for old, new in (("for step in 0..200 {", "for step in 0..%d {" % steps),
+    for old, new in (("let steps = 200\n", "let steps = %d\n" % steps),
                      ("    if step == 0 or step == 1 or step == 10 or step == 25 or step == 50 "
                       "or step == 100 or step == 150 {", "    if 1 == 1 {"),
                      ('"step {step}: loss {loss(lg, y)}, {correct(lg, y)} of 64 correct"',
