@@ -146,3 +146,31 @@ def test_a_constant_a_def_reads_ties_nothing_to_it():
         s.run("w = w * 0.5 + 1")
         held.append(_big_values(s))
     assert held[-1] == held[0] == 1, held
+
+
+def test_a_training_loop_run_again_and_again_keeps_no_earlier_weights():
+    """A for loop of training steps that reads a data let, typed again and again, had kept
+    each earlier w (a path from the data to w ran through every loop); grad never
+    differentiates through a for loop, so none is needed."""
+    step = ("for i in 0..3 {{ w = w - {lr} * grad(col_sum(row_sum((x @ w - t) * (x @ w - t))), "
+            "w) }}")
+    sessions = []
+    for cls in (Session, KeepingSession):
+        s = cls(out=io.StringIO())
+        s.run("let x = randn(tensor[400x400], 1) * 0.05")
+        s.run("let t = randn(tensor[400x400], 2)")
+        s.run("var w = zeros(tensor[400x400])")
+        held = []
+        for k in range(10):
+            s.run(step.format(lr=0.01 / (k + 1)))
+            held.append(_big_values(s))
+        sessions.append((s, held))
+    (s, held), (ref, ref_held) = sessions
+    assert held[-1] == held[1] <= 3, held          # x, t and w
+    assert ref_held[-1] > ref_held[1]              # (the reference keeps every w)
+    (r,) = s.run("col_sum(row_sum(w * w))")
+    (want,) = ref.run("col_sum(row_sum(w * w))")
+    assert r.value.tolist() == want.value.tolist() and r.value.item() > 0
+    # a grad through the loops is refused as in a file, whatever was dropped
+    with pytest.raises(GoatError, match="cannot differentiate through the for loop"):
+        s.run("let g = grad(col_sum(row_sum(w)), x)")

@@ -38,7 +38,7 @@ from ..ops import REGISTRY, builtin_names
 from ..ops.registry import TRANSFORMS, signature
 from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
-from ..typecheck.program import CONST, Program, subregions
+from ..typecheck.program import CONST, LOOP, Program, subregions
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
@@ -375,7 +375,9 @@ class Session:
         A later statement reads the values names reach (Checker.reachable), and a later
         ``grad`` may read more: it differentiates through earlier statements, so a node on a
         path from one reachable value to another (``let c = b * 4`` then ``grad(f(c), b)``)
-        is needed, with its operands (the 4).  Everything else can go: a var's earlier
+        is needed, with its operands (the 4); not through a for loop, which grad never
+        differentiates through (a loop of training steps run again and again had kept each
+        earlier w).  Everything else can go: a var's earlier
         values (after ``w = w + 1`` nothing reachable leads to the old w), a statement's
         intermediate values off such paths, a shown expression's value.
 
@@ -415,6 +417,8 @@ class Session:
         needed = self._held | live if grown else set(live)
         on_path = set(self._on_path) if grown else set()
         for i in sorted(ancestors):     # ids are in creation order: operands first
+            if nodes[i].kind == LOOP:   # grad never differentiates through a for loop
+                continue
             ins = inputs(nodes[i])
             if any(j in starts or j in on_path for j in ins):
                 on_path.add(i)
