@@ -182,3 +182,21 @@ def test_inputs_are_keyed_by_the_name_as_written_in_a_module_too(tmp_path, monke
     got = goat.run_file(str(tmp_path / "proj" / "m.mg"),
                         inputs={"w.npy": np.array([1.0, 2.0]), "v.npy": np.array([10, 20])})
     assert got[0].tolist() == [11.0, 22.0]
+
+
+def test_a_load_that_falls_back_to_a_missing_file_names_the_inputs_keys(tmp_path):
+    """A misspelled key had been ignored: the load read the disk and said only "no such
+    file"."""
+    def message(inputs):
+        with pytest.raises(goat.GoatError) as info:
+            goat.run_source('print load("data/x0.npy", tensor[2])\n',
+                            path=str(tmp_path / "p.mg"), inputs=inputs)
+        return info.value.message
+    assert message({"data/x_0.npy": np.zeros(2)}) == (
+        "cannot load data/x0.npy: no such directory 'data' (inputs= has no 'data/x0.npy'; did "
+        "you mean 'data/x_0.npy'?)")
+    assert message({"a.npy": np.zeros(2), "b.npy": np.zeros(2)}) == (
+        "cannot load data/x0.npy: no such directory 'data' (inputs= has no 'data/x0.npy': its "
+        "keys are 'a.npy', 'b.npy')")
+    # without inputs, the message is the file's alone
+    assert message(None) == "cannot load data/x0.npy: no such directory 'data'"

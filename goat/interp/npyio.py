@@ -133,6 +133,19 @@ class MemoryFiles:
                 return _from_array(self.by_path[absolute], declared, name, "inputs")
         return None
 
+    def missing_hint(self, name: str, message: str) -> str:
+        """For a load of ``name`` that read the disk and failed (``message``) while inputs
+        were given: that none of them is this name, and the closest key."""
+        if not (self.by_name or self.by_path) or "no such" not in message:
+            return ""
+        import difflib
+        keys = sorted(self.by_name) + sorted(self.by_path)
+        close = difflib.get_close_matches(os.path.normpath(name), keys, n=1, cutoff=0.8)
+        return " (inputs= has no %r%s)" % (
+            os.path.normpath(name), "; did you mean %r?" % close[0] if close else
+            ": its keys are %s" % ", ".join(repr(k) for k in keys[:5]) +
+            (", ..." if len(keys) > 5 else ""))
+
     def save(self, value, path: str, name: str) -> bool:
         """Keep ``value`` (written to ``path`` as ``name``) when saves go to ``outputs``;
         False when they go to the disk."""

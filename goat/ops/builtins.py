@@ -632,11 +632,15 @@ def _load(be, path, target):
 
     def run():
         files = be.files            # the Python API's inputs (npyio.MemoryFiles), or None
-        if files is not None:
-            given = files.load(resolved, target, shown)
-            if given is not None:
-                return be.asarray(given)
-        return be.asarray(read_npy(resolved, tuple(target), shown))
+        if files is None:
+            return be.asarray(read_npy(resolved, tuple(target), shown))
+        given = files.load(resolved, target, shown)
+        if given is not None:
+            return be.asarray(given)
+        try:
+            return be.asarray(read_npy(resolved, tuple(target), shown))
+        except OpError as e:        # a key misspelled: the file read instead is not there
+            raise OpError(e.message + files.missing_hint(shown, e.message)) from None
     return run
 
 
