@@ -56,6 +56,7 @@ from .diagnostics import GoatError, Loc, Source
 from .gpu import CHOICES, get_backend, resolve
 from .interp.evaluator import Evaluator
 from .lexer import ast
+from .lexer.lexer import IDENT
 from .lexer.parser import parse
 from .typecheck.checker import Checker
 from .typecheck.program import Program, subregions
@@ -698,7 +699,7 @@ def check_lets(lets, fn: str) -> dict:
         if not isinstance(name, str):
             raise TypeError("goat.%s: lets' keys must be names (str), not %s"
                             % (fn, _type_name(name)))
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not IDENT.fullmatch(name):
             raise ValueError("goat.%s: lets' key %r is not a name" % (fn, name))
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError("goat.%s: lets[%r] must be a number, not %s"

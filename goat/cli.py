@@ -292,8 +292,9 @@ _RUN_OPTIONS_WITH_VALUE = ("--backend", "--dtype", "--threads", "-o", "--output"
 def _let(text: str):
     """--let NAME=VALUE: (name, float)."""
     import re
+    from .lexer.lexer import IDENT
     name, eq, value = text.partition("=")
-    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
+    if not eq or not IDENT.fullmatch(name.strip()):
         raise argparse.ArgumentTypeError("write NAME=VALUE, as in --let lr=3e-4, not %r" % text)
     # a number as the program would write it (ASCII digits, no inf, nan or 1_000)
     if not re.fullmatch(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", value):

@@ -73,7 +73,7 @@ _KIND['"'] = _STRINGK
 _LITERAL_STOPS = re.compile(r"[^0-9eE+\-.,\s]")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")": "(", "]": "[", "}": "{"}
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT = IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")     # a name (IDENT: --let's, lets=')
 _INF = float("inf")
 _CHARACTER_HINTS = {
     "!": "; 'not x' negates a condition, and a != b compares",
