@@ -274,6 +274,9 @@ def test_every_save_into_a_missing_folder_is_reported_in_the_programs_order(tmp_
     # a NaN holds, as the if takes it
     ('let k = 0 / 0\nif k {\n    save([[1]], "nod/a.npy")\n}\n', True),
     ('let k = 2\nif k > 1 and k < 3 {\n    save([[1]], "nod/a.npy")\n}\n', True),
+    # every elementwise op of the registry folds, as the run computes it
+    ('let every = 4\nif maximum(every, 9) < sqrt(every) {\n    save([[1]], "nod/a.npy")\n}\n', False),
+    ('let every = 4\nif exp(every - 4) == 1 {\n    save([[1]], "nod/a.npy")\n}\n', True),
 ])
 def test_a_save_the_programs_own_arithmetic_rules_out_needs_no_folder(tmp_path, body, refused):
     """Found by a docs check: only a bare name or number had been read, so `if save_ckpt == 1`

@@ -838,15 +838,18 @@ def save_folders(nodes, effects) -> list:
     return out
 
 
-# the ops of numbers :func:`_known_number` computes, as NumPy computes them on float64 scalars
-_SCALAR_OPS = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "remainder": np.remainder, "negate": np.negative, "maximum": np.maximum,
-    "minimum": np.minimum, "floor": np.floor, "abs": np.abs,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "logical_not": np.logical_not,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
-}
+@functools.lru_cache(maxsize=1)
+def _host_backend():
+    """The float64 NumPy back end on which :func:`_known_number` computes: the registry's own
+    evaluation of each op, so the numbers it finds are the ones the run will compute."""
+    from ..gpu.numpy_backend import NumpyBackend
+    return NumpyBackend()
+
+
+def _foldable(op) -> bool:
+    """An op of numbers alone, with no attribute, that reads nothing but its operands: an
+    elementwise op (arithmetic, comparisons, logic, ``exp`` ...)."""
+    return "elementwise" in op.tags and op.pure and op.n_values == op.arity
 
 
 def _known_number(node, depth=0):
@@ -855,12 +858,13 @@ def _known_number(node, depth=0):
     None."""
     while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
         node = node.args[0]
-    if node.kind == OP and node.op.name in _SCALAR_OPS and depth < 32:
+    if node.kind == OP and _foldable(node.op) and depth < 32:
         args = [_known_number(a, depth + 1) for a in node.args]
         if any(a is None for a in args) or len(args) != node.op.arity:
             return None
         with np.errstate(all="ignore"):
-            return float(_SCALAR_OPS[node.op.name](*[np.float64(a) for a in args]))
+            value = node.op.evaluate(_host_backend())(*[np.float64(a) for a in args])
+        return float(np.asarray(value).reshape(-1)[0])
     if node.kind != CONST:
         return None
     value = np.asarray(node.value)
