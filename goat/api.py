@@ -591,8 +591,6 @@ def read_source(path) -> Source:
         from .interp.npyio import _os_message       # "no such file", as load says it
         shown = path or "''"
         message = _os_message("read", os.path.abspath(path) if path else path, shown, e)
-        if isinstance(e, FileNotFoundError) and path and os.path.isfile(path + ".mg"):
-            message += "; did you mean %s.mg?" % path
         raise GoatError(message, path=shown) from None
     except ValueError:          # a path with a NUL byte in it
         raise GoatError("cannot read %r: a file name cannot contain a NUL character" % path,
@@ -1075,7 +1073,7 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     program = with_deep_stack(_load, source, timings, lets)
     if output is None:
         output = build.default_output(path, emit_llvm)
-    build.check_output(output, path)
+    build.check_output(output, path, "ll" if emit_llvm else "exe")
     if emit_llvm:
         with_deep_stack(build.emit_llvm, program, output, portable)
     else:

@@ -763,3 +763,38 @@ def test_a_failure_ends_the_process_with_status_1(lib, tmp_path):
     assert p.returncode == 1
     assert p.stdout == "before\n"
     assert p.stderr == PREFIX + "cannot load data/x.npy: no such directory 'data'" + SUFFIX + "\n"
+
+
+@pytest.mark.parametrize("files, missing, hint", [
+    (["data.npy"], "dat.npy", "data.npy"),            # a letter left out
+    (["data.npy"], "dataa.npy", "data.npy"),          # one too many
+    (["train.npy"], "trian.npy", "train.npy"),        # two neighbours swapped
+    (["W.npy"], "w.npy", "W.npy"),                    # the case
+    (["w.npy.gz", "w.npy.bak"], "w.npy", "w.npy.bak"),  # an extension more: the first by bytes
+    (["Data.npy", "data.npy.x"], "data.npy", "Data.npy"),  # the case comes first
+    (["w_100.npy"], "w_200.npy", None),               # a numbered series: another file
+    (["w_10.npy"], "w_100.npy", None),
+    (["abc.npy"], "xyz.npy", None),
+    (["café.npy"], "cafe.npy", None),                 # é is two bytes: two edits, in both
+    (["cafe.npy"], "cafè.npy", None),
+])
+def test_a_missing_file_names_the_file_it_is_likeliest_a_slip_for(lib, tmp_path, files, missing,
+                                                                    hint):
+    """Found by a newcomer: `goat run rnn.m` suggested nothing.  The interpreter and the C
+    runtime pick the same file by the same rules."""
+    (tmp_path / "d").mkdir()
+    for f in files:
+        (tmp_path / "d" / f).write_bytes(b"x")
+    (tmp_path / "d" / "sub.npy").mkdir()         # a folder is no suggestion
+    kind, message = same_load(lib, tmp_path / "d" / missing, (2,), "d/" + missing)
+    assert kind == "error"
+    want = "cannot load d/%s: no such file" % missing
+    assert message == (want + "; did you mean d/%s?" % hint if hint else want)
+
+
+def test_a_missing_file_in_a_huge_folder_gets_no_suggestion(lib, tmp_path):
+    for k in range(10001):
+        (tmp_path / ("f%05d.npy" % k)).write_bytes(b"")
+    (tmp_path / "data.npy").write_bytes(b"")
+    assert same_load(lib, tmp_path / "dat.npy", (2,), "dat.npy") == (
+        "error", "cannot load dat.npy: no such file")

@@ -238,10 +238,13 @@ def test_deep_stack_calls_in_threads_keep_the_recursion_limit():
     assert sys.getrecursionlimit() == before
 
 
-def test_sigterm_unwinds_a_save_and_says_terminated(tmp_path):
-    """kill, timeout and job schedulers send SIGTERM: goat stops as on Ctrl-C -- the
-    temporary file of a save in progress removed, the file saved before intact -- and says
-    so, with status 143 (128 + 15)."""
+@pytest.mark.parametrize("how, status, said", [("SIGTERM", 143, b"goat: terminated\n"),
+                                               ("SIGHUP", 129, b"goat: hung up\n")])
+def test_sigterm_unwinds_a_save_and_says_terminated(tmp_path, how, status, said):
+    """kill, timeout and job schedulers send SIGTERM, a closing terminal SIGHUP: goat stops as
+    on Ctrl-C -- the temporary file of a save in progress removed, the file saved before
+    intact -- and says so, with status 143 (128 + 15) or 129 (128 + 1).  SIGHUP had left the
+    temporary files (found by a breaker)."""
     import signal
     import time
     import numpy as np
@@ -253,9 +256,9 @@ def test_sigterm_unwinds_a_save_and_says_terminated(tmp_path):
     while not (tmp_path / "w.npy").exists() and time.time() < deadline:
         time.sleep(0.005)
     time.sleep(0.05)
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(getattr(signal, how))
     _, err = p.communicate(timeout=60)
-    assert (p.returncode, err) == (143, b"goat: terminated\n")
+    assert (p.returncode, err) == (status, said)
     assert sorted(os.listdir(tmp_path)) == ["s.mg", "w.npy"]
     assert np.load(tmp_path / "w.npy").shape == (3000, 1000)
 
@@ -312,6 +315,14 @@ def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
     status, out, err = cli("run", "train", cwd=str(tmp_path))
     assert (status, err) == (1, "train: error: cannot read train: no such file; did you mean "
                                 "train.mg?\n")
+    # found by a newcomer: a slip in the name itself had no suggestion
+    for slip in ("train.m", "trian.mg", "Train.mg", "./tain.mg"):
+        status, out, err = cli("run", slip, cwd=str(tmp_path))
+        near = os.path.join(os.path.dirname(slip), "train.mg")
+        assert (status, err) == (1, "%s: error: cannot read %s: no such file; did you mean "
+                                    "%s?\n" % (slip, slip, near))
+    status, out, err = cli("run", "tests.mg", cwd=str(tmp_path))
+    assert (status, err) == (1, "tests.mg: error: cannot read tests.mg: no such file\n")
 
 
 def test_check_refuses_a_dtype_without_cost(tmp_path):

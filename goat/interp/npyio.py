@@ -636,7 +636,7 @@ def _os_message(verb: str, path: str, name: str, e: OSError) -> str:
         elif verb == "save":
             why = "no such directory %r" % (shown_dir or os.curdir)
         else:
-            why = "no such file"
+            why = "no such file" + _nearby(path, name)
     elif code == errno.ENOTDIR:
         why = "%r is not a directory" % _first_non_directory(real_dir, shown_dir)
     elif code in (errno.EACCES, errno.EPERM):
@@ -659,6 +659,69 @@ def _os_message(verb: str, path: str, name: str, e: OSError) -> str:
         text = e.strerror or str(e) or type(e).__name__
         why = text[:1].lower() + text[1:]
     return "cannot %s %s: %s" % (verb, name, why)
+
+
+def _nearby(path: str, name: str) -> str:
+    """For a file ``path`` (written ``name``) that does not exist: "; did you mean NAME?" with
+    the file of its folder it is likeliest a slip for, else "".  In this order, the first by
+    byte order: the same name in other (ASCII) case; the name with an extension added (rnn for
+    rnn.mg); the name with one character inserted, deleted or replaced, or two neighbours
+    swapped (dat.npy for data.npy), unless only digits changed (w_100.npy for w_200.npy is
+    another file of a numbered series, not a slip).  Names compare as bytes, as the C runtime
+    compares them (goat/aot/runtime/npy.c, nearby), so that both say the same."""
+    base = os.fsencode(os.path.basename(path))
+    if not base:
+        return ""
+    try:
+        entries = []
+        with os.scandir(os.path.dirname(path) or os.curdir) as it:
+            for entry in it:
+                if entry.is_file():
+                    if len(entries) >= _NEARBY_FILES:   # not worth reading a huge folder
+                        return ""
+                    entries.append(os.fsencode(entry.name))
+    except OSError:
+        return ""
+    entries.sort()
+    lower = base.lower()
+    for rule in (lambda e: e != base and e.lower() == lower,
+                 lambda e: e.startswith(base + b"."),
+                 lambda e: _one_edit(base, e)):
+        for e in entries:
+            if rule(e):
+                return "; did you mean %s?" % os.path.join(os.path.dirname(name),
+                                                           os.fsdecode(e))
+    return ""
+
+
+_NEARBY_FILES = 10000       # a folder with more files than this gets no "did you mean"
+
+
+def _one_edit(a: bytes, b: bytes) -> bool:
+    """Whether ``b`` is ``a`` with one byte inserted, deleted or replaced, or two neighbours
+    swapped, where what changed is not digits alone."""
+    la, lb = len(a), len(b)
+    if a == b or abs(la - lb) > 1:
+        return False
+    i = 0
+    while i < min(la, lb) and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        if a[i + 1:] == b[i + 1:]:
+            changed = a[i:i + 1] + b[i:i + 1]
+        elif i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2:] == b[i + 2:]:
+            changed = a[i:i + 2]
+        else:
+            return False
+    elif la + 1 == lb:
+        if a[i:] != b[i + 1:]:
+            return False
+        changed = b[i:i + 1]
+    else:
+        if a[i + 1:] != b[i:]:
+            return False
+        changed = a[i:i + 1]
+    return not changed.isdigit()
 
 
 def _first_non_directory(real_dir: str, shown_dir: str) -> str:

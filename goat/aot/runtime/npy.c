@@ -41,6 +41,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -3230,6 +3231,130 @@ static char *first_non_directory(const char *real_dir, const char *shown_dir)
     return found;
 }
 
+/* _one_edit: b is a with one byte inserted, deleted or replaced, or two neighbours swapped,
+ * where what changed is not digits alone */
+static int one_edit(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), i = 0;
+    if (strcmp(a, b) == 0 || (la > lb ? la - lb : lb - la) > 1)
+        return 0;
+    while (i < la && i < lb && a[i] == b[i])
+        i++;
+    char changed[3] = {0};
+    if (la == lb) {
+        if (strcmp(a + i + 1, b + i + 1) == 0) {
+            changed[0] = a[i];
+            changed[1] = b[i];
+        } else if (i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i]
+                   && strcmp(a + i + 2, b + i + 2) == 0) {
+            changed[0] = a[i];
+            changed[1] = a[i + 1];
+        } else {
+            return 0;
+        }
+    } else if (la + 1 == lb) {
+        if (strcmp(a + i, b + i + 1) != 0)
+            return 0;
+        changed[0] = b[i];
+    } else {
+        if (strcmp(a + i + 1, b + i) != 0)
+            return 0;
+        changed[0] = a[i];
+    }
+    for (const char *c = changed; *c; c++)
+        if (*c < '0' || *c > '9')
+            return 1;
+    return 0;
+}
+
+static int ascii_same_case(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = (*a >= 'A' && *a <= 'Z') ? (char)(*a - 'A' + 'a') : *a;
+        char y = (*b >= 'A' && *b <= 'Z') ? (char)(*b - 'A' + 'a') : *b;
+        if (x != y)
+            return 0;
+    }
+    return *a == *b;
+}
+
+static int by_bytes(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+#define NEARBY_FILES 10000
+
+/* _nearby: for a file `path` (written `name`) that does not exist, "; did you mean NAME?"
+ * with the file of its folder it is likeliest a slip for (the rules of npyio._nearby) */
+static void nearby(goat_str *m, const char *path, const char *name)
+{
+    const char *base = py_basename(path);
+    if (!base[0])
+        return;
+    char *folder = py_dirname(path);
+    DIR *d = opendir(folder[0] ? folder : ".");
+    if (d == NULL) {
+        free(folder);
+        return;
+    }
+    char **entries = NULL;
+    size_t n = 0, cap = 0;
+    int too_many = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char *full = py_join(folder, de->d_name);
+        struct stat st;
+        int regular = stat(full, &st) == 0 && S_ISREG(st.st_mode);
+        free(full);
+        if (!regular)
+            continue;
+        if (n >= NEARBY_FILES) {
+            too_many = 1;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **grown = realloc(entries, cap * sizeof *entries);
+            if (grown == NULL) {
+                too_many = 1;
+                break;
+            }
+            entries = grown;
+        }
+        entries[n++] = xstrdup(de->d_name);
+    }
+    closedir(d);
+    free(folder);
+    const char *found = NULL;
+    if (!too_many) {
+        qsort(entries, n, sizeof *entries, by_bytes);
+        size_t lb = strlen(base);
+        for (int rule = 0; rule < 3 && found == NULL; rule++)
+            for (size_t k = 0; k < n && found == NULL; k++) {
+                const char *e = entries[k];
+                if (rule == 0 ? strcmp(e, base) != 0 && ascii_same_case(e, base)
+                    : rule == 1 ? strncmp(e, base, lb) == 0 && e[lb] == '.'
+                    : one_edit(base, e))
+                    found = e;
+            }
+    }
+    if (found != NULL) {
+        char *shown_dir = py_dirname(name);
+        char *shown = py_join(shown_dir, found);
+        sb(m, "; did you mean ");
+        sb(m, shown);
+        sb(m, "?");
+        free(shown);
+        free(shown_dir);
+    }
+    for (size_t k = 0; k < n; k++)
+        free(entries[k]);
+    free(entries);
+}
+
 /* _os_message: "cannot load x.npy: no such file" and the like, from an errno.
  * `strerror_text`: the OSError's strerror where it is not strerror(code). */
 static void os_message(goat_str *m, const char *verb, const char *path, const char *name,
@@ -3251,6 +3376,7 @@ static void os_message(goat_str *m, const char *verb, const char *path, const ch
             repr_path(m, shown_dir[0] ? shown_dir : ".");
         } else {
             sb(m, "no such file");
+            nearby(m, path, name);
         }
     } else if (code == ENOTDIR) {
         char *f = first_non_directory(real_dir, shown_dir);
