@@ -312,11 +312,19 @@ class _Pass:
                 if not active.get(src.id):      # a value differentiated with respect to
                     continue
                 if src.kind == LOOP:
+                    params = src.value.params       # the index, then the carried vars
+                    k = n.attrs[0] + 1
+                    what = getattr(params[k], "what", "") if k < len(params) else ""
+                    var = what[4:] if what.startswith("var ") else None
                     raise GoatError(
                         "grad cannot differentiate through the for loop on line %d: the loss "
-                        "depends on a var the loop assigns; take the gradient inside the loop "
-                        "(as a training step does), or compute the loss from values no loop "
-                        "changes" % src.loc.line, self.loc)
+                        "depends on %s, which the loop assigns; take the gradient inside the "
+                        "loop (as a training step does), compute the loss from values no loop "
+                        "changes, or write stop_gradient(%s) where the loss uses it to take "
+                        "its value as a constant (backpropagation through time is written "
+                        "step by step: see 'grad and loops' in docs/language.md)"
+                        % (src.loc.line, "var %s" % var if var else "a var",
+                           var or "..."), self.loc)
                 slot = gets.setdefault(src.id, {})
                 k = n.attrs[0]
                 slot[k] = g if k not in slot else self.b.op(_ADD, (slot[k], g), n.loc)
