@@ -2,8 +2,9 @@
 
 Exit status: 0 success; 1 an error in the program, its input, its output or the command line
 (reported as ``PATH:LINE: error: MESSAGE``); 2 a bug in goat itself (one line asking for a
-report); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM: kill, timeout, a job scheduler),
-unwound as Ctrl-C is, so that no half-written file is left.
+report); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM: kill, timeout, a job scheduler)
+and 129 hung up (SIGHUP: the terminal closed), unwound as Ctrl-C is, so that no half-written
+file is left.
 
 The standard streams may be closed, opened the wrong way, or full, and goat still ends with
 a status that says what happened:
@@ -32,7 +33,7 @@ import errno
 import os
 import sys
 
-from .diagnostics import Terminated
+from .diagnostics import Terminated, stopping_signals
 
 from . import __version__
 from .diagnostics import GoatError, internal_error_line
@@ -492,7 +493,7 @@ def _time_report(args, status: int) -> str | None:
                                     and failed != "compile"):
             continue
         if phase == failed:
-            word = "interrupted" if status in (130, 143) else "failed"
+            word = "interrupted" if status in (129, 130, 143) else "failed"
             parts.append("%s %s after %.3f s" % (phase, word, timings[phase]))
             break
         parts.append("%s %.3f s" % (phase, timings[phase]))
@@ -544,7 +545,7 @@ def _cmd_compile(args) -> int:
     output = args.output
     if output is None:
         output = default_output(args.file, args.emit_llvm)
-    check_output(output, args.file)
+    check_output(output, args.file, "ll" if args.emit_llvm else "exe")
     if args.emit_llvm:
         with _timed(args.timings, "compile"):
             with_deep_stack(emit_llvm, program, output, args.portable)
@@ -603,28 +604,28 @@ _ran_repl = False
 
 
 def _on_sigterm(signum, frame):
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def main(argv=None) -> int:
     """Run the command line ``argv``; its exit status.  Ctrl-C raises KeyboardInterrupt and
-    SIGTERM :class:`Terminated` while it runs, so that what is under way unwinds."""
+    SIGTERM or SIGHUP :class:`Terminated` while it runs, so that what is under way unwinds."""
     import signal
     import threading
     previous = []
     if threading.current_thread() is threading.main_thread():
         try:
             previous = [(s, signal.signal(s, h)) for s, h in
-                        ((signal.SIGINT, signal.default_int_handler),
-                         (signal.SIGTERM, _on_sigterm))]
+                        [(signal.SIGINT, signal.default_int_handler)]
+                        + [(t, _on_sigterm) for t in stopping_signals()]]
         except (ValueError, OSError):
             previous = []
     try:
         try:
             return _main(argv)
-        except Terminated:          # in the moment after the command ended (freeing it)
-            _say("goat: terminated\n")
-            return 143
+        except Terminated as e:     # in the moment after the command ended (freeing it)
+            _say(e.line + "\n")
+            return e.status
         except KeyboardInterrupt:
             _say("goat: interrupted\n")
             return 130
@@ -668,9 +669,9 @@ def _main(argv=None) -> int:
             pass
         _say(e.render() + "\n")
         status = 1
-    except Terminated:
-        _say("goat: terminated\n")
-        status = 143
+    except Terminated as e:
+        _say(e.line + "\n")
+        status = e.status
     except KeyboardInterrupt:
         _say("goat: interrupted\n")
         status = 130
@@ -766,7 +767,7 @@ def entry() -> None:
     """The console script."""
     import signal
     from .diagnostics import stop_quietly
-    for s in (signal.SIGINT, signal.SIGTERM):
+    for s in (signal.SIGINT,) + stopping_signals():
         signal.signal(s, stop_quietly)
     _reserve_standard_descriptors()
     argv = sys.argv[1:]

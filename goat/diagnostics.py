@@ -298,16 +298,47 @@ def internal_error_line(exc: BaseException) -> str:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (kill, timeout, a job scheduler): unwinds as Ctrl-C does, so that nothing
-    half-written is left; status 143."""
+    """SIGTERM (kill, timeout, a job scheduler) or SIGHUP (the terminal closed): unwinds as
+    Ctrl-C does, so that nothing half-written is left; status 128 + the signal's number (143,
+    129)."""
+
+    def __init__(self, signum: int | None = None):
+        import signal
+        super().__init__()
+        self.signum = signal.SIGTERM if signum is None else signum
+
+    @property
+    def status(self) -> int:
+        return 128 + int(self.signum)
+
+    @property
+    def line(self) -> str:
+        """What goat says as it ends: "goat: terminated" (SIGTERM), "goat: hung up" (SIGHUP)."""
+        import signal
+        return "goat: hung up" if self.signum == getattr(signal, "SIGHUP", None) else \
+            "goat: terminated"
+
+
+def stopping_signals() -> tuple:
+    """The signals that end goat by unwinding (:class:`Terminated`): SIGTERM, and SIGHUP
+    where the system has it."""
+    import signal
+    return (signal.SIGTERM,) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 def stop_quietly(signum, frame):
-    """A handler for Ctrl-C and SIGTERM while goat starts or ends (outside the command,
-    which unwinds on KeyboardInterrupt and :class:`Terminated`): one line, the status (130,
-    143), no traceback."""
+    """A handler for Ctrl-C, SIGTERM and SIGHUP while goat starts or ends (outside the
+    command, which unwinds on KeyboardInterrupt and :class:`Terminated`): one line, the
+    status (130, 143, 129), no traceback."""
     import os
     import signal
-    term = signum == signal.SIGTERM
-    os.write(2, b"goat: terminated\n" if term else b"goat: interrupted\n")
-    os._exit(143 if term else 130)
+    if signum == signal.SIGINT:
+        line, status = "goat: interrupted", 130
+    else:
+        stop = Terminated(signum)
+        line, status = stop.line, stop.status
+    try:
+        os.write(2, line.encode() + b"\n")
+    except OSError:         # the terminal is gone (SIGHUP)
+        pass
+    os._exit(status)

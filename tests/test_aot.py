@@ -8,6 +8,7 @@ run-time errors by their whole report.
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -489,6 +490,37 @@ def test_outputs_that_cannot_be_written_are_errors_not_crashes(env, tmp_path):
     assert os.listdir(tmp_path / "adir") == [] and sorted(os.listdir(tmp_path)) == ["adir", "p.mg"]
     with pytest.raises(goat.GoatError, match="it is the program being compiled"):
         goat.compile_file(str(src), str(src))
+
+
+def test_compile_never_replaces_a_device_a_pipe_or_a_program(env, tmp_path):
+    """Found by a breaker: as root, -o /dev/null had replaced the machine's /dev/null with the
+    executable (and -o a named pipe, or a module the program imports, each with a file)."""
+    src = tmp_path / "p.mg"
+    src.write_text("import mymod\nprint mymod.k\n")
+    (tmp_path / "mymod.mg").write_text("let k = [[3]]\n")
+    os.mkfifo(tmp_path / "fifo")
+    cases = [
+        (["-o", str(tmp_path / "fifo")],
+         "goat: error: cannot write %s: it is a named pipe, not a regular file" % (tmp_path / "fifo")),
+        (["-o", str(tmp_path / "mymod.mg")],
+         "goat: error: cannot write %s: a .mg file is a goat program, and goat compile writes an "
+         "executable (name it %s)" % (tmp_path / "mymod.mg", tmp_path / "mymod")),
+        (["--emit-llvm", "-o", str(tmp_path / "mymod.mg")],
+         "goat: error: cannot write %s: a .mg file is a goat program, and goat compile writes "
+         "LLVM IR (name it %s)" % (tmp_path / "mymod.mg", tmp_path / "mymod.ll")),
+    ]
+    if os.path.exists("/dev/null"):
+        cases.append((["-o", "/dev/null"], "goat: error: cannot write /dev/null: it is a "
+                                           "character device, not a regular file"))
+    for extra, first in cases:
+        r = goat_cmd(["compile", "--aot", str(src)] + extra, env)
+        assert (r.returncode, r.stdout, r.stderr) == (1, "", first + "\n")
+    assert (tmp_path / "mymod.mg").read_text() == "let k = [[3]]\n"
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "mymod.mg", "p.mg"]
+    with pytest.raises(goat.GoatError, match="it is a named pipe, not a regular file"):
+        goat.compile_file(str(src), str(tmp_path / "fifo"))
     with pytest.raises(TypeError, match="opt must be an int"):
         goat.compile_file(str(src), str(tmp_path / "x"), opt="2")
 
@@ -514,7 +546,7 @@ def test_a_damaged_cache_entry_is_built_again(env, tmp_path):
     assert not [f for f in os.listdir(folder) if f.startswith(".goat")]
 
 
-@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_an_interrupted_compiled_run_removes_the_save_in_progress(env, tmp_path, how):
     """Ctrl-C or SIGTERM reaching goat run --aot during a save: goat passes it on, the
     compiled program removes its temporary file and ends, goat says so (130 or 143); the
@@ -531,8 +563,9 @@ def test_an_interrupted_compiled_run_removes_the_save_in_progress(env, tmp_path,
         time.sleep(0.01)
     p.send_signal(getattr(signal, how))
     _, err = p.communicate(timeout=60)
-    assert (p.returncode, err) == ((130, b"goat: interrupted\n") if how == "SIGINT"
-                                   else (143, b"goat: terminated\n"))
+    assert (p.returncode, err) == {"SIGINT": (130, b"goat: interrupted\n"),
+                                   "SIGTERM": (143, b"goat: terminated\n"),
+                                   "SIGHUP": (129, b"goat: hung up\n")}[how]
     left = sorted(f for f in os.listdir(tmp_path) if f.startswith("."))
     assert left == []
     for f in tmp_path.glob("w*.npy"):

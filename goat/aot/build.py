@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -79,13 +80,26 @@ def _write_error(path: str, e: OSError, verb: str = "write") -> str:
     return _os_message(verb, os.path.abspath(path), path, e)
 
 
-def check_output(output: str, program_path: str | None) -> None:
+def check_output(output: str, program_path: str | None, output_kind: str = "exe") -> None:
     """GoatError unless ``output`` can be written by goat compile: a file name, not a
-    folder, in a folder that exists, and not the program being compiled."""
+    folder, a device or a pipe, in a folder that exists, not a goat program (a .mg name) and
+    not the program being compiled.  ``output_kind``: "exe" or "ll" (--emit-llvm)."""
     if not output:
         raise GoatError("cannot write the output: the file name is empty", path="goat")
     if os.path.isdir(output):
         raise GoatError("cannot write %s: it is a directory" % output, path="goat")
+    try:
+        st = os.stat(output)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # found by a breaker: as root, -o /dev/null had replaced the machine's /dev/null
+        from ..interp.npyio import _require_regular
+        from ..ops.registry import OpError
+        try:
+            _require_regular(st, output, "write")
+        except OpError as e:
+            raise GoatError(e.message, path="goat") from None
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
         raise GoatError("cannot write %s: its folder %s does not exist" % (output, folder),
@@ -98,6 +112,12 @@ def check_output(output: str, program_path: str | None) -> None:
         if same:
             raise GoatError("cannot write %s: it is the program being compiled (name another "
                             "output with -o)" % output, path="goat")
+    if output.endswith(".mg"):
+        raise GoatError("cannot write %s: a .mg file is a goat program, and goat compile "
+                        "writes %s (name it %s)" % (
+                            output, "LLVM IR" if output_kind == "ll" else "an executable",
+                            output[:-3] + (".ll" if output_kind == "ll" else "")),
+                        path="goat")
 
 
 def _host():
@@ -365,7 +385,7 @@ def emit_llvm(program, output: str, portable: bool = False) -> None:
     module = lower(program, numpy=_libraries(portable))
     llvm = _host()
     module.triple = llvm.get_process_triple()
-    check_output(output, None)
+    check_output(output, None, "ll")
     _write_atomic(output, str(module).encode(), 0o666 & ~_umask())
 
 
@@ -415,8 +435,8 @@ def cached_executable(program, source, timings: dict | None = None,
 
 
 def run_executable(exe: str) -> int:
-    """Run a compiled program with this process's standard streams; its exit status.  Ctrl-C
-    or SIGTERM reaching goat is passed on to the program (it removes a save's temporary file
+    """Run a compiled program with this process's standard streams; its exit status.  Ctrl-C,
+    SIGTERM or SIGHUP reaching goat is passed on to the program (it removes a save's temporary file
     and ends), waited for, and raised again here; a program ended by a signal of its own is
     reported in one line, status 128 + the signal's number."""
     import signal
@@ -439,7 +459,7 @@ def run_executable(exe: str) -> int:
     try:
         status = p.wait()
     except BaseException as e:
-        sig = signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT
+        sig = e.signum if isinstance(e, Terminated) else signal.SIGINT
         try:
             p.send_signal(sig)
             p.wait(timeout=10)
@@ -454,8 +474,8 @@ def run_executable(exe: str) -> int:
             name = "signal %d" % -status
         if -status == signal.SIGINT:
             raise KeyboardInterrupt
-        if -status == signal.SIGTERM:
-            raise Terminated()
+        if -status == signal.SIGTERM or -status == getattr(signal, "SIGHUP", None):
+            raise Terminated(-status)
         if sys.stderr is not None:
             sys.stderr.write("goat: error: the compiled program %s was ended by %s\n"
                              % (exe, name))
