@@ -1123,3 +1123,66 @@ def test_a_block_of_a_loaded_file_meeting_a_session_name_says_how_to_forget_it(t
     # in a file on its own the rule is the same, without the REPL's way out
     e = error("let l = 1\nfor i in 0..2 {\n  let l = i * 2\n}\n")
     assert e.message.endswith("a block cannot define it again")
+
+
+# found by a newcomer writing an RNN: each message says what to write instead
+@pytest.mark.parametrize("src, message", [
+    # the annotation of the let is the shape the hint writes
+    ("var wx: tensor[1x16] = randn(1) * 0.5\n",
+     "randn takes 2 arguments, got 1; the shape may be left out only where the call is the "
+     "whole value of an annotated let or var (let x: tensor[1x16] = randn(...)); inside a "
+     "larger expression, write it: randn(tensor[1x16], ...)"),
+    ("let a = zeros() + 1\n",
+     "zeros takes 1 argument, got 0; the shape may be left out only where the call is the "
+     "whole value of an annotated let or var (let x: tensor[4x4] = zeros(...)); inside a "
+     "larger expression, write it: zeros(tensor[4x4])"),
+    # sizes are not arithmetic: a ? for reshape, the number for numbers alone
+    ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * H])\n",
+     "malformed type tensor[3, H * H]: write its dimensions as 6x6, ?x4 or N, K; a size is a "
+     "number, a size variable or ?, not arithmetic: reshape works out one ? from the others "
+     "(reshape(x, tensor[3, ?]))"),
+    ("let a: tensor[2 * (3 + 1), 4] = zeros()\n",
+     "malformed type tensor[2 * (3 + 1), 4]: write its dimensions as 6x6, ?x4 or N, K; a size is "
+     "a number, a size variable or ?, not arithmetic: tensor[8, 4]"),
+    # the loss among the names
+    ("var w = randn(tensor[2x2], 1)\nlet loss = col_sum(row_sum(w * w))\nprint grad(w, loss)\n",
+     "grad takes the loss first, then the names: grad(loss, w) (its first argument must be a "
+     "loss of one element, and w is 2x2)"),
+    # a vector where @ needs a matrix
+    ("print [1, 2, 3] @ [[1], [2], [3]]\n",
+     "cannot matrix-multiply shapes 3 and 3x1: both operands of @ must be matrices (rank 2 or "
+     "more); a vector on the left is a row, a 1x3 matrix: reshape(x, tensor[1x3])"),
+    ("print [[1, 2]] @ [3, 4]\n",
+     "cannot matrix-multiply shapes 1x2 and 2: both operands of @ must be matrices (rank 2 or "
+     "more); a vector on the right is a column, a 2x1 matrix: reshape(x, tensor[2x1])"),
+])
+def test_a_newcomers_slip_gets_what_to_write(src, message):
+    assert error(src).message == message
+
+
+def test_grad_through_a_loop_names_the_var_and_stop_gradient():
+    """Found by a newcomer: which of eight vars the loop error meant had to be guessed."""
+    e = error("var w = [[0.5]]\nvar h = [[1.0]]\nvar c = [[2.0]]\nfor t in 0..3 {\n"
+              "    c = c + 1\n    h = tanh(h * w)\n}\nlet l = col_sum(h * w)\nprint grad(l, w)\n")
+    assert e.line == 9
+    assert e.message.startswith(
+        "grad cannot differentiate through the for loop on line 4: the loss depends on var h, "
+        "which the loop assigns; take the gradient inside the loop (as a training step does), "
+        "compute the loss from values no loop changes, or write stop_gradient(h) where the "
+        "loss uses it")
+
+
+def test_save_never_writes_over_a_goat_program(tmp_path):
+    """Found by a breaker: save(w, "self.mg") had replaced the running program with an array
+    file.  A name ending in .mg is refused when the program is checked, fields or not."""
+    prog = tmp_path / "self.mg"
+    text = 'let w = [[1]]\nsave(w, "self.mg")\nfor s in 0..2 {\n    save(w, "ck_{s}.mg")\n}\n'
+    prog.write_text(text)
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_file(str(prog))
+    assert [(e.line, e.message) for e in info.value.errors] == [
+        (2, "cannot save to self.mg: a .mg file is a goat program, and save writes a NumPy "
+            "array file (name it self.npy)"),
+        (4, "cannot save to ck_{s}.mg: a .mg file is a goat program, and save writes a NumPy "
+            "array file (name it ck_{s}.npy)")]
+    assert prog.read_text() == text

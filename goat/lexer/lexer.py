@@ -353,6 +353,30 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     return statements
 
 
+def _arithmetic_hint(inner: str) -> str:
+    """For a type whose sizes hold arithmetic (tensor[3, H * H]), how to write it: a size is a
+    number, a size variable or ?, and reshape works out one ? from the others."""
+    parts = [p.strip() for p in inner.split(",")]
+    if not any(c in p for p in parts for c in "*+/") and not any(
+            "-" in p.lstrip("-") for p in parts):
+        return ""
+    def number(p):      # the value of arithmetic on whole numbers alone (2*3), else None
+        if not re.fullmatch(r"[0-9 \t*+()-]+", p) or "**" in p or len(p) > 40:
+            return None
+        try:
+            v = eval(p, {"__builtins__": {}})      # digits, + - * and brackets only
+        except Exception:
+            return None
+        return v if type(v) is int and 0 <= v < 10 ** 12 else None
+    sized = [p if not any(c in p for c in "*+-/") else number(p) for p in parts]
+    if all(v is not None for v in sized):
+        return ("; a size is a number, a size variable or ?, not arithmetic: tensor[%s]"
+                % ", ".join(str(v) for v in sized))
+    worked = ", ".join("?" if any(c in p for c in "*+-/") else p for p in parts)
+    return ("; a size is a number, a size variable or ?, not arithmetic: reshape works out one "
+            "? from the others (reshape(x, tensor[%s]))" % worked)
+
+
 def _type_token(source, word, start, end):
     """``scalar`` or ``tensor[...]`` as one TYPE token (its dims tuple in ``extra``)."""
     if word == "scalar":
@@ -376,8 +400,8 @@ def _type_token(source, word, start, end):
             raise GoatError("malformed type tensor[%s]: ... (any leading sizes) comes first and "
                             "once, followed by the other sizes with commas: tensor[..., N, C]"
                             % shown, Loc(source, start, close + 1))
-        raise GoatError("malformed type tensor[%s]: write its dimensions as 6x6, ?x4 or N, K"
-                        % shown, Loc(source, start, close + 1))
+        raise GoatError("malformed type tensor[%s]: write its dimensions as 6x6, ?x4 or N, K%s"
+                        % (shown, _arithmetic_hint(inner)), Loc(source, start, close + 1))
     if any(type(d) is _HugeDim for d in dims):
         raise GoatError(_huge_type_message(dims), Loc(source, start, close + 1))
     if len(dims) == 1 and type(dims[0]) is str and all(

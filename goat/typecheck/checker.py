@@ -798,6 +798,7 @@ class Checker:
         self.gone: dict = {}          # names of blocks that have ended -> their line
         self.depth = 0                # block nesting, for the outline
         self.last = None              # (statement, its value) of the last plain statement checked
+        self.stated = None            # the annotated shape of the let or var being checked
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
         self.grad_used = False        # the def being checked calls grad
@@ -1005,7 +1006,7 @@ class Checker:
         t = type(stmt)
         if t is ast.Let:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
-            node = self.value(stmt.expr, scope, b, want=want)
+            node = self._stated_value(stmt.expr, scope, b, want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
@@ -1026,7 +1027,7 @@ class Checker:
             return self._assign(stmt, scope, b)
         if t is ast.Var:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
-            node = self.value(stmt.expr, scope, b, want=want)
+            node = self._stated_value(stmt.expr, scope, b, want)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
@@ -1047,6 +1048,16 @@ class Checker:
             return self._assert(stmt, scope, b)
         if t is ast.Save:
             node = self.value(stmt.expr, scope, b)
+            tail = stmt.path if isinstance(stmt.path, str) else (
+                stmt.path[-1] if stmt.path and isinstance(stmt.path[-1], str) else "")
+            if tail.endswith(".mg"):
+                # found by a breaker: save(w, "p.mg") had replaced the program p.mg itself
+                at = stmt.path_loc
+                written = (stmt.path if isinstance(stmt.path, str) or at is None
+                           else at.source.text[at.start:at.end].strip('"'))
+                raise GoatError("cannot save to %s: a .mg file is a goat program, and save "
+                                "writes a NumPy array file (name it %s.npy)"
+                                % (written, written[:-3]), stmt.path_loc or stmt.loc)
             if isinstance(stmt.path, str):
                 if not stmt.path:
                     raise GoatError('save needs a file name, such as save(x, "x.npy"); got ""',
@@ -1943,6 +1954,15 @@ class Checker:
         return out, env
 
     # ------------------------------------------------------------------ expressions
+    def _stated_value(self, e, scope, b, want):
+        """The node of a let's or var's value ``e``, annotated with shape ``want`` (or None):
+        a hint for a built-in's missing shape inside ``e`` may write that one."""
+        outer, self.stated = self.stated, want
+        try:
+            return self.value(e, scope, b, want=want)
+        finally:
+            self.stated = outer
+
     def value(self, e, scope, b, want=None):
         """The node of expression ``e``, which must be one tensor (not a tuple)."""
         v = self.expr(e, scope, b, want)
@@ -2163,6 +2183,15 @@ class Checker:
                 raise GoatError("'%s' appears twice among grad's names" % a.name, a.loc)
             wrt.append(self.value(a, scope, b))
             names.append(a.name)
+        ones = [n for n, w in zip(names, wrt) if _one_cell(w.shape)]
+        if (type(e.args[0]) is ast.Name and len(ones) == 1 and not _one_cell(loss.shape)
+                and all(type(d) is int for d in loss.shape)):
+            # grad(w, loss): the loss written among the names
+            order = [e.args[0].name if n == ones[0] else n for n in names]
+            raise GoatError("grad takes the loss first, then the names: grad(%s, %s) (its "
+                            "first argument must be a loss of one element, and %s is %s)"
+                            % (ones[0], ", ".join(order), e.args[0].name,
+                               format_shape(loss.shape)), e.loc)
         return b.grad([loss] + wrt, tuple(names), e.loc)
 
     def _op_call(self, op, e, scope, b, want):
@@ -2182,10 +2211,14 @@ class Checker:
                 hint = "; a shape is written as a type: %s" % _written_call(
                     e.name, params, _sizes_written(e.args))
             elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
+                # the annotation of the let the call stands in is the likeliest shape
+                stated = self.stated
+                sizes = (format_shape(stated).split("x") if stated and all(
+                    type(d) is int for d in stated) else ["4", "4"])
                 hint = ("; the shape may be left out only where the call is the whole value of "
-                        "an annotated let or var (let x: tensor[4x4] = %s(...)); inside a "
-                        "larger expression, write it: %s" % (e.name, _written_call(
-                            e.name, params, ["4", "4"])))
+                        "an annotated let or var (let x: tensor[%s] = %s(...)); inside a "
+                        "larger expression, write it: %s" % ("x".join(sizes), e.name,
+                                                              _written_call(e.name, params, sizes)))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
                             notes=(op.signature,))
@@ -2403,6 +2436,11 @@ def _together(errors, last=None):
     if last is not None and getattr(last, "fatal", False):
         out.fatal = True
     return out
+
+
+def _one_cell(shape) -> bool:
+    """Whether a value of ``shape`` is sure to hold one element (1x1, scalar)."""
+    return all(d == 1 for d in shape if type(d) is int) and all(type(d) is int for d in shape)
 
 
 def _written_call(name, params, sizes=None) -> str:

@@ -199,8 +199,16 @@ def broadcast(verb: str, a: tuple, b: tuple) -> tuple:
 def matmul(a: tuple, b: tuple) -> tuple:
     """The shape of ``a @ b``: ``MxK @ KxN -> MxN``; leading (batch) dimensions broadcast."""
     if len(a) < 2 or len(b) < 2:
+        if len(a) == 0 or len(b) == 0:
+            hint = "; to scale by a number, use * (elementwise)"
+        elif len(a) == 1:
+            hint = ("; a vector on the left is a row, a 1x%s matrix: reshape(x, tensor[1x%s])"
+                    % (format_dim(a[0]), format_dim(a[0])))
+        else:
+            hint = ("; a vector on the right is a column, a %sx1 matrix: reshape(x, tensor[%sx1])"
+                    % (format_dim(b[0]), format_dim(b[0])))
         raise ShapeError("cannot matrix-multiply shapes %s and %s: both operands of @ must be "
-                         "matrices (rank 2 or more)" % (format_shape(a), format_shape(b)))
+                         "matrices (rank 2 or more)%s" % (format_shape(a), format_shape(b), hint))
     k1, k2 = a[-1], b[-2]
     if not (_same(k1, k2) or k1 is None or k2 is None):
         why = "differ" if type(k1) is int and type(k2) is int else "may differ"
