@@ -111,3 +111,28 @@ def test_the_cache_is_bounded(tmp_path):
     data = json.loads((tmp_path / "shapes.json").read_text())
     assert len(data) == parser._SavedShapes.LIMIT
     assert "NUMBER _NL" in data                     # the newest shape is kept
+
+
+def test_well_formed_entries_edited_or_moved_cannot_change_a_program(tmp_path):
+    """Found by a breaker: an entry whose steps were swapped (a - 1 read as 1 - a) or moved to
+    another key passed every check and changed what the program computes, or stopped it with
+    an internal error.  Each entry holds a checksum of its key and steps: one edited is parsed
+    afresh."""
+    cache = tmp_path / "cache"
+    _run(tmp_path, cache)
+    path = _cache_file(cache)
+    data = json.loads(path.read_text())
+    keys = sorted(data)
+    edited = {}
+    for i, key in enumerate(keys):
+        steps, _, check = data[key].rpartition("#")
+        parts = steps.split(";")
+        if i % 3 == 0:          # the steps in another order, the checksum kept
+            edited[key] = ";".join(reversed(parts[:-1]) if len(parts) > 2 else parts) + "#" + check
+        elif i % 3 == 1:        # another key's entry, whole
+            edited[key] = data[keys[(i + 1) % len(keys)]]
+        else:                   # no checksum
+            edited[key] = steps
+    path.write_text(json.dumps(edited))
+    assert _run(tmp_path, cache) is True          # parsed afresh, correctly
+    assert json.loads(path.read_text()) == data   # and written again as it was

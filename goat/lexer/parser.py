@@ -330,6 +330,25 @@ def _encode_steps(steps) -> str:
                     for rule, refs in steps)
 
 
+def _sealed(key: str, text: str) -> str:
+    """A cache entry: the encoded steps of the statement shape ``key``, and a checksum of both
+    (an entry edited, or moved to another key, is not replayed: it would read the statement
+    another way, silently)."""
+    import zlib
+    return "%s#%08x" % (text, zlib.crc32((key + "\0" + text).encode("utf-8")))
+
+
+def _unsealed(key: str, entry) -> str:
+    """The steps of a cache entry for ``key`` that :func:`_sealed` made; ValueError if the
+    checksum does not hold."""
+    if not isinstance(entry, str):
+        raise ValueError("not an entry")
+    text, _, _ = entry.rpartition("#")
+    if _sealed(key, text) != entry:
+        raise ValueError("damaged")
+    return text
+
+
 def _decode_steps(text, ntokens):
     """The steps a cache entry holds, after checking them: known rules, references to tokens
     that exist and to earlier results only.  Raises ValueError otherwise."""
@@ -461,7 +480,7 @@ class _SavedShapes:
                                          .encode("utf-8"))
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                    ".cache")
-            self.path = os.path.join(base, "goat", "statement-shapes-2-%s.json" % digest)
+            self.path = os.path.join(base, "goat", "statement-shapes-3-%s.json" % digest)
         return self.path
 
     def get(self, key):
@@ -480,9 +499,14 @@ class _SavedShapes:
             except (OSError, ValueError, RuntimeError):
                 self.loaded = {}
         k = " ".join(key)
-        steps = self.loaded.get(k)
-        if steps is not None:
-            self.used.append(k)
+        entry = self.loaded.get(k)
+        if entry is None:
+            return None
+        try:
+            steps = _unsealed(k, entry)
+        except ValueError:
+            return None             # damaged: parsed afresh, and written again then
+        self.used.append(k)
         return steps
 
     def add(self, key, steps):
@@ -490,7 +514,8 @@ class _SavedShapes:
             return
         if not self.new:
             atexit.register(self.save)
-        self.new[" ".join(key)] = _encode_steps(steps)
+        k = " ".join(key)
+        self.new[k] = _sealed(k, _encode_steps(steps))
 
     def save(self):
         """Write the known shapes (called once, when the process ends)."""
@@ -849,9 +874,16 @@ def _parse_tokens(build: _Build, tokens: list, start: str):
         except (ValueError, TypeError):
             replay = None           # a damaged cache entry: parse afresh
         if replay is not None:
-            if _room_for(key):
-                _SHAPES[key] = replay
-            return replay(build, tokens)
+            try:
+                stmt = replay(build, tokens)
+            except GoatError:
+                raise
+            except Exception:       # steps that pass every check and still do not fit
+                stmt = None
+            if stmt is not None:
+                if _room_for(key):
+                    _SHAPES[key] = replay
+                return stmt
     stmt, steps = _first_parse(build, tokens, start)
     if steps is not None and _room_for(key):
         _SHAPES[key] = _Shape(key, steps)
