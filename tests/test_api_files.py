@@ -112,7 +112,7 @@ def test_an_output_is_a_copy_of_the_value_then():
     (np.zeros((3, 1), complex), "a.npy (in inputs) holds complex numbers (complex128); goat "
                                 "reads float16, float32 or float64, signed or unsigned "
                                 "integers, or bool"),
-    (np.array([[1], [2], [2 ** 53 + 1]]), "a.npy holds the integer 9007199254740993, which "
+    (np.array([[1], [2], [2 ** 53 + 1]]), "a.npy (in inputs) holds the integer 9007199254740993, which "
                                           "float64 cannot hold exactly (it would round to "
                                           "9007199254740992); goat's values are float64"),
     (np.array([[None], [1], [2]], dtype=object), "cannot load a.npy: the array given for it in "
@@ -200,3 +200,19 @@ def test_a_load_that_falls_back_to_a_missing_file_names_the_inputs_keys(tmp_path
         "keys are 'a.npy', 'b.npy')")
     # without inputs, the message is the file's alone
     assert message(None) == "cannot load data/x0.npy: no such directory 'data'"
+
+
+def test_a_load_after_a_save_to_the_disk_reads_what_was_saved(tmp_path):
+    """Found by a breaker: with inputs= and no outputs=, a save wrote x.npy to the disk but a
+    later load of x.npy in the same run read the inputs' array, where goat run reads the new
+    file."""
+    path = str(tmp_path / "p.mg")
+    text = ('let x = load("x.npy", tensor[2x2])\nsave(x * 5, "x.npy")\n'
+            'let y = load("x.npy", tensor[2x2])\nprint y\n')
+    (y,) = goat.run_source(text, path=path, inputs={"x.npy": np.eye(2)})
+    assert y.tolist() == [[5.0, 0.0], [0.0, 5.0]]
+    assert np.load(tmp_path / "x.npy").tolist() == [[5.0, 0.0], [0.0, 5.0]]
+    # a load before the save still reads the given array
+    (x,) = goat.run_source('print load("x.npy", tensor[2x2])\n', path=path,
+                           inputs={"x.npy": np.eye(2) * 3})
+    assert x.tolist() == [[3.0, 0.0], [0.0, 3.0]]

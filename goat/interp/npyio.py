@@ -115,15 +115,19 @@ class MemoryFiles:
             else:
                 self.by_name[os.path.normpath(name)] = array
         self.outputs = outputs
-        self.saved = {}             # absolute path -> its key in outputs
+        self.saved = {}             # absolute path -> its key in outputs (None: on the disk)
 
     def load(self, path: str, declared: tuple, name: str):
         """The array given for the file at ``path`` (written ``name``), read as a file holding
         it would be; None when none is given.  Raises OpError."""
         if self.saved:
-            key = self.saved.get(os.path.abspath(path))
-            if key is not None and key in self.outputs:
-                return _from_array(self.outputs[key], declared, name, "saved")
+            absolute = os.path.abspath(path)
+            if absolute in self.saved:
+                key = self.saved[absolute]
+                if key is None:             # saved to the disk in this run: read it there
+                    return None
+                if key in self.outputs:
+                    return _from_array(self.outputs[key], declared, name, "saved")
         if self.by_name or self.by_path:
             plain = os.path.normpath(name)
             if plain in self.by_name:
@@ -148,8 +152,10 @@ class MemoryFiles:
 
     def save(self, value, path: str, name: str) -> bool:
         """Keep ``value`` (written to ``path`` as ``name``) when saves go to ``outputs``;
-        False when they go to the disk."""
+        False when they go to the disk (then a later load of that file reads the disk, not
+        ``inputs``' array for it, as it reads the file a save wrote)."""
         if self.outputs is None:
+            self.saved[os.path.abspath(path)] = None
             return False
         dtype = np.float32 if getattr(value, "dtype", None) == np.float32 else np.float64
         try:
@@ -191,7 +197,11 @@ def _from_array(given, declared, name: str, where: str) -> np.ndarray:
         wanted = "a scalar" if len(declared) == 0 else format_type(declared)
         raise OpError("%s (in %s) holds %s, but %s was declared" % (name, where, held, wanted))
     if dtype.kind in "iu" and dtype.itemsize >= 8:
-        _check_exact(given, name)
+        try:
+            _check_exact(given, name)
+        except OpError as e:
+            raise OpError(e.message.replace(name + " holds", "%s (in %s) holds" % (name, where),
+                                            1)) from None
     try:
         return np.array(given, dtype=np.float64, order="C", copy=True)
     except MemoryError:
