@@ -384,15 +384,19 @@ def _check_text(text, fn: str):
                         % (fn, _type_name(text)))
 
 
-def _check_shown_path(path, fn: str):
+def _check_shown_path(path, fn: str) -> str:
+    """``path``, the name errors show for a program given as text: "" is "<string>", the
+    default (errors had shown it as goat's own, "goat:1: error: ...")."""
     if not isinstance(path, str):
         raise TypeError("goat.%s: path (the name errors show for the program) must be a str, "
                         "not %s" % (fn, _type_name(path)))
+    return path or "<string>"
 
 
-def _file_path(path, fn: str) -> str:
-    """A file path argument as a str: a str, bytes or os.PathLike is taken, as open() takes
-    them -- but not an int, which open() would take for a file descriptor (and close)."""
+def _file_path(path, fn: str, what: str = "path") -> str:
+    """A file path argument (``what``: the parameter's name) as a str: a str, bytes or
+    os.PathLike is taken, as open() takes them -- but not an int, which open() would take for a
+    file descriptor (and close)."""
     if isinstance(path, (str, bytes, os.PathLike)):
         try:
             p = os.fspath(path)
@@ -402,12 +406,12 @@ def _file_path(path, fn: str) -> str:
             p = os.fsdecode(p)
         if isinstance(p, str):
             return p
-    if isinstance(path, int):
+    if isinstance(path, int) and what == "path":
         raise TypeError("goat.%s: the path must be a file name (str or os.PathLike), not an "
                         "int; to run a program from an open file, read it and pass the text "
                         "to goat.run_source" % fn)
-    raise TypeError("goat.%s: the path must be a file name (str or os.PathLike), not %s"
-                    % (fn, _type_name(path)))
+    raise TypeError("goat.%s: the %s must be a file name (str or os.PathLike), not %s"
+                    % (fn, what, _type_name(path)))
 
 
 def _check_stdout(stdout, fn: str):
@@ -665,7 +669,7 @@ def load(text, path: str = "<string>", timings: dict | None = None,
     seconds of "parse" and "check" (see :func:`run_source`); ``lets`` as for
     :func:`run_source`."""
     _check_text(text, "load")
-    _check_shown_path(path, "load")
+    path = _check_shown_path(path, "load")
     _check_timings(timings, "load", ("parse", "check"))
     lets = check_lets(lets, "load")
     return _load_text(text, path, timings, lets)
@@ -989,7 +993,7 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     back end, a closed ``stdout``), before anything runs.
     """
     _check_text(text, "run_source")
-    _check_shown_path(path, "run_source")
+    path = _check_shown_path(path, "run_source")
     _check_stdout(stdout, "run_source")
     dtype = _check_backend(backend, "run_source", dtype)
     _check_timings(timings, "run_source")
@@ -1024,7 +1028,7 @@ def check_source(text: str, path: str = "<string>", lets: dict | None = None) ->
     let's node and so its ``.shape``; ``.deferred`` the errors the book finds only when the
     program runs, which goat check reports).  Arguments as for :func:`run_source`."""
     _check_text(text, "check_source")
-    _check_shown_path(path, "check_source")
+    path = _check_shown_path(path, "check_source")
     lets = check_lets(lets, "check_source")
     return _load_text(text, path, None, lets)
 
@@ -1056,7 +1060,7 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     """
     path = _file_path(path, "compile_file")
     if output is not None:
-        output = _file_path(output, "compile_file")
+        output = _file_path(output, "compile_file", "output")
     for name, value in (("portable", portable), ("emit_llvm", emit_llvm)):
         if not isinstance(value, bool):
             raise TypeError("goat.compile_file: %s must be True or False, not %s"

@@ -129,6 +129,10 @@ class _ArgumentParser(argparse.ArgumentParser):
                 " or ".join(options), "is" if len(options) == 1 else "are", command, command)
         elif unknown and command in ("run", "check", "compile"):
             message = "one FILE at a time (also given: %s)" % " ".join(unknown)
+        elif unknown and command == "repl":
+            message = ("goat repl takes no FILE (given: %s): goat run %s runs it, and :load %s "
+                       "in the REPL reads its statements into the session"
+                       % (" ".join(unknown), unknown[0], unknown[0]))
         _say("goat%s: error: %s\n" % (" " + command if command else "", message))
         raise _Exit(1)
 

@@ -761,3 +761,22 @@ def test_a_compiled_executable_checks_save_folders_before_anything_runs(env, tmp
     else:
         assert exe.returncode == 1 and exe.stdout == ""
         assert "cannot save into 'nodir" in exe.stderr
+
+
+@pytest.mark.parametrize("text, message", [
+    ("let z = [[0]]\nfor i in 0..row_sum(z / z) {\n    print i\n}\n",
+     "a loop bound must be a whole number, got -nan"),
+    ("let z = [[0]]\nprint gather([[1], [2]], z / z)\n",
+     "gather's indices must be whole numbers from 0 to 1, got -nan at position 0"),
+    ("let z = [[0]]\nprint onehot(-(z / z), 3)\n",
+     "onehot's indices must be whole numbers from 0 to 2, got nan at position 0"),
+    ("let z = [[0]]\nprint rand(tensor[1x1], reshape(z / z, scalar))\n",
+     "a seed must be a whole number from 0 to 9007199254740991, got -nan"),
+])
+def test_a_nan_in_a_message_has_the_sign_a_print_shows(env, tmp_path, text, message):
+    """Found by a breaker: the same 0/0 was "-nan" in a loop bound's message and "nan" in
+    gather's (and a seed's); each now shows it as print does, run and compiled alike."""
+    (tmp_path / "p.mg").write_text(text)
+    for r in both("p.mg", env, cwd=str(tmp_path)):
+        assert r.returncode == 1
+        assert r.stderr.splitlines()[0].split(": error: ")[1] == message

@@ -376,3 +376,20 @@ def test_a_second_file_is_named_as_one_too_many(tmp_path, argv):
     assert (status, out) == (1, "")
     cmd = argv[0] if argv[0] in ("run", "check") else "run"
     assert err.splitlines()[-1] == "goat %s: error: one FILE at a time (also given: b.mg)" % cmd
+
+
+def test_a_file_given_to_the_repl_says_how_to_run_or_load_it(tmp_path):
+    """Found by a breaker: goat repl d.mg had said argparse's 'unrecognized arguments: d.mg'."""
+    status, out, err = cli("repl", "d.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err.splitlines()[-1] == ("goat repl: error: goat repl takes no FILE (given: d.mg): "
+                                    "goat run d.mg runs it, and :load d.mg in the REPL reads "
+                                    "its statements into the session")
+
+
+def test_an_empty_path_for_a_programs_text_is_the_default_name():
+    """Found by a breaker: run_source(text, path="") showed errors as goat's own, goat:1:."""
+    import goat
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source("print [[1, 2]] + [[1, 2, 3]]\n", path="")
+    assert str(info.value).startswith("<string>:1: error: cannot add shapes 1x2 and 1x3")

@@ -196,7 +196,7 @@ def test_a_loop_index_from_2_24_up_in_f32_is_refused_where_the_body_reads_it(lo,
         assert info.value.message == (
             "a loop index in float32 (--dtype f32) must be of magnitude below 2**24 = 16777216 "
             "(float32 holds every whole number only up to it, and 16777216 may be 16777217 "
-            "rounded); this loop runs from %d to %d (run in f64)" % (lo, hi - 1))
+            "rounded); this loop's index runs from %d to %d (run in f64)" % (lo, hi - 1))
 
 
 def test_a_loop_index_in_f32_is_a_float32_value_up_to_2_24():

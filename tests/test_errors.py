@@ -1186,3 +1186,30 @@ def test_save_never_writes_over_a_goat_program(tmp_path):
         (4, "cannot save to ck_{s}.mg: a .mg file is a goat program, and save writes a NumPy "
             "array file (name it ck_{s}.npy)")]
     assert prog.read_text() == text
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
+@pytest.mark.parametrize("call, message", [
+    ("rand(tensor[1x1], 1e39)",
+     "a seed must be a whole number from 0 to 9007199254740991, got 1e+39"),
+    ("gather([[1], [2]], [[1e39]])",
+     "gather's indices must be whole numbers from 0 to 1, got 1e+39 at position 0"),
+    ("onehot([[1e39]], 3)",
+     "onehot's indices must be whole numbers from 0 to 2, got 1e+39 at position 0"),
+])
+def test_a_number_beyond_float32_in_a_checked_operand_is_an_error_without_a_warning(
+        tmp_path, dtype, call, message):
+    """Found by a breaker: a seed of 1e39 leaked NumPy's "overflow encountered in cast" and was
+    reported as inf; the error comes before anything runs, naming the number as written."""
+    (tmp_path / "p.mg").write_text("print 1\nprint %s\n" % call)
+    status, out, err = cli("run", "--dtype", dtype, "p.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err.splitlines()[0] == "p.mg:2: error: " + message
+    assert "Warning" not in err
+
+
+def test_a_negative_count_is_named_as_the_number_written():
+    """Found by a breaker: onehot(t, -3) said it 'got a value'."""
+    assert error("print onehot([[1]], -3)\n").message == (
+        "argument shape of onehot must be a type such as tensor[2x3] or a count written as a "
+        "number (a whole number, 0 or more), got the number -3; write onehot(..., tensor[2x3])")

@@ -530,6 +530,8 @@ BAD_ARGUMENTS = [
     (lambda: goat.run_source("print 1", path=3), TypeError, "goat.run_source: path (the name errors show for the program) must be a str, not int"),
     (lambda: goat.run_source("print 1", path=None), TypeError, "goat.run_source: path (the name errors show for the program) must be a str, not NoneType"),
     (lambda: goat.run_file(None), TypeError, "goat.run_file: the path must be a file name (str or os.PathLike), not NoneType"),
+    # found by a breaker: a wrong output had been blamed on the program's path
+    (lambda: goat.compile_file("p.mg", 1), TypeError, "goat.compile_file: the output must be a file name (str or os.PathLike), not int"),
     (lambda: goat.run_file(1.5), TypeError, "goat.run_file: the path must be a file name (str or os.PathLike), not float"),
     (lambda: goat.check_file(None), TypeError, "goat.check_file: the path must be a file name"),
     (lambda: goat.run_source("print 1", stdout=object()), TypeError, "goat.run_source: stdout must be a writable text stream (with a write method) or None, not object"),

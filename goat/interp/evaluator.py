@@ -639,8 +639,8 @@ class Evaluator:
                     raise GoatError(
                         "a loop index in float32 (--dtype f32) must be of magnitude below "
                         "2**24 = 16777216 (float32 holds every whole number only up to it, and "
-                        "16777216 may be 16777217 rounded); this loop runs from %d to %d (run "
-                        "in f64)" % (lo, hi - 1), node.loc)
+                        "16777216 may be 16777217 rounded); this loop's index runs from %d "
+                        "to %d (run in f64)" % (lo, hi - 1), node.loc)
             except GoatError as e:
                 e.loc, e.notes = _site(node, e.loc)
                 raise

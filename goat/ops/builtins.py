@@ -516,12 +516,19 @@ def _seed_passes(values, shapes, attrs):
         raise ValueError("computed")
     try:
         rng.check_seed(np.asarray(seed, dtype=np.float64).reshape(()))
+    except OpError as e:
+        first = e
+    else:
+        return
+    # under --dtype f32 the number is rounded first, and may pass (one beyond float32's range
+    # rounds to inf, quietly: the message names the number as written)
+    with np.errstate(over="ignore"):
+        rounded = np.asarray(seed, dtype=np.float32).astype(np.float64).reshape(())
+    try:
+        rng.check_seed(rounded)
     except OpError:
-        try:                # under --dtype f32 the number is rounded first, and may pass
-            rng.check_seed(np.asarray(seed, dtype=np.float32).astype(np.float64).reshape(()))
-        except OpError:
-            raise
-        raise ValueError("passes in float32") from None
+        raise first from None
+    raise ValueError("passes in float32")
 
 
 def _indices_pass(idx, count, name):
@@ -546,8 +553,13 @@ def _indices_pass(idx, count, name):
 def index_text(v) -> str:
     """An index as a message shows it: Python's repr of the float, which keeps every digit
     (2.0000000000000004), without the ``.0`` of a whole number (``-1``, ``16777216``, not
-    ``-1.0``); the AOT runtime's goat_index_fail writes it alike."""
-    r = repr(float(v))
+    ``-1.0``), a NaN with its sign as a print shows it (``-nan``, the loop bound's message
+    too); the AOT runtime's goat_index_fail writes it alike."""
+    v = float(v)
+    if v != v:
+        from ..interp.printer import format_number
+        return format_number(v)
+    r = repr(v)
     return r[:-2] if r.endswith(".0") else r
 
 
@@ -954,13 +966,15 @@ def _sample_rows(be):
             n *= d
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(be, seed)))
         rows = p.reshape(n, p.shape[-1])
-        bad = ~((rows >= 0).all(axis=-1) & (rows.sum(axis=-1) > 0))     # NaN fails both
+        # NaN fails the first and the last; an inf weight would take every draw
+        bad = ~((rows >= 0).all(axis=-1) & (rows < xp.inf).all(axis=-1)
+                & (rows.sum(axis=-1) > 0))
 
         def fail(rows=rows):
             r = int(be.scalar(xp.argmax(bad)))
             rows = be.to_numpy(rows)
-            raise OpError("sample_rows needs weights of 0 or more with a positive sum in every "
-                          "row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
+            raise OpError("sample_rows needs finite weights of 0 or more with a positive sum "
+                          "in every row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
                           % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
                              + (", ..." if rows.shape[1] > 6 else "")))
         be.require(~bad.any(), fail)

@@ -147,7 +147,10 @@ _TWO_50 = 2.0 ** 50
 def _format_seed(v: float) -> str:
     if math.isfinite(v) and v.is_integer() and abs(v) < 2.0 ** 63:
         return str(int(v))
-    return repr(v)                      # 2.5, nan, inf, -inf, 1e+300
+    if v != v:                          # with its sign, as a print shows it
+        from ..interp.printer import format_number
+        return format_number(v)
+    return repr(v)                      # 2.5, inf, -inf, 1e+300
 
 
 def check_seed(seed) -> int:

@@ -2234,7 +2234,10 @@ class Checker:
                     attrs.append(op.count_type([n.shape for n in nodes], int(a.value)))
                     continue
                 if type(a) is not ast.TypeArg:
+                    negative = (type(a) is ast.Unary and a.op == "-"
+                                and type(a.operand) is ast.Number)
                     got = ("the number %s" % _number_text(a.value) if type(a) is ast.Number
+                           else "the number -%s" % _number_text(a.operand.value) if negative
                            else "a list" if type(a) is ast.Array else "a value")
                     raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s, "
                                     "got %s; write %s"
@@ -2551,10 +2554,14 @@ def _static_verdict(op, args, attrs):
     program runs, as a shape error is), or None (not known before it runs)."""
     if op.static_check is None:
         return None
+    import numpy as np
     values = [v.value if v.kind == CONST else None
               for v in map(_unbound, args[:op.n_values])]
     try:
-        op.static_check(values, [a.shape for a in args], attrs)
+        # a number beyond float32's range (an index or seed of 1e39, rounded as --dtype f32
+        # would) is a verdict, not a warning to show the user
+        with np.errstate(all="ignore"):
+            op.static_check(values, [a.shape for a in args], attrs)
     except OpError as e:
         return e.message
     except Exception:

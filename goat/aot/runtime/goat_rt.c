@@ -230,7 +230,10 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
                         const char *site)
 {
     goat_str text = {0};
-    goat_format_repr(&text, v);         /* Python's repr, as builtins.index_text writes it */
+    if (isnan(v))                       /* with its sign, as a print shows it */
+        goat_str_append(&text, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
+    else
+        goat_format_repr(&text, v);     /* Python's repr, as builtins.index_text writes it */
     if (text.len >= 2 && strcmp(text.data + text.len - 2, ".0") == 0)
         text.data[text.len -= 2] = '\0';     /* a whole number: -1, not -1.0 */
     if (count == 0)

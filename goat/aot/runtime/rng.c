@@ -191,7 +191,7 @@ void goat_format_seed(double v, char buf[32])
     /* rng._format_seed: str(int(v)) for a whole number below 2**63 in magnitude, else
      * repr(v) */
     if (isnan(v)) {
-        snprintf(buf, 32, "nan");
+        snprintf(buf, 32, "%s", signbit(v) ? "-nan" : "nan");     /* as a print shows it */
     } else if (isinf(v)) {
         snprintf(buf, 32, "%s", v < 0 ? "-inf" : "inf");
     } else if (fabs(v) < 0x1p63 && (double)(int64_t)v == v) {
@@ -319,13 +319,13 @@ static void format_number(char *buf, size_t size, double x)
 void goat_sample_rows(double *out, const double *p, int64_t rows, int64_t cols,
                       uint64_t seed, const char *site)
 {
-    /* Every row first: weights >= 0 (NaN fails) and a positive sum (for weights >= 0, the
+    /* Every row first: finite weights >= 0 (NaN fails) and a positive sum (for weights >= 0, the
      * sum is positive exactly when one weight is, whatever the order of the additions). */
     for (int64_t r = 0; r < rows; r++) {
         const double *row = p + r * cols;
         int ok_sign = 1, positive = 0;
         for (int64_t j = 0; j < cols; j++) {
-            if (!(row[j] >= 0.0))
+            if (!(row[j] >= 0.0) || isinf(row[j]))     /* an inf would take every draw */
                 ok_sign = 0;
             if (row[j] > 0.0)
                 positive = 1;
@@ -342,8 +342,8 @@ void goat_sample_rows(double *out, const double *p, int64_t rows, int64_t cols,
         }
         if (cols > 6)
             snprintf(shown + n, sizeof shown - n, ", ...");
-        goat_fail(site, "sample_rows needs weights of 0 or more with a positive sum in every "
-                        "row (probabilities, such as nn.softmax_rows(logits)); row %" PRId64
+        goat_fail(site, "sample_rows needs finite weights of 0 or more with a positive sum "
+                        "in every row (probabilities, such as nn.softmax_rows(logits)); row %" PRId64
                         " is [%s]", r, shown);
     }
     const uint64_t key = stream_key(STREAM_UNIFORM, seed);
