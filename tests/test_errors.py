@@ -1213,3 +1213,36 @@ def test_a_negative_count_is_named_as_the_number_written():
     assert error("print onehot([[1]], -3)\n").message == (
         "argument shape of onehot must be a type such as tensor[2x3] or a count written as a "
         "number (a whole number, 0 or more), got the number -3; write onehot(..., tensor[2x3])")
+
+
+def test_an_error_the_lexer_finds_in_one_statement_does_not_hide_the_others():
+    """Found by a breaker: a malformed type (or an unknown character, an unclosed string, a
+    number too large) stopped the whole file there, where a syntax error lets the checker go
+    on to the statements after it."""
+    src = ('let a = [[1, 2, 3]] + [[1, 2]]\n'
+           'def g(x: tensor[..., ...]) = x\n'
+           'print "abc\n'
+           'let b = 3 . 4\n'
+           'let c = 1e999\n'
+           'print g([[1]]) $ 2\n'
+           'let d = [[1, 2]] + [[1, 2, 3]]\n')
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source(src)
+    assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
+        (1, "cannot add shapes 1x3 and 1x2"), (2, "malformed type tensor[..., ...]"),
+        (3, "this string is never closed"), (4, "unexpected character '.'"),
+        (5, "the number 1e999 is too large for a 64-bit float (the largest is 1.79769e+308, "
+            "as %g prints it)"),
+        (6, "unexpected character '$'"), (7, "cannot add shapes 1x2 and 1x3")]
+
+
+def test_brackets_that_do_not_match_come_after_the_errors_before_them():
+    # a block's header that cannot be read stops the reading, with the errors before it
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source('let b = 3 . 4\nfor i in 0...3 {\n    print i\n}\nprint 1 +\n')
+    assert [e.line for e in info.value.errors] == [1, 2]
+    # so does a bracket left open, after the unknown character that may have caused it
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source("print 1 + \x1b[31m 2\n")
+    assert [e.message for e in info.value.errors] == ["unexpected character U+001B",
+                                                      "'[' is never closed"]

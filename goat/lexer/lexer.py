@@ -229,8 +229,9 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
 
     A statement ends at a newline outside ``( )`` and ``[ ]``, at ``;``, and after the ``{``
     that opens a block; a block's closing ``}`` is a statement of its own.  Raises GoatError
-    for a character goat does not know, a malformed type, an unclosed string, or brackets that
-    do not match.
+    for brackets that do not match; a statement with an error of its own (a character goat
+    does not know, a malformed type, an unclosed string) is an :class:`Unreadable` list, whose
+    error the parser raises when it reaches it.
     """
     text = source.text
     piece_text = text if start == 0 and end is None else text[start:end]
@@ -243,8 +244,27 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     statements = []
     out = []
     stack = []              # open brackets: (char, offset)
+    errors = []             # (statement index, GoatError): the first error of a statement
     i = 0
     n = len(pieces)
+
+    def local(error):
+        # an error of this statement alone (the brackets around are not in doubt): an ERROR
+        # token holds its place, and the parser reports it when it reaches the statement, so
+        # that the statements after it are read and checked too
+        if not errors or errors[-1][0] != len(statements):
+            errors.append((len(statements), error))
+        out.append(Tok("ERROR", "", error.loc.start, error.loc.end))
+
+    def structural(error):
+        # brackets that do not match: nothing after can be read; the errors of the statements
+        # before come first (an unknown character may well have caused this one)
+        if errors:
+            from ..diagnostics import GoatErrors
+            every = [e for _, e in errors] + [error]
+            raise GoatErrors(every[:20], max(0, len(every) - 20))
+        raise error
+
     while i < n:
         piece = pieces[i]
         kind = kind_of(piece[0], _OTHER)
@@ -255,10 +275,16 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
         start_ = end_ - len(piece)
         if kind == _WORD:
             if piece in TYPE_WORDS:
-                tok = _type_token(source, piece, start_, end_)
-                if tok.end_pos > limit:
-                    raise GoatError("'tensor' must be followed by its dimensions, as in "
-                                    "tensor[2x3]", Loc(source, start_, end_))
+                try:
+                    tok = _type_token(source, piece, start_, end_)
+                    if tok.end_pos > limit:
+                        raise GoatError("'tensor' must be followed by its dimensions, as in "
+                                        "tensor[2x3]", Loc(source, start_, end_))
+                except GoatError as e:
+                    local(e)
+                    # past the type as far as the error covers it (to its ])
+                    i = max(i + 1, bisect_left(ends, min(e.loc.end, limit), i) + 1)
+                    continue
                 i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
             else:
                 tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
@@ -268,21 +294,30 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
                     hint = ("; goat has no methods or fields: call a function on the value "
                             "(row_sum(x), transpose(x), ...)")
-                raise GoatError("unexpected character '.'" + hint, Loc(source, start_, end_))
+                local(GoatError("unexpected character '.'" + hint, Loc(source, start_, end_)))
+                i += 1
+                continue
             if float(piece) == _INF:
-                raise GoatError("the number %s is too large for a 64-bit float (the largest is "
-                                "1.79769e+308, as %%g prints it)" % _shown_number(piece), Loc(source, start_, end_))
+                local(GoatError("the number %s is too large for a 64-bit float (the largest is "
+                                "1.79769e+308, as %%g prints it)" % _shown_number(piece),
+                                Loc(source, start_, end_)))
+                i += 1
+                continue
             tok = Tok("NUMBER", piece, start_, end_)
         elif kind == _STRINGK:
             if not _STRING.fullmatch(piece):
-                raise GoatError('this string is never closed: end it with " on the same line',
-                                Loc(source, start_, start_ + 1))
+                local(GoatError('this string is never closed: end it with " on the same line',
+                                Loc(source, start_, start_ + 1)))
+                i += 1
+                continue
             tok = Tok("STRING", piece, start_, end_)
         elif (kind == _PUNCT and piece in punctuation) or piece == "..":
             if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
                 # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
-                raise GoatError("a range is written with two dots: 0..3 (three read as .. .3)",
-                                Loc(source, start_, end_ + 1))
+                local(GoatError("a range is written with two dots: 0..3 (three read as .. .3)",
+                                Loc(source, start_, end_ + 1)))
+                i += 1
+                continue
             if piece == "[":
                 tok = _try_array(source, start_)
                 if tok is not None and tok.end_pos <= limit:
@@ -292,23 +327,25 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
             if piece in _OPEN:
                 if piece == "{" and stack and stack[-1][0] != "{":
                     opener, at = stack[-1]
-                    raise GoatError("a block '{' cannot open inside the '%s' opened on line %d"
-                                    % (opener, source.position(at)[0]), Loc(source, start_, end_))
+                    structural(GoatError(
+                        "a block '{' cannot open inside the '%s' opened on line %d"
+                        % (opener, source.position(at)[0]), Loc(source, start_, end_)))
                 stack.append((piece, start_))
             elif piece in _CLOSE:
                 if not stack:
-                    raise GoatError("unmatched '%s': no bracket is open here" % piece,
-                                    Loc(source, start_, end_))
+                    structural(GoatError("unmatched '%s': no bracket is open here" % piece,
+                                         Loc(source, start_, end_)))
                 opener, at = stack.pop()
                 if _CLOSE[piece] != opener:
-                    raise GoatError("'%s' does not close the '%s' opened on line %d"
-                                    % (piece, opener, source.position(at)[0]),
-                                    Loc(source, start_, end_))
+                    structural(GoatError("'%s' does not close the '%s' opened on line %d"
+                                         % (piece, opener, source.position(at)[0]),
+                                         Loc(source, start_, end_)))
             elif piece == ";":
                 if stack and stack[-1][0] != "{":
                     opener, at = stack[-1]
-                    raise GoatError("';' cannot appear inside the '%s' opened on line %d"
-                                    % (opener, source.position(at)[0]), Loc(source, start_, end_))
+                    structural(GoatError(
+                        "';' cannot appear inside the '%s' opened on line %d"
+                        % (opener, source.position(at)[0]), Loc(source, start_, end_)))
                 if out:
                     out.append(Tok("_NL", ";", start_, end_))
                     statements.append(out)
@@ -340,17 +377,33 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
             continue
         else:
             shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
-            raise GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
-                            Loc(source, start_, end_))
+            local(GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
+                            Loc(source, start_, end_)))
+            i += 1
+            continue
         out.append(tok)
         i += 1
     if stack:
         opener, at = stack[-1]
-        raise GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1))
+        structural(GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1)))
     if out:
         out.append(Tok("_NL", "", limit, limit))
         statements.append(out)
+    for k, error in errors:
+        statements[k] = Unreadable(statements[k], error)
     return statements
+
+
+class Unreadable(list):
+    """The tokens of a statement in which the lexer found an error of its own (an unknown
+    character, a malformed type, an unclosed string): ``error``, which the parser raises
+    when it reaches the statement.  An ``ERROR`` token stands where each error was."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, tokens, error):
+        super().__init__(tokens)
+        self.error = error
 
 
 def _arithmetic_hint(inner: str) -> str:

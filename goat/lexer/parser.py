@@ -24,7 +24,7 @@ import numpy as np
 
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
-from .lexer import MAX_RANK, tokenize
+from .lexer import MAX_RANK, Unreadable, tokenize
 from .tokens import COMPOUND_ASSIGN, DESCRIPTIONS, KEYWORDS, STATEMENT_KEYWORDS
 
 EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB", "NOT"}
@@ -861,6 +861,8 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
 
 def _parse_tokens(build: _Build, tokens: list, start: str):
     """One statement (or, for start="expression", one expression) from its tokens."""
+    if type(tokens) is Unreadable:
+        raise tokens.error
     key = tuple([t.type for t in tokens])
     if start != "single":
         key = (start,) + key
@@ -1040,7 +1042,12 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                 stmt = _parse_tokens(build, tokens, start)
             except GoatError as e:
                 if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
-                    raise               # the blocks around cannot be told: stop here
+                    # the blocks around cannot be told: stop here, with the errors before
+                    if errors:
+                        from ..diagnostics import GoatErrors
+                        every = errors + [e]
+                        raise GoatErrors(every[:20], max(0, len(every) - 20)) from None
+                    raise
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
                     errors.append(e)    # (a value left on the next line is the last error's)
                 dangling = len(tokens) > 1 and tokens[-2].type in _CONTINUED
