@@ -1048,7 +1048,8 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
     does: check it, lower it to LLVM IR, optimise it (LLVM's level ``opt``, 0 to 3) and link
     it by the system C compiler into the native executable ``output`` (default: ``path``
     without ``.mg``); with ``emit_llvm`` write the LLVM IR there instead (default:
-    ``path`` with ``.ll``).  Returns the path written.  The executable prints what
+    ``path`` with ``.ll``).  Returns the path written, one that runs as it is (``./model`` for
+    ``output="model"``: ``subprocess.run([goat.compile_file("m.mg", "m")])``).  The executable prints what
     :func:`run_file` prints, bit for bit (see docs/aot.md); ``portable``: an executable that
     computes with its own code only, not NumPy's BLAS and SVML.  ``timings`` as for
     :func:`run_source`, with the compiler's phases ("lower", "optimise", "codegen", "link");
@@ -1082,7 +1083,9 @@ def compile_file(path, output=None, portable: bool = False, opt: int = 2,
         with_deep_stack(build.emit_llvm, program, output, portable)
     else:
         with_deep_stack(build.build_executable, program, output, opt, timings, portable)
-    return output
+    # a path that runs as it is: subprocess.run([compile_file("m.mg", "m")]) would look for a
+    # bare name on PATH (found by a newcomer)
+    return output if os.path.dirname(output) else os.path.join(os.curdir, output)
 
 
 __all__ = ["GoatError", "load", "execute", "run_source", "run_file", "check_source",

@@ -687,6 +687,12 @@ def test_python_api_compile_file(env, tmp_path, monkeypatch):
     with pytest.raises(goat.GoatError, match="bad.mg:1: error"):
         goat.compile_file(bad, tmp_path / "badexe")
     assert not (tmp_path / "badexe").exists()
+    # a bare output name comes back as a path that runs as it is (found by a newcomer:
+    # subprocess.run(["prog"]) looks on PATH)
+    monkeypatch.chdir(tmp_path)
+    assert goat.compile_file("api.mg", "prog") == os.path.join(os.curdir, "prog")
+    r = subprocess.run([goat.compile_file("api.mg", "prog")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == goat_cmd(["run", str(src)], env).stdout
 
 
 def test_file_names_resolve_as_when_compiled_from_any_folder(env, tmp_path):
@@ -780,3 +786,20 @@ def test_a_nan_in_a_message_has_the_sign_a_print_shows(env, tmp_path, text, mess
     for r in both("p.mg", env, cwd=str(tmp_path)):
         assert r.returncode == 1
         assert r.stderr.splitlines()[0].split(": error: ")[1] == message
+
+
+def test_a_compiled_program_refuses_arguments_it_would_ignore(env, tmp_path):
+    """Found by a newcomer: ./eval_bin --let ck=100 ran silently with the ck it was compiled
+    with, and reported checkpoint 300 as if it were 100."""
+    (tmp_path / "p.mg").write_text('let ck = 300\nprint "ck = {ck:d}"\n')
+    r = goat_cmd(["compile", "--aot", "p.mg", "-o", "prog"], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["./prog", "--let", "ck=100"], cwd=str(tmp_path), capture_output=True,
+                       text=True)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == ("goat: error: ./prog takes no arguments (given: --let ...): its numbers "
+                        "and file names were fixed when it was compiled; to change a let, "
+                        "compile it again with goat compile --aot --let NAME=VALUE, or run the "
+                        "program with goat run --let NAME=VALUE\n")
+    r = subprocess.run(["./prog"], cwd=str(tmp_path), capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "ck = 300\n", "")

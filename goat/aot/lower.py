@@ -691,7 +691,8 @@ class Lowering:
                                                                    self.i8p.as_pointer()]),
                            "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
-        b.call(self.runtime("goat_start", self.void, []), [])
+        b.call(self.runtime("goat_start", self.void, [self.i32, self.i8p.as_pointer()]),
+               list(main.args))
         if self._uses_files():
             b.call(self.runtime("goat_folder", self.void, [self.i8p]),
                    [self.cstring(b, os.getcwd())])

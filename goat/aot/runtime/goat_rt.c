@@ -72,8 +72,18 @@ void goat_folder(const char *dir)
     }
 }
 
-void goat_start(void)
+void goat_start(int argc, char **argv)
 {
+    /* the program's numbers (its lets) and file names are compiled in: an argument would be
+     * ignored in silence (./prog --let ck=100 running with the ck it was compiled with) */
+    if (argc > 1) {
+        fprintf(stderr, "goat: error: %s takes no arguments (given: %s%s): its numbers and "
+                        "file names were fixed when it was compiled; to change a let, compile it "
+                        "again with goat compile --aot --let NAME=VALUE, or run the program "
+                        "with goat run --let NAME=VALUE\n",
+                argv[0], argv[1], argc > 2 ? " ..." : "");
+        exit(1);
+    }
     /* GOAT_PRINT_DIGITS=17: print every number with 17 significant digits (for comparing a
      * compiled program's values with the interpreter's beyond %g's 6; tests use it) */
     const char *digits = getenv("GOAT_PRINT_DIGITS");

@@ -48,7 +48,7 @@ void goat_retain(double *p);
 void goat_release(double *p);
 
 /* the program's start and end; standard output */
-void goat_start(void);
+void goat_start(int argc, char **argv);
 /* the temporary file a save is writing (NULL: none), removed if a signal ends the program */
 void goat_pending_file(const char *path);
 /* SIGINT, SIGTERM and SIGHUP remove that file, then end the program as the signal does */
