@@ -4,7 +4,10 @@ Every shape in a checked program is known before it runs, so its work is too: fo
 the floating-point operations (a matrix product ``2*M*N*K`` per batch, an elementwise op or a
 reduction one per cell read) and the bytes it reads and writes; a loop's body counts once per
 iteration when its bounds are numbers written in the program (a bound computed when it runs
-counts the body once, and the report says so); of an ``if``, the dearer branch.
+counts the body once, and the report says so); of an ``if``, the branch its condition takes
+when the program's own numbers fix it (``if save_ckpt`` with ``let save_ckpt = 0``), else the
+dearer branch, as if it ran every time (``if step % 100 == 0`` in a loop counts at every step:
+an upper bound).
 
 Each back end's time is then estimated by a simple roofline with a cost per launch:
 
@@ -87,7 +90,7 @@ def _op_cost(node) -> tuple:
         if len(a) >= 2 and len(b) >= 2:
             k = a[-1] if type(a[-1]) is int else 1
             return 2.0 * out * k, moved
-    return float(max(out, max(ins, default=0))), moved
+    return float(max(out, max(ins, default=0))) * node.op.cell_flops, moved
 
 
 def region_cost(region) -> Cost:
@@ -118,8 +121,13 @@ def region_cost(region) -> Cost:
             c.add(region_cost(body.parent), 1.0 if trips else 0.0)
             c.add(region_cost(body), trips)
         elif node.kind == BRANCH:
+            from ..interp.evaluator import _known_number
             a, b = (region_cost(r) for r in node.value)
-            c.add(a if a.flops + a.ops >= b.flops + b.ops else b)
+            known = _known_number(node.args[0])
+            if known is not None:           # fixed by the program's own numbers
+                c.add(a if known != 0 else b)   # (a NaN holds, as the if takes it)
+            else:
+                c.add(a if a.flops + a.ops >= b.flops + b.ops else b)
     return c
 
 

@@ -478,7 +478,7 @@ _fill("zeros", 0.0, "a tensor of zeros")
 _fill("ones", 1.0, "a tensor of ones")
 
 
-def _draw(name, method, doc):
+def _draw(name, method, doc, cell_flops):
     def shape(seed, target, _n=name):
         cells = 1
         for d in seed:
@@ -502,7 +502,7 @@ def _draw(name, method, doc):
     register(Op(name=name, arity=2, params=(("shape", "type"), ("seed", "value")),
                 checks_values=True, static_check=_seed_passes,
                 signature="%s(tensor[S], seed) -> S" % name, doc=doc, shape=shape,
-                evaluate=evaluate, tags=("creation", "random"),
+                evaluate=evaluate, tags=("creation", "random"), cell_flops=cell_flops,
                 lowering=lower.draw("goat_" + {"uniform": "rand", "normal": "randn"}[method]),
                 vjp=lambda d, g, out, seed, target: (None,)))
 
@@ -596,11 +596,15 @@ def _scalar(be, x):
 _draw("rand", "uniform",
       "uniform draws on [0, 1), a pure function of (seed, cell index): SplitMix64 counters "
       "(Steele, Lea & Flood 2014), the top 53 bits times 2**-53; the same bits on every back "
-      "end (see goat/ops/rng.py)")
+      "end (see goat/ops/rng.py)",
+      # 16 ns a draw on NumPy, measured (1000x1000: 0.016 s): some 500 operations at 30 GFLOP/s
+      cell_flops=500.0)
 _draw("randn", "normal",
       "standard normal draws, a pure function of (seed, cell index): Box-Muller (1958) on two "
       "SplitMix64 uniforms, with goat's own log and cos built from + - * / and sqrt, so every "
-      "back end gives the same bits (see goat/ops/rng.py)")
+      "back end gives the same bits (see goat/ops/rng.py)",
+      # 175 ns a draw on NumPy, measured (1000x1000: 0.175 s): some 5,000 operations
+      cell_flops=5000.0)
 
 
 def _iota_shape(target, axis):

@@ -71,6 +71,10 @@ class Op:
     # NaN): the first NaN operand's, or for a NaN made out of numbers (0/0, inf - inf,
     # sqrt(-1)) x86's default NaN, sign bit set (printed -nan, as the book prints it)
     fresh_nan: bool = False
+    # what one cell of the result costs, in floating-point operations, for --backend auto's
+    # estimate (goat/gpu/auto.py): 1 for most ops; a draw computes its logs and cosines itself
+    # (goat/ops/rng.py), some hundreds to thousands of operations a cell, as measured
+    cell_flops: float = 1.0
 
     def __post_init__(self):
         if not self.params:
