@@ -627,9 +627,9 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
                                        "every argument"),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "
                                      "any but 0 is true)"),
-    ("let H = 64\nvar w: tensor[2xH] = zeros()\n", 2, "write the size as a number (H is a "
-                                                      "value, not a size: a type's sizes are "
-                                                      "known before the program runs)"),
+    ("let H = row_sum([[32, 32]])\nvar w: tensor[2xH] = zeros()\n", 2,
+     "H is a value computed when the program runs, so it cannot be a size: a type's sizes are "
+     "known before; a let holding a whole number written in the program can (let H = 32)"),
 ])
 def test_habits_from_python_get_the_goat_spelling(src, line, ends):
     """A newcomer's Python: the message says what to write instead; the loop variable of a
@@ -1246,3 +1246,40 @@ def test_brackets_that_do_not_match_come_after_the_errors_before_them():
         goat.run_source("print 1 + \x1b[31m 2\n")
     assert [e.message for e in info.value.errors] == ["unexpected character U+001B",
                                                       "'[' is never closed"]
+
+
+def test_a_let_holding_a_whole_number_is_a_size():
+    """Found by a newcomer: a batch size or a width could not be a hyperparameter (let B = 32
+    then tensor[B, 1] was 'B is a value, not a size'), so --let could not set it.  A let the
+    program's own numbers fix is a size, at the top, in blocks and in a def's body; a def's
+    parameters keep their size variables."""
+    src = ("let B = 4\nlet H = 2 * 3\nlet idx = iota(tensor[B, 1], 0)\n"
+           "var w: tensor[H, 2] = ones()\n"
+           "def f(x: tensor[N, 2]) {\n    let z = zeros(tensor[N, H])\n    return z + row_sum(x)\n}\n"
+           "def g(x: tensor[B, 1]) = x * 2\n"
+           "for i in 0..2 {\n    print zeros(tensor[B, H]) + i\n}\n"
+           "print idx\nprint f(w)\nprint g([[1], [2]])\n")
+    first, second, idx, fw, g = run(src)
+    assert first.shape == second.shape == (4, 6) and second.tolist()[0][0] == 1
+    assert idx.tolist() == [[0], [1], [2], [3]]
+    assert fw.tolist() == [[2.0] * 6] * 6
+    assert g.tolist() == [[2], [4]]            # a def's parameter B is its own size variable
+    import goat
+    sized = goat.run_source(src.replace("let H = 2 * 3", "let H = 6"), lets={"B": 2, "H": 3})
+    assert sized[0].shape == (2, 3) and sized[2].tolist() == [[0], [1]]
+
+
+@pytest.mark.parametrize("src, message", [
+    ("var B = 4\nprint zeros(tensor[B, 1])\n",
+     "B is a var, which may change, so it cannot be a size: make it a let (let B = ...)"),
+    ("let B = 2.5\nprint zeros(tensor[B, 1])\n", "the size B is 2.5, not a whole number from 0"),
+    ("let B = -3\nprint zeros(tensor[B, 1])\n", "the size B is -3, not a whole number from 0"),
+    ("for B in 0..3 {\n    print zeros(tensor[B, 1])\n}\n",
+     "B is a value computed when the program runs, so it cannot be a size: a type's sizes are "
+     "known before; a let holding a whole number written in the program can (let B = 32)"),
+    ("print zeros(tensor[B, 1])\n",
+     "size variable B can only appear in a def, bound by its parameters' types; outside one, "
+     "write the size as a number, or a let holding one (let B = 32)"),
+])
+def test_a_name_in_a_type_that_cannot_be_a_size_says_why(src, message):
+    assert error(src).message == message

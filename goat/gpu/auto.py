@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..aot.kernels import ALIAS
-from ..typecheck.program import BRANCH, CAST, CONST, LOOP, OP
+from ..typecheck.program import BRANCH, CAST, CONST, LOOP, OP, known_number
 
 CPU = {"launch": 2e-6, "bandwidth": 10e9, "flops": 30e9, "start": 0.0}
 GPU = {"launch": 10e-6, "bandwidth": 2e12, "flops": 20e12, "start": 1.0}
@@ -121,9 +121,8 @@ def region_cost(region) -> Cost:
             c.add(region_cost(body.parent), 1.0 if trips else 0.0)
             c.add(region_cost(body), trips)
         elif node.kind == BRANCH:
-            from ..interp.evaluator import _known_number
             a, b = (region_cost(r) for r in node.value)
-            known = _known_number(node.args[0])
+            known = known_number(node.args[0])
             if known is not None:           # fixed by the program's own numbers
                 c.add(a if known != 0 else b)   # (a NaN holds, as the if takes it)
             else:

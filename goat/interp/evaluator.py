@@ -26,7 +26,7 @@ import numpy as np
 from ..diagnostics import GoatError, GoatMemoryError, frame_notes
 from ..ops.registry import FileName, OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program,
-                                 condition_what, operand_loc, subregions)
+                                 condition_what, known_number, operand_loc, subregions)
 from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
 from .fmt import field_shape_message
 from .printer import format_number, write_memref
@@ -838,39 +838,6 @@ def save_folders(nodes, effects) -> list:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def _host_backend():
-    """The float64 NumPy back end on which :func:`_known_number` computes: the registry's own
-    evaluation of each op, so the numbers it finds are the ones the run will compute."""
-    from ..gpu.numpy_backend import NumpyBackend
-    return NumpyBackend()
-
-
-def _foldable(op) -> bool:
-    """An op of numbers alone, with no attribute, that reads nothing but its operands: an
-    elementwise op (arithmetic, comparisons, logic, ``exp`` ...)."""
-    return "elementwise" in op.tags and op.pure and op.n_values == op.arity
-
-
-def _known_number(node, depth=0):
-    """The number a node holds when the program's own numbers fix it (a literal, a name bound
-    to one, and arithmetic and comparisons of such: ``steps - 1``, ``save_ckpt == 1``), else
-    None."""
-    while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
-        node = node.args[0]
-    if node.kind == OP and _foldable(node.op) and depth < 32:
-        args = [_known_number(a, depth + 1) for a in node.args]
-        if any(a is None for a in args) or len(args) != node.op.arity:
-            return None
-        with np.errstate(all="ignore"):
-            value = node.op.evaluate(_host_backend())(*[np.float64(a) for a in args])
-        return float(np.asarray(value).reshape(-1)[0])
-    if node.kind != CONST:
-        return None
-    value = np.asarray(node.value)
-    return float(value.reshape(-1)[0]) if value.size == 1 else None
-
-
 def _saves_that_may_run(nodes, effects):
     """The save effects among ``effects`` and in the blocks of ``nodes`` that the program's
     own numbers do not rule out."""
@@ -883,11 +850,11 @@ def _saves_that_may_run(nodes, effects):
         for node in nodes:
             regions = subregions(node)
             if node.kind == LOOP:
-                lo, hi = _known_number(node.args[0]), _known_number(node.args[1])
+                lo, hi = known_number(node.args[0]), known_number(node.args[1])
                 if lo is not None and hi is not None and not hi > lo:
                     continue                # no iteration
             elif node.kind == BRANCH:
-                c = _known_number(node.args[0])
+                c = known_number(node.args[0])
                 if c is not None:           # (a NaN holds, as the if takes it)
                     regions = regions[:1] if c != 0 else regions[1:]
             while regions:

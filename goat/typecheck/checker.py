@@ -30,7 +30,7 @@ from ..interp.fmt import field_shape_message
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
-                      Region, subregions)
+                      Region, known_number, subregions)
 from .shapes import (RunDim, ShapeError, SizeVar, bind, cells, check_size, compatible,
                      format_shape, format_type)
 
@@ -1240,14 +1240,21 @@ class Checker:
                 if d in KEYWORDS or d in TYPE_WORDS:
                     raise GoatError("'%s' is a reserved word and cannot name a size variable"
                                     % d, ann.loc)
+                if not self._in_def(scope) or (self._sizes is not None
+                                               and d not in self._sizes):
+                    fixed = self._let_size(d, scope, ann.loc)
+                    if fixed is not None:       # let B = 32 ... tensor[B, 1]
+                        dims.append(fixed)
+                        continue
                 # a let of that name: it is a value, known only when the program runs
                 value = ("" if scope is None or scope.find(d)[0] is None else
                          " (%s is a value, not a size: a type's sizes are known before the "
                          "program runs)" % d)
                 if not self._in_def(scope):
                     raise GoatError("size variable %s can only appear in a def, bound by its "
-                                    "parameters' types; outside one, write the size as a number%s"
-                                    % (d, value), ann.loc)
+                                    "parameters' types; outside one, write the size as a "
+                                    "number, or a let holding one (let %s = 32)%s"
+                                    % (d, d, value), ann.loc)
                 if self._sizes is not None and d not in self._sizes:
                     known = sorted(self._sizes)
                     raise GoatError("size variable %s is not a size of any parameter of %s, so "
@@ -1265,6 +1272,27 @@ class Checker:
         except ShapeError as e:
             raise _shape_error(e, ann.loc) from None
         return dims
+
+    def _let_size(self, name, scope, loc):
+        """The size a let named in a type holds (``let B = 32`` ... ``tensor[B, 4]``): a whole
+        number the program's own numbers fix (a literal, or arithmetic on such, as --let sets
+        it), else None when ``name`` is no let; GoatError for a let or var that cannot be a
+        size."""
+        binding = scope.find(name)[0] if scope is not None else None
+        if isinstance(binding, VarBinding):
+            raise GoatError("%s is a var, which may change, so it cannot be a size: make it a "
+                            "let (let %s = ...)" % (name, name), loc)
+        if not isinstance(binding, Node) or binding.shape not in ((), (1,), (1, 1)):
+            return None
+        v = known_number(binding)
+        if v is None:
+            raise GoatError("%s is a value computed when the program runs, so it cannot be a "
+                            "size: a type's sizes are known before; a let holding a whole number "
+                            "written in the program can (let %s = 32)" % (name, name), loc)
+        if not (v == int(v) and 0 <= v <= 2 ** 53):
+            raise GoatError("the size %s is %s, not a whole number from 0" % (
+                name, "%g" % v if v == v else "nan"), loc)
+        return int(v)
 
     def _in_def(self, scope) -> bool:
         return self._defining is not None and scope is not None and scope is not self.top

@@ -31,6 +31,8 @@ evaluator keeps one value slot per id.
 """
 from __future__ import annotations
 
+import functools
+
 from ..diagnostics import Loc
 
 # node kinds
@@ -293,3 +295,38 @@ class Program:
 
     def add_effect(self, region: Region, kind: str, node, loc: Loc, data=None):
         region.effects.append(Effect(kind, node, loc, len(region.nodes), data))
+
+
+@functools.lru_cache(maxsize=1)
+def _host_backend():
+    """The float64 NumPy back end on which :func:`known_number` computes: the registry's own
+    evaluation of each op, so the numbers it finds are the ones the run will compute."""
+    from ..gpu.numpy_backend import NumpyBackend
+    return NumpyBackend()
+
+
+def _foldable(op) -> bool:
+    """An op of numbers alone, with no attribute, that reads nothing but its operands: an
+    elementwise op (arithmetic, comparisons, logic, ``exp`` ...)."""
+    return "elementwise" in op.tags and op.pure and op.n_values == op.arity
+
+
+def known_number(node, depth=0):
+    """The number a node holds when the program's own numbers fix it (a literal, a name bound
+    to one, and arithmetic and comparisons of such: ``steps - 1``, ``save_ckpt == 1``), else
+    None."""
+    while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
+        node = node.args[0]
+    if node.kind == OP and _foldable(node.op) and depth < 32:
+        args = [known_number(a, depth + 1) for a in node.args]
+        if any(a is None for a in args) or len(args) != node.op.arity:
+            return None
+        import numpy as np
+        with np.errstate(all="ignore"):
+            value = node.op.evaluate(_host_backend())(*[np.float64(a) for a in args])
+        return float(np.asarray(value).reshape(-1)[0])
+    if node.kind != CONST:
+        return None
+    import numpy as np
+    value = np.asarray(node.value)
+    return float(value.reshape(-1)[0]) if value.size == 1 else None
