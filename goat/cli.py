@@ -33,7 +33,7 @@ import errno
 import os
 import sys
 
-from .diagnostics import Terminated, stopping_signals
+from .diagnostics import Terminated, stopping_signals, taken
 
 from . import __version__
 from .diagnostics import GoatError, internal_error_line
@@ -130,9 +130,13 @@ class _ArgumentParser(argparse.ArgumentParser):
         elif unknown and command in ("run", "check", "compile"):
             message = "one FILE at a time (also given: %s)" % " ".join(unknown)
         elif unknown and command == "repl":
+            # argparse joined the words with spaces: a file name may hold one itself
+            given = message.split(": ", 1)[1]
+            name = given if os.path.exists(given) or len(unknown) == 1 else unknown[0]
+            import shlex
             message = ("goat repl takes no FILE (given: %s): goat run %s runs it, and :load %s "
                        "in the REPL reads its statements into the session"
-                       % (" ".join(unknown), unknown[0], unknown[0]))
+                       % (given, shlex.quote(name), name))
         _say("goat%s: error: %s\n" % (" " + command if command else "", message))
         raise _Exit(1)
 
@@ -621,7 +625,7 @@ def main(argv=None) -> int:
         try:
             previous = [(s, signal.signal(s, h)) for s, h in
                         [(signal.SIGINT, signal.default_int_handler)]
-                        + [(t, _on_sigterm) for t in stopping_signals()]]
+                        + [(t, _on_sigterm) for t in stopping_signals()] if taken(s)]
         except (ValueError, OSError):
             previous = []
     try:
@@ -772,7 +776,8 @@ def entry() -> None:
     import signal
     from .diagnostics import stop_quietly
     for s in (signal.SIGINT,) + stopping_signals():
-        signal.signal(s, stop_quietly)
+        if taken(s):                # nohup's ignored SIGHUP stays ignored
+            signal.signal(s, stop_quietly)
     _reserve_standard_descriptors()
     argv = sys.argv[1:]
     status = main(argv)

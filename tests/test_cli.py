@@ -312,6 +312,8 @@ def test_an_executable_or_an_array_file_in_a_programs_place(tmp_path):
     assert (status, err) == (1, "w.npy: error: w.npy is not a goat program: it is a NumPy array "
                                 'file (a program reads it with load("w.npy"))\n')
     (tmp_path / "train.mg").write_text("print 1\n")
+    (tmp_path / "train.csv").write_text("1\n")        # a program is the .mg, not the first
+    (tmp_path / "train.log").write_text("1\n")        # by bytes (found by a reviewer)
     status, out, err = cli("run", "train", cwd=str(tmp_path))
     assert (status, err) == (1, "train: error: cannot read train: no such file; did you mean "
                                 "train.mg?\n")
@@ -393,3 +395,48 @@ def test_an_empty_path_for_a_programs_text_is_the_default_name():
     with pytest.raises(goat.GoatError) as info:
         goat.run_source("print [[1, 2]] + [[1, 2, 3]]\n", path="")
     assert str(info.value).startswith("<string>:1: error: cannot add shapes 1x2 and 1x3")
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_nohup_keeps_a_run_going_when_its_terminal_closes(tmp_path, aot):
+    """Found by a reviewer: goat took SIGHUP over even where nohup had ignored it, so a
+    nohup'd training run died (status 129) when its terminal closed; a compiled program too."""
+    import signal
+    import time
+    if aot:
+        pytest.importorskip("llvmlite")
+    # some 1.5 s of work either way
+    (tmp_path / "s.mg").write_text(
+        "var n = [[0]]\nfor i in 0..6000 {\n    n += col_sum(row_sum(randn(tensor[100x100], i)))"
+        "\n}\nprint n\n" if aot else
+        "var n = 0\nfor i in 0..1500000 {\n    n += 1\n}\nprint n\n")
+    env = dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"))
+    args = [sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else []) + ["s.mg"]
+    if aot:         # compiled and cached first, so that the signal reaches the run itself
+        assert subprocess.run(args, cwd=str(tmp_path), env=env, capture_output=True).returncode == 0
+    p = subprocess.Popen(args, cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    time.sleep(0.6)
+    p.send_signal(signal.SIGHUP)
+    if aot:
+        for child in _children(p.pid):
+            os.kill(child, signal.SIGHUP)
+    assert p.poll() is None             # still running when the signal came
+    out, err = p.communicate(timeout=120)
+    assert (p.returncode, err) == (0, b"")
+    assert out.startswith(b"Unranked Memref") and (aot or out.endswith(b"[1.5e+06]\n"))
+
+
+def _children(pid):
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out

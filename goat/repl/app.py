@@ -619,7 +619,7 @@ class Repl:
                 try:
                     text = self.prompt.prompt(pre_run=self._typeahead_after_history)
                 except Terminated:
-                    raise                   # SIGTERM ends the session: status 143
+                    raise                   # SIGTERM (SIGHUP) ends the session: 143 (129)
                 except KeyboardInterrupt:
                     continue
                 except EOFError:
@@ -668,7 +668,8 @@ class Repl:
         return None
 
     # Ctrl-C at the terminal takes back the statement running and keeps the session; SIGTERM
-    # (kill, timeout) ends it, status 143, and so does Ctrl-C where no one types (piped), 130
+    # (kill, timeout) ends it, status 143, SIGHUP (the terminal closed) too, 129, and so does
+    # Ctrl-C where no one types (piped), 130
     interrupt_ends_session = False
 
     def _ends_session(self, e) -> bool:

@@ -161,7 +161,11 @@ static void on_stop(int sig)
 
 void goat_stop_handlers(void)
 {
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
-    signal(SIGHUP, on_stop);
+    /* a signal ignored when the program started stays ignored: nohup ./prog keeps running
+     * when its terminal closes, and a background job of a shell without job control is not
+     * stopped by Ctrl-C (goat run takes the same care) */
+    const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++)
+        if (signal(stops[k], on_stop) == SIG_IGN)
+            signal(stops[k], SIG_IGN);
 }
