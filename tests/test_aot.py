@@ -504,10 +504,10 @@ def test_compile_never_replaces_a_device_a_pipe_or_a_program(env, tmp_path):
          "goat: error: cannot write %s: it is a named pipe, not a regular file" % (tmp_path / "fifo")),
         (["-o", str(tmp_path / "mymod.mg")],
          "goat: error: cannot write %s: a .mg file is a goat program, and goat compile writes an "
-         "executable (name it %s)" % (tmp_path / "mymod.mg", tmp_path / "mymod")),
+         "executable (name it %s with -o)" % (tmp_path / "mymod.mg", tmp_path / "mymod")),
         (["--emit-llvm", "-o", str(tmp_path / "mymod.mg")],
          "goat: error: cannot write %s: a .mg file is a goat program, and goat compile writes "
-         "LLVM IR (name it %s)" % (tmp_path / "mymod.mg", tmp_path / "mymod.ll")),
+         "LLVM IR (name it %s with -o)" % (tmp_path / "mymod.mg", tmp_path / "mymod.ll")),
     ]
     if os.path.exists("/dev/null"):
         cases.append((["-o", "/dev/null"], "goat: error: cannot write /dev/null: it is a "
@@ -803,3 +803,31 @@ def test_a_compiled_program_refuses_arguments_it_would_ignore(env, tmp_path):
                         "program with goat run --let NAME=VALUE\n")
     r = subprocess.run(["./prog"], cwd=str(tmp_path), capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "ck = 300\n", "")
+
+
+def test_compile_writes_through_a_symbolic_link(env, tmp_path):
+    """Found by a reviewer: the executable was renamed over a link itself (as root, -o
+    /dev/stdout replaced the machine's /dev/stdout); it now replaces the file the link points
+    to, as save does, and a link to a program or into a missing folder is refused."""
+    (tmp_path / "p.mg").write_text("print [[1]]\n")
+    (tmp_path / "real").write_text("old")
+    os.symlink("real", tmp_path / "link")
+    os.symlink("nowhere/x", tmp_path / "dangling")
+    os.symlink("p.mg", tmp_path / "pl")
+    os.symlink("q.mg", tmp_path / "ql")
+    r = goat_cmd(["compile", "--aot", "p.mg", "-o", "link"], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert os.readlink(tmp_path / "link") == "real"
+    out = subprocess.run([str(tmp_path / "link")], capture_output=True, text=True).stdout
+    assert out.endswith("[[1]]\n")
+    for name, message in [
+            ("dangling", "cannot write dangling: it links to %r, in a directory that does not "
+                         "exist" % str(tmp_path / "nowhere" / "x")),
+            ("pl", "cannot write pl: it is the program being compiled (name another output "
+                   "with -o)"),
+            ("ql", "cannot write ql: it links to %s, a goat program" % (tmp_path / "q.mg")),
+            ("p.mg.mg", "cannot write p.mg.mg: a .mg file is a goat program, and goat compile "
+                        "writes an executable (name it p with -o)")]:
+        r = goat_cmd(["compile", "--aot", "p.mg", "-o", name], env, cwd=str(tmp_path))
+        assert (r.returncode, r.stderr) == (1, "goat: error: %s\n" % message)
+    assert sorted(os.listdir(tmp_path)) == ["dangling", "link", "p.mg", "pl", "ql", "real"]

@@ -80,16 +80,26 @@ def _write_error(path: str, e: OSError, verb: str = "write") -> str:
     return _os_message(verb, os.path.abspath(path), path, e)
 
 
-def check_output(output: str, program_path: str | None, output_kind: str = "exe") -> None:
-    """GoatError unless ``output`` can be written by goat compile: a file name, not a
-    folder, a device or a pipe, in a folder that exists, not a goat program (a .mg name) and
-    not the program being compiled.  ``output_kind``: "exe" or "ll" (--emit-llvm)."""
+def check_output(output: str, program_path: str | None, output_kind: str = "exe") -> str:
+    """The file goat compile writes for ``output``: ``output`` itself, or the file a symbolic
+    link there points to (replaced, the link kept, as save writes through one).  GoatError
+    unless it can be written: a file name, not a folder, a device or a pipe, in a folder that
+    exists, not a goat program (a .mg name) and not the program being compiled.
+    ``output_kind``: "exe" or "ll" (--emit-llvm)."""
     if not output:
         raise GoatError("cannot write the output: the file name is empty", path="goat")
     if os.path.isdir(output):
         raise GoatError("cannot write %s: it is a directory" % output, path="goat")
+    target = output
+    if os.path.islink(output):
+        # found by a reviewer: the executable had been renamed over the link itself (as root,
+        # -o /dev/stdout replaced the machine's /dev/stdout)
+        target = os.path.realpath(output)
+        if not os.path.isdir(os.path.dirname(target) or os.curdir):
+            raise GoatError("cannot write %s: it links to %r, in a directory that does not "
+                            "exist" % (output, target), path="goat")
     try:
-        st = os.stat(output)
+        st = os.stat(target)
     except OSError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
@@ -112,12 +122,19 @@ def check_output(output: str, program_path: str | None, output_kind: str = "exe"
         if same:
             raise GoatError("cannot write %s: it is the program being compiled (name another "
                             "output with -o)" % output, path="goat")
-    if output.endswith(".mg"):
-        raise GoatError("cannot write %s: a .mg file is a goat program, and goat compile "
-                        "writes %s (name it %s)" % (
-                            output, "LLVM IR" if output_kind == "ll" else "an executable",
-                            output[:-3] + (".ll" if output_kind == "ll" else "")),
+    if target.endswith(".mg") and not output.endswith(".mg"):
+        raise GoatError("cannot write %s: it links to %s, a goat program" % (output, target),
                         path="goat")
+    if output.endswith(".mg"):
+        stem = output[:-3]
+        while stem.endswith(".mg"):
+            stem = stem[:-3]
+        raise GoatError("cannot write %s: a .mg file is a goat program, and goat compile "
+                        "writes %s (name it %s with -o)" % (
+                            output, "LLVM IR" if output_kind == "ll" else "an executable",
+                            stem + (".ll" if output_kind == "ll" else "")),
+                        path="goat")
+    return target
 
 
 def _host():
@@ -156,16 +173,18 @@ def host_key() -> str:
 
 
 @contextlib.contextmanager
-def _replacing(path: str, mode: int):
+def _replacing(path: str, mode: int, shown: str | None = None):
     """A temporary file next to ``path`` to write, given ``mode`` and renamed to ``path`` when
     the block ends, removed when it fails: a failed or interrupted build leaves nothing
     behind.  It lies in a temporary folder of its own, removed at the end, so a linker still
     finishing after Ctrl-C (which reaches it too) cannot create the file again.  An OSError
-    becomes GoatError naming ``path``."""
+    becomes GoatError naming ``path`` (as ``shown``, when given: the name the user wrote for
+    it)."""
+    shown = path if shown is None else shown
     try:
         work = tempfile.mkdtemp(prefix=".goat-", dir=os.path.dirname(os.path.abspath(path)))
     except OSError as e:
-        raise GoatError(_write_error(path, e), path="goat") from None
+        raise GoatError(_write_error(shown, e), path="goat") from None
     tmp = os.path.join(work, "out")
     try:
         yield tmp
@@ -173,7 +192,7 @@ def _replacing(path: str, mode: int):
             os.chmod(tmp, mode)
             os.replace(tmp, path)
         except OSError as e:
-            raise GoatError(_write_error(path, e), path="goat") from None
+            raise GoatError(_write_error(shown, e), path="goat") from None
     finally:
         _remove_folder(work)
 
@@ -189,13 +208,14 @@ def _remove_folder(work: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
-    with _replacing(path, mode) as tmp:
+def _write_atomic(path: str, data: bytes, mode: int = 0o644, shown: str | None = None) -> None:
+    with _replacing(path, mode, shown) as tmp:
         try:
             with open(tmp, "wb") as f:
                 f.write(data)
         except OSError as e:
-            raise GoatError(_write_error(path, e), path="goat") from None
+            raise GoatError(_write_error(path if shown is None else shown, e),
+                            path="goat") from None
 
 
 def _run_cc(args, what):
@@ -355,8 +375,8 @@ def build_executable(program, output: str, opt: int = 2, timings: dict | None = 
         timings["codegen"] = time.perf_counter() - t
     t = time.perf_counter()
     lib = runtime_library(cc)
-    check_output(output, None)
-    with _replacing(output, 0o755 & ~_umask()) as tmp:
+    target = check_output(output, None)
+    with _replacing(target, 0o755 & ~_umask(), output) as tmp:
         objpath = os.path.join(os.path.dirname(tmp), "program.o")
         try:
             with open(objpath, "wb") as f:
@@ -385,8 +405,8 @@ def emit_llvm(program, output: str, portable: bool = False) -> None:
     module = lower(program, numpy=_libraries(portable))
     llvm = _host()
     module.triple = llvm.get_process_triple()
-    check_output(output, None, "ll")
-    _write_atomic(output, str(module).encode(), 0o666 & ~_umask())
+    target = check_output(output, None, "ll")
+    _write_atomic(target, str(module).encode(), 0o666 & ~_umask(), output)
 
 
 def _umask() -> int:
