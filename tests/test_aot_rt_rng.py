@@ -357,7 +357,7 @@ def _matrices():
         neg0[:, 0] = 2.0 ** -1074
         out.append(neg0)                                                # -0.0 and subnormals
     # (an inf weight is refused: BAD_WEIGHTS)
-    out.append(np.array([[1e308, 1e308, 1.0], [1.0, 1e-300, 1e300],
+    out.append(np.array([[1e300, 1e300, 1.0], [1.0, 1e-300, 1e300],
                          [2.0 ** -1074, 0.0, 2.0 ** -1074]]))
     out.append(np.array([0.0, 0.0, 3.0, 0.0]))                          # a vector
     out.append(r.random((2, 3, 4)))                                     # rank 3
@@ -392,6 +392,7 @@ BAD_WEIGHTS = [
     [[np.inf, -np.inf]],
     [[np.inf, np.inf]],            # an inf weight would take every draw
     [[1, 1], [2, np.inf]],
+    [[1e308, 1e308, 1.0]],          # finite weights whose sum overflows: as bad as an inf
     [[1.5e-7, 123456789.0, -1e300, 2.5e-308, 0.1, 1 / 3, 7, 8]],
     [[1], [2], [3], [0]],
     [[-1e-320, 1.0]],
@@ -409,7 +410,7 @@ def test_sample_rows_refuses_what_the_op_refuses(libs, weights):
 def test_sample_rows_without_columns_names_row_0(libs):
     # the Python op divides by zero here; rng.c reports the row as the message has it
     assert _c_sample_rows(libs, np.zeros((2, 0)), 1) == (
-        None, "sample_rows needs finite weights of 0 or more with a positive sum in every row "
+        None, "sample_rows needs weights of 0 or more with a positive, finite sum in every row "
               "(probabilities, such as nn.softmax_rows(logits)); row 0 is []")
 
 

@@ -290,12 +290,13 @@ print grad(col_sum(row_sum(g * g * %s)), t)
                                            "[0, "),
                                           # an inf weight had taken every draw, silently
                                           ("[[1, 1], [1, 1]] / [[1, 1], [0, 0]]", "[inf, inf]"),
-                                          ("[[1, 2], [1, 1]] / [[0, 1], [1, 1]]", "[inf, 2]")])
+                                          ("[[1, 2], [1, 1]] / [[0, 1], [1, 1]]", "[inf, 2]"),
+                                          ("[[1e308, 1e308, 1]]", "[1e+308, 1e+308, 1]")])
 def test_sample_rows_refuses_weights_that_are_not_probabilities(weights, row):
     e = error("print 1\nprint sample_rows(%s, 1)\n" % weights)
     assert e.loc.line == 2
-    assert e.message.startswith("sample_rows needs finite weights of 0 or more with a positive "
-                                "sum")
+    assert e.message.startswith("sample_rows needs weights of 0 or more with a positive, "
+                                "finite sum")
     assert ("row %s is %s" % (e.message.split("row ")[-1][0], row)) in e.message, e.message
 
 

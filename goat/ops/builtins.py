@@ -970,19 +970,20 @@ def _sample_rows(be):
             n *= d
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(be, seed)))
         rows = p.reshape(n, p.shape[-1])
-        # NaN fails the first and the last; an inf weight would take every draw
-        bad = ~((rows >= 0).all(axis=-1) & (rows < xp.inf).all(axis=-1)
-                & (rows.sum(axis=-1) > 0))
+        c = xp.cumsum(rows, axis=-1)
+        # the sum as the draw adds it, left to right: NaN fails both tests, and a sum that is
+        # inf (an inf weight, or finite ones that overflow) would take every draw
+        total = c[:, -1] if rows.shape[-1] else xp.zeros(n, dtype=rows.dtype)
+        bad = ~((rows >= 0).all(axis=-1) & (total > 0) & (total < xp.inf))
 
         def fail(rows=rows):
             r = int(be.scalar(xp.argmax(bad)))
             rows = be.to_numpy(rows)
-            raise OpError("sample_rows needs finite weights of 0 or more with a positive sum "
+            raise OpError("sample_rows needs weights of 0 or more with a positive, finite sum "
                           "in every row (probabilities, such as nn.softmax_rows(logits)); row %d is [%s]"
                           % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
                              + (", ..." if rows.shape[1] > 6 else "")))
         be.require(~bad.any(), fail)
-        c = xp.cumsum(rows, axis=-1)
         k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
         k = xp.minimum(k, p.shape[-1] - 1)
         return k.astype(be.dtype).reshape(tuple(p.shape[:-1]) + (1,))

@@ -319,18 +319,19 @@ static void format_number(char *buf, size_t size, double x)
 void goat_sample_rows(double *out, const double *p, int64_t rows, int64_t cols,
                       uint64_t seed, const char *site)
 {
-    /* Every row first: finite weights >= 0 (NaN fails) and a positive sum (for weights >= 0, the
-     * sum is positive exactly when one weight is, whatever the order of the additions). */
+    /* Every row first: weights >= 0 (NaN fails) and a positive, finite sum, added left to
+     * right as the draw adds it (an inf weight, or finite ones that overflow, would take
+     * every draw) */
     for (int64_t r = 0; r < rows; r++) {
         const double *row = p + r * cols;
-        int ok_sign = 1, positive = 0;
+        int ok_sign = 1;
+        double sum = 0.0;
         for (int64_t j = 0; j < cols; j++) {
-            if (!(row[j] >= 0.0) || isinf(row[j]))     /* an inf would take every draw */
+            if (!(row[j] >= 0.0))
                 ok_sign = 0;
-            if (row[j] > 0.0)
-                positive = 1;
+            sum = j ? sum + row[j] : row[j];
         }
-        if (ok_sign && positive)
+        if (ok_sign && sum > 0.0 && sum < INFINITY)
             continue;
         char shown[6 * 32 + 16];
         size_t n = 0;
@@ -342,7 +343,7 @@ void goat_sample_rows(double *out, const double *p, int64_t rows, int64_t cols,
         }
         if (cols > 6)
             snprintf(shown + n, sizeof shown - n, ", ...");
-        goat_fail(site, "sample_rows needs finite weights of 0 or more with a positive sum "
+        goat_fail(site, "sample_rows needs weights of 0 or more with a positive, finite sum "
                         "in every row (probabilities, such as nn.softmax_rows(logits)); row %" PRId64
                         " is [%s]", r, shown);
     }
