@@ -798,3 +798,22 @@ def test_a_missing_file_in_a_huge_folder_gets_no_suggestion(lib, tmp_path):
     (tmp_path / "data.npy").write_bytes(b"")
     assert same_load(lib, tmp_path / "dat.npy", (2,), "dat.npy") == (
         "error", "cannot load dat.npy: no such file")
+
+
+@pytest.mark.parametrize("files, missing, hint", [
+    (["data.csv", "data.log", "data.npy"], "data", "data.npy"),    # the extension load reads
+    (["e.txt", "W.npy"], "e.npy", None),                        # too short a name for one edit
+    ([b"dat\xff.npy"], "data.npy", None),                       # not UTF-8: passed over
+])
+def test_a_suggestion_prefers_the_files_load_reads_and_passes_over_unlikely_ones(
+        lib, tmp_path, files, missing, hint):
+    """Found by a reviewer: 'data' suggested data.csv over data.npy (the first by bytes), e.npy
+    suggested W.npy, and a name that is not UTF-8 was written differently by the two."""
+    (tmp_path / "d").mkdir()
+    for f in files:
+        with open(os.path.join(os.fsencode(str(tmp_path / "d")),
+                               f if isinstance(f, bytes) else f.encode()), "wb") as out:
+            out.write(b"x")
+    kind, message = same_load(lib, tmp_path / "d" / missing, (2,), "d/" + missing)
+    want = "cannot load d/%s: no such file" % missing
+    assert message == (want + "; did you mean d/%s?" % hint if hint else want)

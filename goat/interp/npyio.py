@@ -646,7 +646,7 @@ def _os_message(verb: str, path: str, name: str, e: OSError) -> str:
         elif verb == "save":
             why = "no such directory %r" % (shown_dir or os.curdir)
         else:
-            why = "no such file" + _nearby(path, name)
+            why = "no such file" + _nearby(path, name, verb)
     elif code == errno.ENOTDIR:
         why = "%r is not a directory" % _first_non_directory(real_dir, shown_dir)
     elif code in (errno.EACCES, errno.EPERM):
@@ -671,14 +671,17 @@ def _os_message(verb: str, path: str, name: str, e: OSError) -> str:
     return "cannot %s %s: %s" % (verb, name, why)
 
 
-def _nearby(path: str, name: str) -> str:
+def _nearby(path: str, name: str, verb: str = "load") -> str:
     """For a file ``path`` (written ``name``) that does not exist: "; did you mean NAME?" with
     the file of its folder it is likeliest a slip for, else "".  In this order, the first by
-    byte order: the same name in other (ASCII) case; the name with an extension added (rnn for
-    rnn.mg); the name with one character inserted, deleted or replaced, or two neighbours
-    swapped (dat.npy for data.npy), unless only digits changed (w_100.npy for w_200.npy is
-    another file of a numbered series, not a slip).  Names compare as bytes, as the C runtime
-    compares them (goat/aot/runtime/npy.c, nearby), so that both say the same."""
+    byte order: the same name in other (ASCII) case; the name with the extension the verb
+    reads added (rnn for rnn.mg, data for data.npy), then with any extension; the name with
+    one character inserted, deleted or replaced, or two neighbours swapped (dat.npy for
+    data.npy), unless only digits changed (w_100.npy for w_200.npy is another file of a
+    numbered series, not a slip) or the name before its first dot is shorter than 3 (e.npy
+    is no slip for W.npy).  Names that are not UTF-8 are passed over.  Names compare as
+    bytes, as the C runtime compares them (goat/aot/runtime/npy.c, nearby), so that both say
+    the same."""
     base = os.fsencode(os.path.basename(path))
     if not base:
         return ""
@@ -692,16 +695,27 @@ def _nearby(path: str, name: str) -> str:
                     entries.append(os.fsencode(entry.name))
     except OSError:
         return ""
-    entries.sort()
+    entries = sorted(e for e in entries if _utf8(e))
     lower = base.lower()
+    wanted = base + (b".mg" if verb == "read" else b".npy")
+    long_enough = len(base.split(b".")[0]) >= 3
     for rule in (lambda e: e != base and e.lower() == lower,
+                 lambda e: e == wanted,
                  lambda e: e.startswith(base + b"."),
-                 lambda e: _one_edit(base, e)):
+                 lambda e: long_enough and _one_edit(base, e)):
         for e in entries:
             if rule(e):
                 return "; did you mean %s?" % os.path.join(os.path.dirname(name),
                                                            os.fsdecode(e))
     return ""
+
+
+def _utf8(name: bytes) -> bool:
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 _NEARBY_FILES = 10000       # a folder with more files than this gets no "did you mean"

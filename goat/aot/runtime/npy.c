@@ -3287,7 +3287,20 @@ static int by_bytes(const void *x, const void *y)
 
 /* _nearby: for a file `path` (written `name`) that does not exist, "; did you mean NAME?"
  * with the file of its folder it is likeliest a slip for (the rules of npyio._nearby) */
-static void nearby(goat_str *m, const char *path, const char *name)
+static int valid_utf8(const char *s)
+{
+    size_t len = strlen(s);
+    uint32_t small[256];
+    uint32_t *out = len <= 256 ? small : malloc(len * sizeof *out);
+    if (out == NULL)
+        return 0;
+    long k = utf8_decode((const unsigned char *)s, len, out, 0);
+    if (out != small)
+        free(out);
+    return k >= 0;
+}
+
+static void nearby(goat_str *m, const char *path, const char *name, const char *verb)
 {
     const char *base = py_basename(path);
     if (!base[0])
@@ -3299,7 +3312,7 @@ static void nearby(goat_str *m, const char *path, const char *name)
         return;
     }
     char **entries = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, files = 0;
     int too_many = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
@@ -3311,10 +3324,12 @@ static void nearby(goat_str *m, const char *path, const char *name)
         free(full);
         if (!regular)
             continue;
-        if (n >= NEARBY_FILES) {
+        if (files++ >= NEARBY_FILES) {
             too_many = 1;
             break;
         }
+        if (!valid_utf8(de->d_name))        /* passed over, as npyio._nearby does */
+            continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             char **grown = realloc(entries, cap * sizeof *entries);
@@ -3332,12 +3347,15 @@ static void nearby(goat_str *m, const char *path, const char *name)
     if (!too_many) {
         qsort(entries, n, sizeof *entries, by_bytes);
         size_t lb = strlen(base);
-        for (int rule = 0; rule < 3 && found == NULL; rule++)
+        const char *ext = strcmp(verb, "read") == 0 ? ".mg" : ".npy";
+        size_t stem = strcspn(base, ".");      /* e.npy is no slip for W.npy */
+        for (int rule = 0; rule < 4 && found == NULL; rule++)
             for (size_t k = 0; k < n && found == NULL; k++) {
                 const char *e = entries[k];
                 if (rule == 0 ? strcmp(e, base) != 0 && ascii_same_case(e, base)
-                    : rule == 1 ? strncmp(e, base, lb) == 0 && e[lb] == '.'
-                    : one_edit(base, e))
+                    : rule == 1 ? strncmp(e, base, lb) == 0 && strcmp(e + lb, ext) == 0
+                    : rule == 2 ? strncmp(e, base, lb) == 0 && e[lb] == '.'
+                    : stem >= 3 && one_edit(base, e))
                     found = e;
             }
     }
@@ -3376,7 +3394,7 @@ static void os_message(goat_str *m, const char *verb, const char *path, const ch
             repr_path(m, shown_dir[0] ? shown_dir : ".");
         } else {
             sb(m, "no such file");
-            nearby(m, path, name);
+            nearby(m, path, name, verb);
         }
     } else if (code == ENOTDIR) {
         char *f = first_non_directory(real_dir, shown_dir);
