@@ -1283,3 +1283,27 @@ def test_a_let_holding_a_whole_number_is_a_size():
 ])
 def test_a_name_in_a_type_that_cannot_be_a_size_says_why(src, message):
     assert error(src).message == message
+
+
+def test_a_loss_not_yet_reduced_is_not_taken_for_swapped_arguments():
+    """Found by a reviewer: grad(sq, scale) with sq a 1x2 value computed from the 1x1 scale
+    was answered 'grad(scale, sq)', which fails again; the swap is suggested only when the
+    one-element name is computed from the first argument."""
+    e = error("let x = [[1, 2]]\nvar scale = [[2]]\nlet sq = (x * scale - x) * (x * scale - x)\n"
+              "print grad(sq, scale)\n")
+    assert e.message == ("grad needs a loss of one element, got shape 1x2; reduce it first: "
+                         "col_sum(row_sum(x)) for its sum, col_mean(row_mean(x)) for its mean")
+
+
+@pytest.mark.parametrize("written, hint", [
+    ("2*3x4", "tensor[6x4]"),
+    ("2x3*4", "tensor[2x12]"),
+    ("H*2, W*2", None),          # two sizes of arithmetic: reshape takes one ? only
+    ("max_len*2", "reshape works out one ? from the others (reshape(x, tensor[?]))"),
+])
+def test_arithmetic_in_a_type_gets_a_hint_goat_accepts(written, hint):
+    """Found by a reviewer: tensor[H*2, W*2] was answered with reshape(x, tensor[?, ?]), which
+    goat refuses, and tensor[2*3x4] with tensor[?], a size short."""
+    message = error("let a: tensor[%s] = zeros()\n" % written).message
+    said = "; a size is a number, a size variable or ?, not arithmetic"
+    assert message.endswith(said + (": " + hint if hint else ""))

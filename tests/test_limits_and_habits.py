@@ -287,3 +287,16 @@ def test_a_save_the_programs_own_arithmetic_rules_out_needs_no_folder(tmp_path, 
         assert e.message.startswith("cannot save into 'nod': no such directory")
     else:
         assert run(text, path=str(tmp_path / "t.mg"))[-1].item() == 7
+
+
+def test_a_save_ruled_out_only_in_float64_is_checked_under_f32(tmp_path):
+    """Found by a reviewer: exp(1e-8) == 1 is false in float64 but true in float32, so a
+    --dtype f32 run reached a save into a missing folder that the check had ruled out."""
+    text = 'let k = 1e-8\nif exp(k) == 1 {\n    save([[1]], "nod/a.npy")\n}\nprint 7\n'
+    path = str(tmp_path / "t.mg")
+    assert goat.run_source(text, path=path)[-1].item() == 7         # f64: it does not run
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(text, path=path, dtype="f32")
+    assert info.value.line == 3
+    assert info.value.message.startswith("cannot save into 'nod': no such directory")
+    assert "found before anything ran" in info.value.message

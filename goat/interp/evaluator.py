@@ -442,7 +442,7 @@ class Evaluator:
         files = self.be.files
         if files is None or files.outputs is None:      # (outputs: no file is written)
             _check_save_folders(main.nodes[self._done_nodes:],
-                                main.effects[self._done_effects:])
+                                main.effects[self._done_effects:], self.be.dtype_name)
         if len(self.values) < len(program.nodes):
             self.values.extend([None] * (len(program.nodes) - len(self.values)))
         self._done_nodes = len(main.nodes)
@@ -791,13 +791,13 @@ def check_save_folders(program: Program):
     _check_save_folders(program.main.nodes, program.main.effects)
 
 
-def _check_save_folders(nodes, effects):
+def _check_save_folders(nodes, effects, dtype: str = "f64"):
     """Refuse, before anything runs, a save into a folder that is not there: goat makes no
     folders, so it would fail when it runs -- after a training run of hours, at its first
     checkpoint or its last.  ``nodes`` and ``effects``: those about to run (see
     :func:`save_folders`).  Every such save is reported, in the program's order."""
     errors = []
-    for folder, written, effect in save_folders(nodes, effects):
+    for folder, written, effect in save_folders(nodes, effects, dtype):
         if not os.path.isdir(folder):
             errors.append(GoatError(save_folder_message(written, os.path.exists(folder)),
                                     **_at(effect)))
@@ -816,13 +816,13 @@ def save_folder_message(written: str, exists: bool) -> str:
                                "no such directory"))
 
 
-def save_folders(nodes, effects) -> list:
+def save_folders(nodes, effects, dtype: str = "f64") -> list:
     """(folder, the folder as written, the first save effect into it) of each folder that the
     saves among ``effects`` and in the blocks of ``nodes`` write into, where their names fix
     it, in the program's order; not those in a branch or a loop that the program's own numbers
     say never runs (``if save_ckpt { ... }`` with ``let save_ckpt = 0``)."""
     found = []
-    for effect in _saves_that_may_run(nodes, effects):
+    for effect in _saves_that_may_run(nodes, effects, dtype):
         folder = _save_folder(effect)
         if folder is not None:
             found.append((effect.loc.line, effect.loc.start, folder, effect))
@@ -838,9 +838,9 @@ def save_folders(nodes, effects) -> list:
     return out
 
 
-def _saves_that_may_run(nodes, effects):
+def _saves_that_may_run(nodes, effects, dtype: str = "f64"):
     """The save effects among ``effects`` and in the blocks of ``nodes`` that the program's
-    own numbers do not rule out."""
+    own numbers do not rule out (computed in the run's precision, ``dtype``)."""
     stack = [(nodes, effects)]
     while stack:
         nodes, effects = stack.pop()
@@ -850,11 +850,11 @@ def _saves_that_may_run(nodes, effects):
         for node in nodes:
             regions = subregions(node)
             if node.kind == LOOP:
-                lo, hi = known_number(node.args[0]), known_number(node.args[1])
+                lo, hi = known_number(node.args[0], dtype), known_number(node.args[1], dtype)
                 if lo is not None and hi is not None and not hi > lo:
                     continue                # no iteration
             elif node.kind == BRANCH:
-                c = known_number(node.args[0])
+                c = known_number(node.args[0], dtype)
                 if c is not None:           # (a NaN holds, as the if takes it)
                     regions = regions[:1] if c != 0 else regions[1:]
             while regions:

@@ -407,12 +407,19 @@ class Unreadable(list):
 
 
 def _arithmetic_hint(inner: str) -> str:
-    """For a type whose sizes hold arithmetic (tensor[3, H * H]), how to write it: a size is a
-    number, a size variable or ?, and reshape works out one ? from the others."""
-    parts = [p.strip() for p in inner.split(",")]
-    if not any(c in p for p in parts for c in "*+/") and not any(
-            "-" in p.lstrip("-") for p in parts):
+    """For a type whose sizes hold arithmetic (tensor[3, H * H], tensor[2*3x4]), how to write
+    it: a size is a number, a size variable or ?; arithmetic on numbers alone is worked out
+    (tensor[6x4]), and for one size that is not, reshape works out a ? from the others."""
+    sep = "," if "," in inner or not re.fullmatch(r"[0-9A-Z?*+\-/() \t]+x[0-9A-Z?*+\-/() \tx]+",
+                                                    inner) else "x"
+    parts = [p.strip() for p in inner.split(sep)]
+
+    def arithmetic(p):
+        return any(c in p for c in "*+/") or "-" in p.lstrip("-")
+    if not any(arithmetic(p) for p in parts):
         return ""
+    join = ", " if sep == "," else "x"
+
     def number(p):      # the value of arithmetic on whole numbers alone (2*3), else None
         if not re.fullmatch(r"[0-9 \t*+()-]+", p) or "**" in p or len(p) > 40:
             return None
@@ -421,13 +428,15 @@ def _arithmetic_hint(inner: str) -> str:
         except Exception:
             return None
         return v if type(v) is int and 0 <= v < 10 ** 12 else None
-    sized = [p if not any(c in p for c in "*+-/") else number(p) for p in parts]
+    sized = [number(p) if arithmetic(p) else p for p in parts]
+    say = "; a size is a number, a size variable or ?, not arithmetic"
     if all(v is not None for v in sized):
-        return ("; a size is a number, a size variable or ?, not arithmetic: tensor[%s]"
-                % ", ".join(str(v) for v in sized))
-    worked = ", ".join("?" if any(c in p for c in "*+-/") else p for p in parts)
-    return ("; a size is a number, a size variable or ?, not arithmetic: reshape works out one "
-            "? from the others (reshape(x, tensor[%s]))" % worked)
+        return say + ": tensor[%s]" % join.join(str(v) for v in sized)
+    if sum(1 for p in parts if arithmetic(p)) == 1:
+        worked = join.join("?" if arithmetic(p) else p for p in parts)
+        return say + (": reshape works out one ? from the others (reshape(x, tensor[%s]))"
+                      % worked)
+    return say
 
 
 def _type_token(source, word, start, end):

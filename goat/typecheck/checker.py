@@ -2211,14 +2211,17 @@ class Checker:
                 raise GoatError("'%s' appears twice among grad's names" % a.name, a.loc)
             wrt.append(self.value(a, scope, b))
             names.append(a.name)
-        ones = [n for n, w in zip(names, wrt) if _one_cell(w.shape)]
+        ones = [(n, w) for n, w in zip(names, wrt) if _one_cell(w.shape)]
         if (type(e.args[0]) is ast.Name and len(ones) == 1 and not _one_cell(loss.shape)
-                and all(type(d) is int for d in loss.shape)):
+                and all(type(d) is int for d in loss.shape)
+                and _computed_from(ones[0][1], loss, self.program.nodes)):
             # grad(w, loss): the loss written among the names
-            order = [e.args[0].name if n == ones[0] else n for n in names]
+            # (a one-element name computed from the first argument: the loss, written
+            # second; otherwise a loss not yet reduced, which the grad pass reports)
+            order = [e.args[0].name if n == ones[0][0] else n for n in names]
             raise GoatError("grad takes the loss first, then the names: grad(%s, %s) (its "
                             "first argument must be a loss of one element, and %s is %s)"
-                            % (ones[0], ", ".join(order), e.args[0].name,
+                            % (ones[0][0], ", ".join(order), e.args[0].name,
                                format_shape(loss.shape)), e.loc)
         return b.grad([loss] + wrt, tuple(names), e.loc)
 
@@ -2467,6 +2470,12 @@ def _together(errors, last=None):
     if last is not None and getattr(last, "fatal", False):
         out.fatal = True
     return out
+
+
+def _computed_from(value, source, nodes) -> bool:
+    """Whether ``value`` is computed from ``source`` (through stop_gradient too)."""
+    from ..autodiff.grad import _reaches
+    return _reaches(value, source, nodes)
 
 
 def _one_cell(shape) -> bool:

@@ -297,12 +297,13 @@ class Program:
         region.effects.append(Effect(kind, node, loc, len(region.nodes), data))
 
 
-@functools.lru_cache(maxsize=1)
-def _host_backend():
-    """The float64 NumPy back end on which :func:`known_number` computes: the registry's own
-    evaluation of each op, so the numbers it finds are the ones the run will compute."""
+@functools.lru_cache(maxsize=2)
+def _host_backend(dtype: str = "f64"):
+    """The NumPy back end in precision ``dtype`` on which :func:`known_number` computes: the
+    registry's own evaluation of each op, so the numbers it finds are the ones the run will
+    compute."""
     from ..gpu.numpy_backend import NumpyBackend
-    return NumpyBackend()
+    return NumpyBackend(dtype=dtype)
 
 
 def _foldable(op) -> bool:
@@ -311,22 +312,36 @@ def _foldable(op) -> bool:
     return "elementwise" in op.tags and op.pure and op.n_values == op.arity
 
 
-def known_number(node, depth=0):
+def known_number(node, dtype: str = "f64"):
     """The number a node holds when the program's own numbers fix it (a literal, a name bound
     to one, and arithmetic and comparisons of such: ``steps - 1``, ``save_ckpt == 1``), else
-    None."""
+    None.  ``dtype`` "f32": the number a --dtype f32 run computes, when float64 gives the same
+    (a fold the two precisions disagree on, ``exp(1e-8) == 1``, is None: not known)."""
+    value = _fold(node, "f64")
+    if dtype == "f64" or value is None:
+        return value
+    narrow = _fold(node, "f32")
+    if narrow is None or not (narrow == value or (narrow != narrow and value != value)):
+        return None
+    return value
+
+
+def _fold(node, dtype, depth=0):
     while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
         node = node.args[0]
+    import numpy as np
     if node.kind == OP and _foldable(node.op) and depth < 32:
-        args = [known_number(a, depth + 1) for a in node.args]
+        args = [_fold(a, dtype, depth + 1) for a in node.args]
         if any(a is None for a in args) or len(args) != node.op.arity:
             return None
-        import numpy as np
+        be = _host_backend(dtype)
         with np.errstate(all="ignore"):
-            value = node.op.evaluate(_host_backend())(*[np.float64(a) for a in args])
+            value = node.op.evaluate(be)(*[be.dtype.type(a) for a in args])
         return float(np.asarray(value).reshape(-1)[0])
     if node.kind != CONST:
         return None
-    import numpy as np
     value = np.asarray(node.value)
-    return float(value.reshape(-1)[0]) if value.size == 1 else None
+    if value.size != 1:
+        return None
+    with np.errstate(all="ignore"):
+        return float(value.reshape(-1)[0].astype(np.float32 if dtype == "f32" else np.float64))
