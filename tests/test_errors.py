@@ -1160,18 +1160,6 @@ def test_a_newcomers_slip_gets_what_to_write(src, message):
     assert error(src).message == message
 
 
-def test_grad_through_a_loop_names_the_var_and_stop_gradient():
-    """Found by a newcomer: which of eight vars the loop error meant had to be guessed."""
-    e = error("var w = [[0.5]]\nvar h = [[1.0]]\nvar c = [[2.0]]\nfor t in 0..3 {\n"
-              "    c = c + 1\n    h = tanh(h * w)\n}\nlet l = col_sum(h * w)\nprint grad(l, w)\n")
-    assert e.line == 9
-    assert e.message.startswith(
-        "grad cannot differentiate through the for loop on line 4: the loss depends on var h, "
-        "which the loop assigns; take the gradient inside the loop (as a training step does), "
-        "compute the loss from values no loop changes, or write stop_gradient(h) where the "
-        "loss uses it")
-
-
 def test_save_never_writes_over_a_goat_program(tmp_path):
     """Found by a breaker: save(w, "self.mg") had replaced the running program with an array
     file.  A name ending in .mg is refused when the program is checked, fields or not."""

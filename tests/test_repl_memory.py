@@ -171,6 +171,6 @@ def test_a_training_loop_run_again_and_again_keeps_no_earlier_weights():
     (r,) = s.run("col_sum(row_sum(w * w))")
     (want,) = ref.run("col_sum(row_sum(w * w))")
     assert r.value.tolist() == want.value.tolist() and r.value.item() > 0
-    # a grad through the loops is refused as in a file, whatever was dropped
+    # a grad through an earlier input's loop is refused, whatever was dropped
     with pytest.raises(GoatError, match="cannot differentiate through the for loop"):
         s.run("let g = grad(col_sum(row_sum(w)), x)")

@@ -656,6 +656,33 @@ def broadcast_to(k: Kernel):
                                        k.int(len(out)), k.i64s(out)])
 
 
+def stack_new(k: Kernel):
+    """A tape of zeros (grad through a loop; goat/ops/builtins.py)."""
+    k.loop(cells(k.out_shape), lambda i: k.store(k.const(0.0), k.out, i))
+
+
+def _row(k: Kernel, value, rows):
+    """A tape's row number as an i64 (grad computes it: a whole number from 0 to rows - 1)."""
+    return k.b.fptosi(value, k.i64)
+
+
+def stack_set(k: Kernel):
+    """The tape copied, with one row set (goat run writes it in place)."""
+    tape, _, x = k.in_shapes[:3]
+    n = cells(x)
+    k.loop(cells(tape), lambda i: k.store(k.load(k.ins[0], i), k.out, i))
+    base = k.b.mul(_row(k, k.load(k.ins[1], 0), tape[0]), k.int(n))
+    k.loop(n, lambda j: k.store(k.load(k.ins[2], j), k.out, k.b.add(base, j)))
+
+
+def stack_get(k: Kernel):
+    """One row of a tape."""
+    tape = k.in_shapes[0]
+    n = cells(k.out_shape)
+    base = k.b.mul(_row(k, k.load(k.ins[1], 0), tape[0]), k.int(n))
+    k.loop(n, lambda j: k.store(k.load(k.ins[0], k.b.add(base, j)), k.out, j))
+
+
 def _index(k: Kernel, value, position, count, name):
     """``value`` as an index from 0 to count-1 (i64), or the run-time error naming it."""
     b = k.b

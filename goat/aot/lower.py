@@ -130,6 +130,12 @@ def resolve_shapes(program) -> dict:
                 s = tuple(op.shape(*ins[:real], *attrs))
             except ShapeError as e:
                 return Fail(e.message, *_site(node))
+            if not _is_static(s) and op.name == "stack_new":
+                raise GoatError("--aot (goat run --aot, goat compile --aot) needs the number of "
+                                "iterations of a loop that grad differentiates through when "
+                                "it compiles (it keeps each iteration's values), but this "
+                                "loop's bounds are known only when the program runs (write "
+                                "them as numbers, or run it with goat run)", **_at(node))
             if not _is_static(s):
                 what = op.name
                 raise GoatError("--aot (goat run --aot, goat compile --aot) needs every size "

@@ -20,8 +20,9 @@ What it differentiates through:
 * an ``if``: a new ``if`` on the same condition whose branches recompute the taken branch's
   forward values and then their vector-Jacobian products (the forward branch's values are gone
   when it ends), yielding the cotangents of the values from outside the branch it read;
-* not a ``for`` loop: the loss depending on a value a loop computed is a clear static error
-  (differentiate inside the loop instead, as a trainer does).
+* a ``for`` loop: backpropagation through time -- the loop run again keeping each
+  iteration's starting values on tapes, then a loop backwards through the iterations, each
+  recomputed from its tape row and differentiated (:meth:`_Pass.loop`).
 
 The cotangent of a value reached along several paths is the sum along them; a named value the
 loss does not depend on at all is an error (its gradient would be zero everywhere: a parameter
@@ -40,7 +41,8 @@ import numpy as np
 
 from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import REGISTRY, ZERO
-from ..typecheck.program import ARG, BRANCH, CAST, GET, LOOP, OP, Region, subregions
+from ..typecheck.program import (ARG, BRANCH, CAST, GET, LOOP, OP, Region, known_number,
+                                 subregions)
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
 _ADD = REGISTRY["add"]
@@ -48,6 +50,9 @@ _SUB = REGISTRY["subtract"]
 _NEGATE = REGISTRY["negate"]
 _SPREAD = REGISTRY["broadcast_to"]
 _SUM_TO = REGISTRY["sum_to"]
+_STACK_NEW = REGISTRY["stack_new"]
+_STACK_SET = REGISTRY["stack_set"]
+_STACK_GET = REGISTRY["stack_get"]
 
 
 class Emitter:
@@ -229,7 +234,12 @@ class _Pass:
         self.mark = len(self.nodes)     # nodes from here on are this pass's own
 
     def inside(self, node) -> bool:
-        return self.boundary is None or node.region is self.boundary
+        boundary = self.boundary
+        if boundary is None:
+            return True
+        if type(boundary) is tuple:         # a loop's pre-region and body
+            return node.region in boundary
+        return node.region is boundary
 
     def accumulate(self, node, g):
         """Add cotangent ``g`` to ``node``'s.  A sum of two is one op: ``old + (-x)`` is
@@ -295,9 +305,9 @@ class _Pass:
             if not active[i] or not self.inside(n):
                 continue
             kind = n.kind
-            if kind == BRANCH:
+            if kind == BRANCH or kind == LOOP:
                 if i in gets:
-                    self.branch(n, gets.pop(i))
+                    (self.branch if kind == BRANCH else self.loop)(n, gets.pop(i))
                 continue
             g = self.ct.get(i)
             if g is None:
@@ -311,26 +321,9 @@ class _Pass:
                 src = n.args[0]
                 if not active.get(src.id):      # a value differentiated with respect to
                     continue
-                if src.kind == LOOP:
-                    params = src.value.params       # the index, then the carried vars
-                    k = n.attrs[0] + 1
-                    what = getattr(params[k], "what", "") if k < len(params) else ""
-                    var = what[4:] if what.startswith("var ") else None
-                    raise GoatError(
-                        "grad cannot differentiate through the for loop on line %d: the loss "
-                        "depends on %s, which the loop assigns; take the gradient inside the "
-                        "loop (as a training step does), compute the loss from values no loop "
-                        "changes, or write stop_gradient(%s) where the loss uses it to take "
-                        "its value as a constant (backpropagation through time is written "
-                        "step by step: see 'grad and loops' in docs/language.md)"
-                        % (src.loc.line, "var %s" % var if var else "a var",
-                           var or "..."), self.loc)
                 slot = gets.setdefault(src.id, {})
                 k = n.attrs[0]
                 slot[k] = g if k not in slot else self.b.op(_ADD, (slot[k], g), n.loc)
-            elif kind == LOOP:
-                raise GoatError("grad cannot differentiate through the for loop on line %d"
-                                % n.loc.line, self.loc)
             # ARG, CONST: leaves
         return self.ct
 
@@ -402,6 +395,156 @@ class _Pass:
                                via=n.via, attrs=n.attrs)
         for k, o in enumerate(outs):
             self.accumulate(o, b.get(new, k, o.shape))
+
+
+    def loop(self, n, gs):
+        """The vjp of a for loop (backpropagation through time).  ``gs``: the cotangents of
+        its results (the carried vars' final values), by index.
+
+        Two loops over the same bounds: the first runs the body again (its prints and saves
+        left out), writing the carried values each iteration starts from into tapes, one row
+        an iteration (stack_set); the second runs backwards, from the last iteration to the
+        first: it reads the iteration's starting values from the tapes (stack_get), computes
+        the body's values again from them and then their cotangents, given the carried
+        values' cotangents at the iteration's end -- which gives those at its start, carried
+        to the iteration before -- and adds up the cotangents of the values from outside the
+        loop that the body reads (the weights), carried too.  A carried var that does not
+        depend on the values differentiated (a counter) is taped but gets no cotangent."""
+        b = self.b
+        program = b.program
+        nodes = self.nodes
+        if n.id < b.checker.earlier:
+            raise GoatError("grad cannot differentiate through the for loop at %s:%d: it ran "
+                            "in an earlier input, and the REPL keeps a loop's values only while "
+                            "a name needs them; put the loop and the grad in one input (a def, "
+                            "or a block: if 1 { ... }), or :load a file that has both"
+                            % (n.loc.source.path, n.loc.line), self.loc)
+        body = n.value
+        pre = body.parent
+        lo, hi = n.args[0], n.args[1]
+        inits = list(n.args[2:])
+        m = len(inits)
+        params = body.params                # the index, then the carried vars
+        loc = n.loc
+        live = [k for k, on in enumerate(_carried_activity(n, self.active, nodes)) if on]
+        outs = [x for x in _flows_in(n, nodes) if self.active.get(x.id)]
+        uid = len(nodes)                    # tells this loop's tapes from any other's
+        d = Emitter(b, loc)
+        count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), b.const(0.0, loc)), loc)
+        trips = known_number(count)
+        lead = int(trips) if trips is not None else None
+        tapes0 = [b.op(_STACK_NEW, (count, x), loc, (-1 if lead is None else lead, uid),
+                       shape=(lead,) + tuple(x.shape), check=False) for x in inits]
+
+        # the loop again, keeping each iteration's starting values
+        tpre = Region("pre", b.region, body.loc)
+        tbody = Region("for", tpre, body.loc)
+        tpre.inner.append(tbody)
+        mapping = {}
+        fb = b.sub(tpre)
+        fb.effects = False
+        fb._copy_region(pre, mapping, {})
+        fb = b.sub(tbody)
+        fb.effects = False
+        fb._copy_params(body, tbody, mapping, {})
+        tape_params = []
+        for t in tapes0:
+            p = program.new_node(tbody, ARG, None, (), t.shape, loc, what="tape")
+            tbody.params.append(p)
+            tape_params.append(p)
+        fb._copy_region(body, mapping, {})
+        row = fb.op(_SUB, (mapping[params[0].id], lo), loc)
+        written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
+                         shape=tp.shape, check=False) for k, tp in enumerate(tape_params)]
+        tbody.yields = [mapping.get(y.id, y) for y in body.yields] + written
+        tloop = program.new_node(b.region, LOOP, None, (lo, hi) + tuple(inits) + tuple(tapes0),
+                                 tuple(x.shape for x in inits) + tuple(t.shape for t in tapes0),
+                                 loc, value=tbody, via=n.via, attrs=n.attrs)
+        tapes = [b.get(tloop, m + k, tapes0[k].shape) for k in range(m)]
+
+        # backwards: iteration t = lo + hi - 1 - r at step r
+        bpre = Region("pre", b.region, body.loc)
+        bbody = Region("for", bpre, body.loc)
+        bpre.inner.append(bbody)
+        pb = b.sub(bpre)
+        pb.effects = False
+        pb.local = True                 # its copies are its own (as a branch's vjp's are)
+        bb = b.sub(bbody)
+        bb.effects = False
+        bb.local = True
+        r = program.new_node(bbody, ARG, None, (), (), loc, what="loop index")
+        bbody.params.append(r)
+        ct_params = []
+        for k in live:
+            p = program.new_node(bbody, ARG, None, (), inits[k].shape, loc, what="cotangent")
+            bbody.params.append(p)
+            ct_params.append(p)
+        acc_params = []
+        for o in outs:
+            p = program.new_node(bbody, ARG, None, (), o.shape, loc, what="gradient")
+            bbody.params.append(p)
+            acc_params.append(p)
+        mapping = {}
+        pb._copy_region(pre, mapping, {})
+        back = bb.op(_SUB, (bb.op(_SUB, (hi, r), loc), bb.const(1.0, loc)), loc)   # t - lo
+        mapping[params[0].id] = bb.op(_ADD, (lo, back), loc)
+        starts = {}
+        for k in range(m):
+            start = bb.op(_STACK_GET, (tapes[k], back), loc, (uid,), shape=inits[k].shape,
+                          check=False)
+            mapping[params[k + 1].id] = start
+            starts[k] = start
+        bb._copy_region(body, mapping, {})
+        seeds = [(mapping.get(body.yields[k].id, body.yields[k]), c)
+                 for k, c in zip(live, ct_params)]
+        inner = _Pass(bb, self.loc, self.active, boundary=(bpre, bbody))
+        cts = inner.run(seeds, {starts[k].id for k in live})
+        yields = []
+        for k, c in zip(live, ct_params):
+            g = cts.get(starts[k].id)
+            yields.append(_fit(bb, g, inits[k]) if g is not None
+                          else Emitter(bb, loc).fill_like(inits[k], 0.0))
+        for o, a in zip(outs, acc_params):
+            g = cts.get(o.id)
+            yields.append(bb.op(_ADD, (a, _fit(bb, g, o)), loc) if g is not None else a)
+        bbody.yields = yields
+        start_cts = []
+        for k in live:
+            g = gs.get(k)
+            start_cts.append(_fit(b, g, inits[k]) if g is not None else d.fill_like(inits[k], 0.0))
+        zeros = [d.fill_like(o, 0.0) for o in outs]
+        bloop = program.new_node(b.region, LOOP, None, (lo, hi) + tuple(start_cts) + tuple(zeros),
+                                 tuple(inits[k].shape for k in live)
+                                 + tuple(o.shape for o in outs),
+                                 loc, value=bbody, via=n.via, attrs=n.attrs)
+        for j, k in enumerate(live):
+            if self.active.get(inits[k].id):
+                self.accumulate(inits[k], b.get(bloop, j, inits[k].shape))
+        for j, o in enumerate(outs):
+            self.accumulate(o, b.get(bloop, len(live) + j, o.shape))
+
+
+def _carried_activity(n, active, nodes) -> list:
+    """For each var a loop ``n`` carries, whether it depends on a value differentiated: its
+    initial value does, or an iteration makes it depend on one (an outside value that does, or
+    another carried var that does), found by repeating until nothing changes."""
+    body = n.value
+    params = body.params
+    inits = n.args[2:]
+    on = [bool(active.get(x.id)) for x in inits]
+    ordered = sorted(list(body.parent.nodes) + list(body.nodes), key=lambda x: x.id)
+    own = {p.id for p in params}
+    while True:
+        state = {p.id: (k > 0 and on[k - 1]) for k, p in enumerate(params)}
+        for x in ordered:
+            if x.id in own:
+                continue
+            state[x.id] = any(state.get(a.id, active.get(a.id, False)) for a in _inputs(x, nodes))
+        grown = [on[k] or state.get(y.id, active.get(y.id, False))
+                 for k, y in enumerate(body.yields)]
+        if grown == on:
+            return on
+        on = grown
 
 
 def _fit(b, g, like):

@@ -788,6 +788,60 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
             lowering=lower.dim_size))
 
 
+# ---------------------------------------------------------------- grad through a loop
+# A loop's backward pass (goat/autodiff/grad.py, _Pass.loop) runs the loop again keeping the
+# carried values each iteration starts from, rows of a tape, then runs backwards reading them.
+# The tape is written in place where the back end can (goat run, a GPU): it is grad's own
+# value, made fresh for each loop (its ``id`` attribute keeps two tapes from being shared),
+# whose rows are each written before they are read; the compiled program copies it.
+
+def _stack_new(be, rows, uid):
+    xp = be.xp
+
+    def run(count, like):
+        n = int(be.scalar(count))
+        # (a scalar may be a Python float: a loop's counter)
+        return xp.zeros((max(n, 0),) + tuple(getattr(like, "shape", ())), dtype=be.dtype)
+    return run
+
+
+def _stack_set(be, uid):
+    def run(tape, row, x):
+        tape[int(be.scalar(row))] = x
+        return tape
+    return run
+
+
+def _stack_get(be, uid):
+    xp = be.xp
+    return lambda tape, row: xp.array(tape[int(be.scalar(row))], copy=True)
+
+
+register(Op(name="stack_new", arity=4,
+            params=(("count", "value"), ("like", "value"), ("rows", "int"), ("id", "int")),
+            callable_by_name=False, signature="(stack_new(count, like: S, rows, id) -> NxS)",
+            doc="a tape of count rows of zeros, each of like's shape, for grad through a loop "
+                "(rows: count when the program's own numbers fix it, else -1)",
+            shape=lambda count, like, rows, uid: (rows if rows >= 0 else None,) + tuple(like),
+            evaluate=_stack_new,
+            vjp=lambda d, g, out, count, like, rows, uid: (ZERO, ZERO), tags=("constant",),
+            lowering=lower.stack_new))
+register(Op(name="stack_set", arity=4,
+            params=(("tape", "value"), ("row", "value"), ("x", "value"), ("id", "int")),
+            callable_by_name=False, signature="(stack_set(tape: NxS, row, x: S, id) -> NxS)",
+            doc="the tape with its row `row` (from 0) set to x, for grad through a loop",
+            shape=lambda tape, row, x, uid: tuple(tape), evaluate=_stack_set,
+            vjp=lambda d, g, out, tape, row, x, uid: (ZERO, ZERO, ZERO), tags=("constant",),
+            lowering=lower.stack_set))
+register(Op(name="stack_get", arity=3,
+            params=(("tape", "value"), ("row", "value"), ("id", "int")),
+            callable_by_name=False, signature="(stack_get(tape: NxS, row, id) -> S)",
+            doc="row `row` (from 0) of the tape, for grad through a loop",
+            shape=lambda tape, row, uid: tuple(tape[1:]), evaluate=_stack_get,
+            vjp=lambda d, g, out, tape, row, uid: (ZERO, ZERO), tags=("constant",),
+            lowering=lower.stack_get))
+
+
 # ---------------------------------------------------------------- the trainer's verbs
 
 def _indices(be, idx, count, name):

@@ -314,9 +314,12 @@ class Session:
         del c.shared.loading[:]
         del c.shared.calls[:]
 
-    def _check(self, stmt):
+    def _check(self, stmt, start=None):
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, _RECURSION_LIMIT))
+        # the nodes before this input's (``start``: a loaded file's first) may be gone
+        # (_needed): grad does not go back into an earlier input's loop
+        self.checker.earlier = len(self.program.nodes) if start is None else start
         try:
             return self.checker.check_stmt(stmt)
         except RecursionError:
@@ -493,6 +496,7 @@ class Session:
         try:
             self.checker.look_ahead(module)     # a file's rules: use after definition...
             checked = []
+            start = len(self.program.nodes)     # the file is one input
             for stmt in stmts:
                 for name in _defined_names(stmt):
                     if name in seen:            # ... and each name once in the file
@@ -500,7 +504,7 @@ class Session:
                                         "defined only once in a file" % (name, seen[name]),
                                         stmt.loc)
                     seen[name] = stmt.loc.line
-                checked.append(self._check(stmt))
+                checked.append(self._check(stmt, start))
             needed = self._needed()
             shown = [c for s, c in zip(stmts, checked) if type(s) is ast.ExprStmt]
             self._evaluate(None, self._to_keep(needed, _nodes(tuple(shown))))

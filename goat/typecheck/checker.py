@@ -803,6 +803,10 @@ class Checker:
         self.max_nodes = MAX_NODES
         self.grad_used = False        # the def being checked calls grad
         self.grad_site = None         # the grad call being carried out (its Loc)
+        # the REPL: the first node of the input being checked (the values of those before it
+        # are kept only while a name may need them: grad does not differentiate through an
+        # earlier input's loop)
+        self.earlier = 0
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
         self._generic_def = False     # the def being checked has a parameter typed [..., ...]

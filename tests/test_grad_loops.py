@@ -1,0 +1,342 @@
+"""grad through a for loop (backpropagation through time): each program's gradient against
+central differences of the same computation written again in NumPy, and PyTorch's autograd
+when it is installed; the compiled program and the GPU test back end against goat run."""
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import goat
+from conftest import ROOT
+
+RNG = np.random.default_rng(7)
+
+
+def _sin(t):
+    return np.sin(t + np.array([[0.0], [1.0]]))
+
+
+# name -> (goat body computing `loss` from w0, w1; their shapes; the same in NumPy)
+def _rnn(w0, w1):
+    h = np.zeros((2, 3))
+    loss = 0.0
+    for t in range(5):
+        h = np.tanh(h @ w1.T + np.sin(t + w0))
+        loss += np.sum(h * h)
+    return loss
+
+
+def _init_active(w0, w1):
+    h = w0
+    for _ in range(3):
+        h = np.tanh(h @ w1)
+    return np.sum(h)
+
+
+def _counter_and_if(w0, w1):
+    h, c = w0, 0
+    for _ in range(6):
+        c += 1
+        h = h * w1 if c > 2 else np.sin(h)
+        h = h * (c > 3) + h * 0.5
+    return np.sum(h)
+
+
+def _nested(w0, w1):
+    h = w0
+    for i in range(3):
+        k = h
+        for _ in range(2):
+            k = np.tanh(k @ w1)
+        h = h + k * i
+    return np.sum(h * h)
+
+
+def _zero_trips(w0, w1):
+    return np.sum(w0 * w1)
+
+
+def _in_a_def(w0, w1):
+    def run(x):
+        h = x
+        for _ in range(3):
+            h = np.tanh(h @ w1)
+        return h
+    return np.sum(run(w0) * run(w0 * 2))
+
+
+def _two_vars(w0, w1):
+    a, b = w0, w1
+    for _ in range(4):
+        a, b = a * b + 1, np.sin(a)
+    return np.sum(a * b)
+
+
+def _bounds_from_lets(w0, w1):
+    h = w0
+    for t in range(1, 4):
+        h = h * w1 + t
+    return np.sum(h)
+
+
+def _loss_carried(w0, w1):
+    return sum(np.sum(w0 * w1 * t) for t in range(3))
+
+
+CASES = {
+    "rnn, an invariant hoisted": (
+        "var h = zeros(tensor[2x3])\nvar loss = [[0]]\nfor t in 0..5 {\n"
+        "    h = tanh(h @ transpose(w1) + sin(t + w0))\n    loss += col_sum(row_sum(h * h))\n}\n",
+        [(2, 3), (3, 3)], _rnn),
+    "the initial value differentiated": (
+        "var h = w0\nfor t in 0..3 {\n    h = tanh(h @ w1)\n}\nlet loss = col_sum(row_sum(h))\n",
+        [(2, 3), (3, 3)], _init_active),
+    "a counter, an if and a mask": (
+        "var h = w0\nvar c = 0\nfor t in 0..6 {\n    c += 1\n    if c > 2 {\n        h = h * w1\n"
+        "    } else {\n        h = sin(h)\n    }\n    h = h * (c > 3) + h * 0.5\n}\n"
+        "let loss = col_sum(row_sum(h))\n", [(1, 2), (1, 2)], _counter_and_if),
+    "nested loops": (
+        "var h = w0\nfor i in 0..3 {\n    var k = h\n    for j in 0..2 {\n        k = tanh(k @ w1)\n"
+        "    }\n    h = h + k * i\n}\nlet loss = col_sum(row_sum(h * h))\n",
+        [(2, 2), (2, 2)], _nested),
+    "no iteration": (
+        "var h = w0\nfor t in 0..0 {\n    h = h * w1\n}\nlet loss = col_sum(row_sum(h * w1))\n",
+        [(1, 2), (1, 2)], _zero_trips),
+    "a loop in a def called twice": (
+        "def run(x: tensor[N, C], w: tensor[C, C]) {\n    var h = x\n    for t in 0..3 {\n"
+        "        h = tanh(h @ w)\n    }\n    return h\n}\n"
+        "let loss = col_sum(row_sum(run(w0, w1) * run(w0 * 2, w1)))\n",
+        [(2, 3), (3, 3)], _in_a_def),
+    "two vars feeding each other": (
+        "var a = w0\nvar b = w1\nfor t in 0..4 {\n    let a2 = a * b + 1\n    b = sin(a)\n"
+        "    a = a2\n}\nlet loss = col_sum(row_sum(a * b))\n", [(1, 3), (1, 3)], _two_vars),
+    "bounds from lets": (
+        "let first = 1\nlet steps = 4\nvar h = w0\nfor t in first..steps {\n    h = h * w1 + t\n}\n"
+        "let loss = col_sum(row_sum(h))\n", [(1, 2), (1, 2)], _bounds_from_lets),
+    "the loss carried": (
+        "var s = [[0]]\nfor t in 0..3 {\n    s = s + col_sum(row_sum(w0 * w1 * t))\n}\n"
+        "let loss = s\n", [(2, 2), (2, 2)], _loss_carried),
+}
+
+
+def _program(body, shapes, printing=True):
+    head = "".join('let w%d: tensor[%s] = load("w%d.npy")\n' % (i, "x".join(map(str, s)), i)
+                   for i, s in enumerate(shapes))
+    tail = "let g0, g1 = grad(loss, w0, w1)\n" + ("print g0\nprint g1\n" if printing else "")
+    return head + body + tail
+
+
+def _weights(shapes):
+    return {"w%d.npy" % i: RNG.normal(size=s) * 0.7 for i, s in enumerate(shapes)}
+
+
+def _central(f, ws, eps=1e-6):
+    out = []
+    for k, w in enumerate(ws):
+        g = np.zeros_like(w)
+        for i in np.ndindex(w.shape):
+            up = [x.copy() for x in ws]
+            down = [x.copy() for x in ws]
+            up[k][i] += eps
+            down[k][i] -= eps
+            g[i] = (f(*up) - f(*down)) / (2 * eps)
+        out.append(g)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_grad_through_a_loop_equals_finite_differences(name):
+    body, shapes, reference = CASES[name]
+    inputs = _weights(shapes)
+    got = goat.run_source(_program(body, shapes), inputs=inputs)[-2:]
+    want = _central(reference, [inputs["w0.npy"], inputs["w1.npy"]])
+    for g, w in zip(got, want):
+        assert np.allclose(g, w, rtol=1e-6, atol=1e-8), (name, g, w)
+
+
+def test_an_rnn_trained_through_its_loop_matches_pytorch_step_by_step():
+    """An Elman RNN over 6 steps, 30 steps of gradient descent with grad taken through the
+    loop over time: the loss at every tenth step against PyTorch's autograd, float64."""
+    torch = pytest.importorskip("torch")
+    text = """
+def cell(x: tensor[2x1], h: tensor[2x3], wx: tensor[1x3], wh: tensor[3x3]) = tanh(x @ wx + h @ wh)
+def err(h: tensor[2x3], wy: tensor[3x1], y: tensor[2x1]) = col_mean((h @ wy - y) * (h @ wy - y))
+var wx = randn(tensor[1x3], 1)
+var wh = randn(tensor[3x3], 2) * 0.5
+var wy = randn(tensor[3x1], 3)
+for step in 0..30 {
+    var h = zeros(tensor[2x3])
+    var loss = [[0]]
+    for t in 0..6 {
+        h = cell(sin(t * 0.5 + [[0], [1]]), h, wx, wh)
+        loss += err(h, wy, cos(t * 0.5 + [[0], [1]])) / 6
+    }
+    let gx, gh, gy = grad(loss, wx, wh, wy)
+    wx = wx - 0.5 * gx
+    wh = wh - 0.5 * gh
+    wy = wy - 0.5 * gy
+    print loss
+}
+"""
+    losses = [v.item() for v in goat.run_source(text)]
+    start = goat.run_source("print randn(tensor[1x3], 1)\nprint randn(tensor[3x3], 2) * 0.5\n"
+                            "print randn(tensor[3x1], 3)\n")
+    ws = [torch.tensor(np.asarray(v)) for v in start]
+    off = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    want = []
+    for _ in range(30):
+        ws = [w.clone().requires_grad_(True) for w in ws]
+        h = torch.zeros(2, 3, dtype=torch.float64)
+        loss = 0
+        for t in range(6):
+            h = torch.tanh(torch.sin(t * 0.5 + off) @ ws[0] + h @ ws[1])
+            p = h @ ws[2] - torch.cos(t * 0.5 + off)
+            loss = loss + (p * p).mean() / 6
+        loss.backward()
+        want.append(loss.item())
+        ws = [w.detach() - 0.5 * w.grad for w in ws]
+    assert losses[-1] < losses[0] * 0.6
+    assert np.allclose(losses, want, rtol=1e-13, atol=0)
+
+
+def test_the_example_program_matches_pytorch():
+    """examples/rnn_bptt.mg: grad through the loop over time, against PyTorch."""
+    torch = pytest.importorskip("torch")
+    path = os.path.join(ROOT, "examples", "rnn_bptt.mg")
+    values = goat.run_file(path)
+    loss, gwx, gwh, gwy = values[-4:]
+    start = goat.run_source("print randn(tensor[1x3], 1)\nprint randn(tensor[3x3], 2) * 0.5\n"
+                            "print randn(tensor[3x1], 3)\n")
+    ws = [torch.tensor(np.asarray(v), requires_grad=True) for v in start]
+    off = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    h = torch.zeros(2, 3, dtype=torch.float64)
+    total = 0
+    for t in range(4):
+        h = torch.tanh(torch.sin(t + off) @ ws[0] + h @ ws[1])
+        p = h @ ws[2] - torch.cos(t + off)
+        total = total + (p * p).mean()
+    total.backward()
+    assert loss.item() == pytest.approx(total.item(), rel=1e-14)
+    for got, w in zip((gwx, gwh, gwy), ws):
+        assert np.allclose(got, w.grad.numpy(), rtol=1e-13, atol=1e-15)
+
+
+def test_bounds_known_only_when_the_program_runs(tmp_path):
+    np.save(tmp_path / "n.npy", np.array([[4.0]]))
+    text = ('let n: tensor[1x1] = load("n.npy")\nvar w = [[0.5, 0.3]]\nvar h = [[1, 2]]\n'
+            'for t in 0..reshape(n, scalar) {\n    h = tanh(h * w + t)\n}\n'
+            'print grad(col_sum(row_sum(h)), w)\n')
+
+    def f(w):
+        h = np.array([1.0, 2.0])
+        for t in range(4):
+            h = np.tanh(h * w + t)
+        return np.sum(h)
+    (g,) = goat.run_source(text, path=str(tmp_path / "p.mg"))
+    (want,) = _central(f, [np.array([0.5, 0.3])])
+    assert np.allclose(g.ravel(), want, rtol=1e-7)
+
+
+def test_the_loops_prints_are_not_repeated_by_grad():
+    out = io.StringIO()
+    goat.run_source('var w = [[2]]\nvar h = [[1]]\nfor t in 0..3 {\n    h = h * w\n'
+                    '    print "t = {t}"\n}\nprint grad(col_sum(h), w)\n', stdout=out)
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if line.startswith("t = ")] == ["t = 0", "t = 1", "t = 2"]
+    assert lines[-1] == "[[12]]"                        # d(w^3)/dw at 2
+
+
+def test_f32_follows_f64():
+    body, shapes, _ = CASES["rnn, an invariant hoisted"]
+    inputs = _weights(shapes)
+    wide = goat.run_source(_program(body, shapes), inputs=inputs)[-2:]
+    narrow = goat.run_source(_program(body, shapes), inputs=inputs, dtype="f32")[-2:]
+    for a, b in zip(narrow, wide):
+        assert a.dtype == np.float32
+        assert np.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
+    from goat.gpu import get_backend
+    from goat.gpu.guard import GuardBackend
+    from goat.interp.evaluator import Evaluator
+    body, shapes, _ = CASES["nested loops"]
+    text = _program(body, shapes).replace('load("w0.npy")', "randn(tensor[2x2], 1)") \
+                                 .replace('load("w1.npy")', "randn(tensor[2x2], 2)")
+    program = goat.check_source(text)
+    outs = []
+    for be in (get_backend("numpy"), GuardBackend()):
+        out = io.StringIO()
+        ev = Evaluator(program, be, out=out, keep_printed=True)
+        if isinstance(be, GuardBackend):
+            be.counter.watch_effects(ev)
+        ev.run()
+        outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
+    assert outs[0] == outs[1]
+    assert be.counter.stray_downloads == 0
+
+
+@pytest.mark.parametrize("name", ["rnn, an invariant hoisted", "a counter, an if and a mask",
+                                  "nested loops", "a loop in a def called twice"])
+def test_compiled_gradients_are_goat_runs_bit_for_bit(tmp_path, name):
+    pytest.importorskip("llvmlite")
+    body, shapes, _ = CASES[name]
+    for file, w in _weights(shapes).items():
+        np.save(tmp_path / file, w)
+    (tmp_path / "p.mg").write_text(_program(body, shapes))
+    env = dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"), GOAT_PRINT_DIGITS="17")
+    runs = [subprocess.run([sys.executable, "-m", "goat", "run"] + extra + ["p.mg"],
+                           cwd=str(tmp_path), env=env, capture_output=True, text=True)
+            for extra in ([], ["--aot"])]
+    assert runs[1].returncode == 0, runs[1].stderr
+    got = goat.run_file(str(tmp_path / "p.mg"))[-2:]
+    shown = runs[1].stdout.split("data = \n")[1:]
+    for g, text in zip(got, shown):
+        numbers = [float(x) for x in text.replace("[", " ").replace("]", " ").replace(",", " ")
+                   .split()[:g.size]]
+        assert np.array_equal(np.array(numbers), g.ravel())
+
+
+def test_aot_needs_the_number_of_iterations(tmp_path):
+    pytest.importorskip("llvmlite")
+    np.save(tmp_path / "n.npy", np.array([[3.0]]))
+    (tmp_path / "p.mg").write_text(
+        'let n: tensor[1x1] = load("n.npy")\nvar w = [[0.5]]\nvar h = [[1]]\n'
+        'for t in 0..reshape(n, scalar) {\n    h = h * w\n}\nprint grad(col_sum(h), w)\n')
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "p.mg"], cwd=str(tmp_path),
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")),
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.startswith(
+        "p.mg:4: error: --aot (goat run --aot, goat compile --aot) needs the number of "
+        "iterations of a loop that grad differentiates through when it compiles")
+
+
+def test_the_repl_differentiates_through_a_loop_of_the_same_input_only(tmp_path):
+    """The REPL keeps an earlier input's values only while a name needs them: grad through
+    an earlier input's loop is a clear error; in one input (a block, a def, a loaded file)
+    it goes through."""
+    from goat.diagnostics import GoatError
+    from goat.repl.session import Session
+    s = Session()
+    s.run("var w = [[0.5]]")
+    s.run("var h = [[1]]")
+    s.run("for t in 0..3 {\n    h = tanh(h * w)\n}")
+    with pytest.raises(GoatError) as info:
+        s.run("grad(col_sum(h), w)")
+    assert "it ran in an earlier input" in info.value.message
+    want = (np.tanh(np.tanh(np.tanh(0.5 + 1e-6) * (0.5 + 1e-6)) * (0.5 + 1e-6))
+            - np.tanh(np.tanh(np.tanh(0.5 - 1e-6) * (0.5 - 1e-6)) * (0.5 - 1e-6))) / 2e-6
+    s.run("var g = [[0]]")
+    s.run("if 1 {\n    var k = [[1]]\n    for t in 0..3 {\n        k = tanh(k * w)\n"
+          "    }\n    g = grad(col_sum(k), w)\n}")
+    (r,) = s.run("g")
+    assert abs(np.asarray(r.value).item() - want) < 1e-8
+    (tmp_path / "f.mg").write_text("var v = [[0.5]]\nvar k = [[1]]\nfor t in 0..3 {\n"
+                                   "    k = tanh(k * v)\n}\nlet gv = grad(col_sum(k), v)\n")
+    s.load(str(tmp_path / "f.mg"))
+    (r,) = s.run("gv")
+    assert abs(np.asarray(r.value).item() - want) < 1e-8
