@@ -210,6 +210,13 @@ def _columns(text: str) -> int:
 _IMPORT_NOTE = "in module %s, imported on line %d of %s"
 
 
+def is_call_note(note: str) -> bool:
+    """Whether ``note`` (of :func:`frame_notes`) names a def's call: how an error in the
+    def's body was reached, not where it is."""
+    return (note.startswith("in ") and (", called on line " in note or ", called at " in note)
+            or note.startswith("... ") and note.endswith(" more calls in between"))
+
+
 def is_import_note(note: str) -> bool:
     """Whether ``note`` (of :func:`frame_notes`) names a module's import: how an error in
     the module was reached, not where it is."""

@@ -129,6 +129,8 @@ def check_output(output: str, program_path: str | None, output_kind: str = "exe"
         stem = output[:-3]
         while stem.endswith(".mg"):
             stem = stem[:-3]
+        if not os.path.basename(stem):              # -o .mg
+            stem = os.path.join(os.path.dirname(stem), "a.out" if output_kind != "ll" else "a")
         raise GoatError("cannot write %s: a .mg file is a goat program, and goat compile "
                         "writes %s (name it %s with -o)" % (
                             output, "LLVM IR" if output_kind == "ll" else "an executable",

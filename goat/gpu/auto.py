@@ -93,7 +93,7 @@ def _op_cost(node) -> tuple:
     return float(max(out, max(ins, default=0))) * node.op.cell_flops, moved
 
 
-def region_cost(region) -> Cost:
+def region_cost(region, dtype: str = "f64") -> Cost:
     """The cost of running ``region`` once (its loops as many times as their written bounds
     say)."""
     from ..interp.fusion import groups
@@ -118,11 +118,11 @@ def region_cost(region) -> Cost:
             body = node.value
             trips, known = _trips(node)
             c.unknown_loops += 0 if known else 1
-            c.add(region_cost(body.parent), 1.0 if trips else 0.0)
-            c.add(region_cost(body), trips)
+            c.add(region_cost(body.parent, dtype), 1.0 if trips else 0.0)
+            c.add(region_cost(body, dtype), trips)
         elif node.kind == BRANCH:
-            a, b = (region_cost(r) for r in node.value)
-            known = known_number(node.args[0])
+            a, b = (region_cost(r, dtype) for r in node.value)
+            known = known_number(node.args[0], dtype)
             if known is not None:           # fixed by the program's own numbers
                 c.add(a if known != 0 else b)   # (a NaN holds, as the if takes it)
             else:
@@ -164,7 +164,7 @@ def choose(program, dtype: str = "f64", gpu_missing: str | None = None) -> Choic
     may be a function giving it (goat.gpu.cupy_usable), called only when the GPU's estimate
     is the lower: loading CuPy and finding a device takes longer than a small program
     runs."""
-    c = region_cost(program.main)
+    c = region_cost(program.main, dtype)
     itemsize = 4 if dtype == "f32" else 8
     cpu, gpu = c.seconds(CPU, itemsize), c.seconds(GPU, itemsize)
     work = ("%s GFLOP, %s GB moved, %d ops, %d GPU launches"

@@ -80,6 +80,8 @@ _CHARACTER_HINTS = {
     "^": "; there is no power operator: multiply, or write exp(p * log(x))",
     "'": "; strings are written in double quotes: \"...\"",
     "&": "; write 'and'", "|": "; write 'or'",
+    "\\": "; a statement goes on to the next line only inside ( ) or [ ]: put the expression "
+          "in parentheses",
     "\u201c": "; strings are written in straight double quotes: \"...\"",
     "\u201d": "; strings are written in straight double quotes: \"...\"",
     "\u2018": "; strings are written in straight double quotes: \"...\"",
@@ -281,6 +283,11 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         raise GoatError("'tensor' must be followed by its dimensions, as in "
                                         "tensor[2x3]", Loc(source, start_, end_))
                 except GoatError as e:
+                    covered = text[end_:e.loc.end]
+                    if any(c in covered.strip()[1:-1] for c in "[](){}"):
+                        # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
+                        # ends cannot be told, nor whether those brackets match
+                        structural(e)
                     local(e)
                     # past the type as far as the error covers it (to its ])
                     i = max(i + 1, bisect_left(ends, min(e.loc.end, limit), i) + 1)
@@ -319,7 +326,10 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 i += 1
                 continue
             if piece == "[":
-                tok = _try_array(source, start_)
+                try:
+                    tok = _try_array(source, start_)
+                except GoatError as e:      # nested too deep: with the errors before it
+                    structural(e)
                 if tok is not None and tok.end_pos <= limit:
                     out.append(tok)
                     i = bisect_left(ends, tok.end_pos, i) + 1
@@ -410,9 +420,17 @@ def _arithmetic_hint(inner: str) -> str:
     """For a type whose sizes hold arithmetic (tensor[3, H * H], tensor[2*3x4]), how to write
     it: a size is a number, a size variable or ?; arithmetic on numbers alone is worked out
     (tensor[6x4]), and for one size that is not, reshape works out a ? from the others."""
-    sep = "," if "," in inner or not re.fullmatch(r"[0-9A-Z?*+\-/() \t]+x[0-9A-Z?*+\-/() \tx]+",
-                                                    inner) else "x"
+    if any(c in inner for c in "[]{}"):
+        return ""
+    # the x form (tensor[2*3x4]) only where each part is numbers, ?, single capitals and
+    # arithmetic (BATCHx2*3 is no x form: it reads as one name)
+    x_form = "," not in inner and "x" in inner and all(
+        re.fullmatch(r"\s*(?:[0-9]+|\?|[A-Z](?![A-Za-z0-9_])|[-+*/()\s])+\s*", p)
+        for p in inner.split("x"))
+    sep = "x" if x_form else ","
     parts = [p.strip() for p in inner.split(sep)]
+    if not x_form and any(re.search(r"[A-Z0-9?)]x[A-Z0-9?(]", p) for p in parts):
+        return "; a size is a number, a size variable or ?, not arithmetic"
 
     def arithmetic(p):
         return any(c in p for c in "*+/") or "-" in p.lstrip("-")

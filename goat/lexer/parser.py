@@ -859,6 +859,24 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
     return stmt, steps
 
 
+def _parse_statement(build: _Build, tokens: list, start: str):
+    """One statement from its tokens, its format strings' {fields} parsed too (an error in a
+    field is the statement's, as a syntax error is)."""
+    stmt = _parse_tokens(build, tokens, start)
+    while build.named:
+        arg = build.named.pop()
+        parts = _format_parts(build, arg.value)
+        arg.value = parts if any(not isinstance(p, str) for p in parts) else "".join(parts)
+    t = type(stmt)
+    if t is ast.PrintFormat:
+        stmt.parts = _format_parts(build, stmt.parts)
+    elif t is ast.Save and not isinstance(stmt.path, str):
+        stmt.path = _format_parts(build, stmt.path)
+    elif t is ast.Assert and stmt.parts is not None:
+        stmt.parts = _format_parts(build, stmt.parts)
+    return stmt
+
+
 def _parse_tokens(build: _Build, tokens: list, start: str):
     """One statement (or, for start="expression", one expression) from its tokens."""
     if type(tokens) is Unreadable:
@@ -1036,10 +1054,10 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
     dangling = False        # the statement before failed ending in =: this one is its value
     for tokens in tokenize(source):
         if errors is None:
-            stmt = _parse_tokens(build, tokens, start)
+            stmt = _parse_statement(build, tokens, start)
         else:
             try:
-                stmt = _parse_tokens(build, tokens, start)
+                stmt = _parse_statement(build, tokens, start)
             except GoatError as e:
                 if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
                     # the blocks around cannot be told: stop here, with the errors before
@@ -1050,23 +1068,14 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                     raise
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
                     errors.append(e)    # (a value left on the next line is the last error's)
-                dangling = len(tokens) > 1 and tokens[-2].type in _CONTINUED
+                # (an error token is no end: "a +\" continues as "a +" would)
+                last = [t for t in tokens[:-1] if t.type != "ERROR"]
+                dangling = bool(last) and len(tokens) > 1 and last[-1].type in _CONTINUED
                 build.named.clear()
                 append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
                 continue
         dangling = False
-        while build.named:
-            arg = build.named.pop()
-            parts = _format_parts(build, arg.value)
-            arg.value = parts if any(not isinstance(p, str) for p in parts) else "".join(parts)
-        t = type(stmt)
-        if t is ast.PrintFormat:
-            stmt.parts = _format_parts(build, stmt.parts)
-        elif t is ast.Save and not isinstance(stmt.path, str):
-            stmt.path = _format_parts(build, stmt.path)
-        elif t is ast.Assert and stmt.parts is not None:
-            stmt.parts = _format_parts(build, stmt.parts)
-        elif t is ast.Header or t is ast.Close:
+        if type(stmt) is ast.Header or type(stmt) is ast.Close:
             blocks = True
         append(stmt)
     if blocks:

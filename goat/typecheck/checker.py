@@ -1283,6 +1283,9 @@ class Checker:
         it), else None when ``name`` is no let; GoatError for a let or var that cannot be a
         size."""
         binding = scope.find(name)[0] if scope is not None else None
+        if binding is None and name in self.later:
+            raise GoatError("the size %s is a let defined later, on line %d: define it before "
+                            "the type that uses it" % (name, self.later[name]), loc)
         if isinstance(binding, VarBinding):
             raise GoatError("%s is a var, which may change, so it cannot be a size: make it a "
                             "let (let %s = ...)" % (name, name), loc)
@@ -1293,9 +1296,13 @@ class Checker:
             raise GoatError("%s is a value computed when the program runs, so it cannot be a "
                             "size: a type's sizes are known before; a let holding a whole number "
                             "written in the program can (let %s = 32)" % (name, name), loc)
-        if not (v == int(v) and 0 <= v <= 2 ** 53):
-            raise GoatError("the size %s is %s, not a whole number from 0" % (
-                name, "%g" % v if v == v else "nan"), loc)
+        if not (0 <= v <= 2 ** 53 and v == int(v)):     # (a NaN fails the first test)
+            from ..interp.printer import format_number
+            shown = format_number(v) if v != v or abs(v) == float("inf") else repr(v)
+            raise GoatError("the size %s is %s, not a whole number from 0%s" % (
+                name, shown[:-2] if shown.endswith(".0") else shown,
+                " (too large to be a size)" if abs(v) != float("inf") and abs(v) > 2 ** 53
+                and v == int(v) else ""), loc)
         return int(v)
 
     def _in_def(self, scope) -> bool:
@@ -2432,12 +2439,14 @@ def _and_list(words) -> str:
 
 
 def _same_error(a, b) -> bool:
-    """Whether ``a`` is ``b`` met again: at a def's second call, or in a module imported
-    again through another module (the import notes, how it was reached, differ)."""
-    from ..diagnostics import is_import_note
+    """Whether ``a`` is ``b`` met again: at a def's second call (a grad in its body fails at
+    each call: the call notes, how it was reached, differ), or in a module imported again
+    through another module (the import notes differ)."""
+    from ..diagnostics import is_call_note, is_import_note
 
     def key(e):
-        return (e.message, tuple(n for n in e.notes if not is_import_note(n)),
+        return (e.message, tuple(n for n in e.notes
+                                 if not (is_import_note(n) or is_call_note(n))),
                 e.loc and (e.loc.source.path, e.loc.start, e.loc.end))
     return key(a) == key(b)
 

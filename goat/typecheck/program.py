@@ -326,22 +326,51 @@ def known_number(node, dtype: str = "f64"):
     return value
 
 
-def _fold(node, dtype, depth=0):
-    while (node.kind == OP and node.op.name == "bind") or node.kind == CAST:
-        node = node.args[0]
+def _fold(node, dtype):
+    """:func:`known_number` in one precision: each node folded once (a chain of lets that
+    use each other twice is not walked again and again), without recursion (a chain of
+    thousands of lets is as good as one)."""
     import numpy as np
-    if node.kind == OP and _foldable(node.op) and depth < 32:
-        args = [_fold(a, dtype, depth + 1) for a in node.args]
-        if any(a is None for a in args) or len(args) != node.op.arity:
-            return None
-        be = _host_backend(dtype)
+    be = None
+    memo = {}
+
+    def past(n):
+        while (n.kind == OP and n.op.name == "bind") or n.kind == CAST:
+            n = n.args[0]
+        return n
+    stack = [past(node)]
+    while stack:
+        n = stack[-1]
+        if n.id in memo:
+            stack.pop()
+            continue
+        if n.kind == CONST:
+            value = np.asarray(n.value)
+            if value.size != 1:
+                memo[n.id] = None
+            else:
+                with np.errstate(all="ignore"):
+                    memo[n.id] = float(value.reshape(-1)[0].astype(
+                        np.float32 if dtype == "f32" else np.float64))
+            stack.pop()
+            continue
+        if not (n.kind == OP and _foldable(n.op) and len(n.args) == n.op.arity):
+            memo[n.id] = None
+            stack.pop()
+            continue
+        args = [past(a) for a in n.args]
+        todo = [a for a in args if a.id not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        values = [memo[a.id] for a in args]
+        if any(v is None for v in values):
+            memo[n.id] = None
+            continue
+        if be is None:
+            be = _host_backend(dtype)
         with np.errstate(all="ignore"):
-            value = node.op.evaluate(be)(*[be.dtype.type(a) for a in args])
-        return float(np.asarray(value).reshape(-1)[0])
-    if node.kind != CONST:
-        return None
-    value = np.asarray(node.value)
-    if value.size != 1:
-        return None
-    with np.errstate(all="ignore"):
-        return float(value.reshape(-1)[0].astype(np.float32 if dtype == "f32" else np.float64))
+            out = n.op.evaluate(be)(*[be.dtype.type(v) for v in values])
+        memo[n.id] = float(np.asarray(out).reshape(-1)[0])
+    return memo[past(node).id]

@@ -3289,15 +3289,7 @@ static int by_bytes(const void *x, const void *y)
  * with the file of its folder it is likeliest a slip for (the rules of npyio._nearby) */
 static int valid_utf8(const char *s)
 {
-    size_t len = strlen(s);
-    uint32_t small[256];
-    uint32_t *out = len <= 256 ? small : malloc(len * sizeof *out);
-    if (out == NULL)
-        return 0;
-    long k = utf8_decode((const unsigned char *)s, len, out, 0);
-    if (out != small)
-        free(out);
-    return k >= 0;
+    return utf8_decode((const unsigned char *)s, strlen(s), NULL, 0) >= 0;
 }
 
 static void nearby(goat_str *m, const char *path, const char *name, const char *verb)
