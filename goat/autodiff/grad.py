@@ -53,6 +53,7 @@ _SUM_TO = REGISTRY["sum_to"]
 _STACK_NEW = REGISTRY["stack_new"]
 _STACK_SET = REGISTRY["stack_set"]
 _STACK_GET = REGISTRY["stack_get"]
+_TAPE_OPS = (_STACK_NEW, _STACK_SET, _STACK_GET)
 
 
 class Emitter:
@@ -352,6 +353,12 @@ class _Pass:
         here = n.loc.source is self.loc.source
         where = ("on line %d" % n.loc.line if here
                  else "at %s:%d" % (os.path.basename(n.loc.source.path), n.loc.line))
+        if n.op in _TAPE_OPS:       # a gradient taken through a loop, differentiated again
+            return GoatError("grad cannot differentiate again a gradient taken through the for "
+                             "loop %s: a second derivative through a loop is not supported "
+                             "(take the inner gradient without the loop, or the outer one with "
+                             "respect to values the inner grad does not depend on)" % where,
+                             self.loc, notes=frame_notes(n.via, self.loc.source))
         hint = ""
         if here and ("comparison" in n.op.tags or "logical" in n.op.tags):
             hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "

@@ -80,6 +80,8 @@ def _known(shape) -> bool:
 
 def _op_cost(node) -> tuple:
     """(flops, bytes) of one op node, float64."""
+    if node.op.cost is not None:
+        return node.op.cost(node)
     out = _cells(node.shape) if type(node.shape) is tuple and all(
         type(d) is not tuple for d in node.shape) else 1
     ins = [_cells(a.shape) for a in node.args if type(a.shape) is tuple

@@ -793,7 +793,18 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
 # carried values each iteration starts from, rows of a tape, then runs backwards reading them.
 # The tape is written in place where the back end can (goat run, a GPU): it is grad's own
 # value, made fresh for each loop (its ``id`` attribute keeps two tapes from being shared),
-# whose rows are each written before they are read; the compiled program copies it.
+# whose rows are each written before they are read; the compiled program copies it.  They
+# have no derivative: a gradient taken through a loop is not differentiated again (a second
+# derivative through a loop is an error, _Pass._no_derivative).
+
+def _row_cost(node) -> tuple:
+    """(flops, bytes) of a tape op for auto's estimate: one row written or read (the tape is
+    written in place, one row an iteration), not the whole tape."""
+    row = 1
+    for d in (node.shape[1:] if node.op.name != "stack_get" else node.shape):
+        row *= d if type(d) is int else 1
+    return 0.0, 16.0 * row
+
 
 def _stack_new(be, rows, uid):
     xp = be.xp
@@ -823,22 +834,19 @@ register(Op(name="stack_new", arity=4,
             doc="a tape of count rows of zeros, each of like's shape, for grad through a loop "
                 "(rows: count when the program's own numbers fix it, else -1)",
             shape=lambda count, like, rows, uid: (rows if rows >= 0 else None,) + tuple(like),
-            evaluate=_stack_new,
-            vjp=lambda d, g, out, count, like, rows, uid: (ZERO, ZERO), tags=("constant",),
+            evaluate=_stack_new, cost=_row_cost,
             lowering=lower.stack_new))
 register(Op(name="stack_set", arity=4,
             params=(("tape", "value"), ("row", "value"), ("x", "value"), ("id", "int")),
             callable_by_name=False, signature="(stack_set(tape: NxS, row, x: S, id) -> NxS)",
             doc="the tape with its row `row` (from 0) set to x, for grad through a loop",
-            shape=lambda tape, row, x, uid: tuple(tape), evaluate=_stack_set,
-            vjp=lambda d, g, out, tape, row, x, uid: (ZERO, ZERO, ZERO), tags=("constant",),
+            shape=lambda tape, row, x, uid: tuple(tape), evaluate=_stack_set, cost=_row_cost,
             lowering=lower.stack_set))
 register(Op(name="stack_get", arity=3,
             params=(("tape", "value"), ("row", "value"), ("id", "int")),
             callable_by_name=False, signature="(stack_get(tape: NxS, row, id) -> S)",
             doc="row `row` (from 0) of the tape, for grad through a loop",
-            shape=lambda tape, row, uid: tuple(tape[1:]), evaluate=_stack_get,
-            vjp=lambda d, g, out, tape, row, uid: (ZERO, ZERO), tags=("constant",),
+            shape=lambda tape, row, uid: tuple(tape[1:]), evaluate=_stack_get, cost=_row_cost,
             lowering=lower.stack_get))
 
 

@@ -75,6 +75,9 @@ class Op:
     # estimate (goat/gpu/auto.py): 1 for most ops; a draw computes its logs and cosines itself
     # (goat/ops/rng.py), some hundreds to thousands of operations a cell, as measured
     cell_flops: float = 1.0
+    # for an op whose work is not one pass over its operands and result: (node) -> (flops,
+    # bytes), as --backend auto counts them; None: cell_flops per cell, every cell moved
+    cost: Callable | None = None
 
     def __post_init__(self):
         if not self.params:
