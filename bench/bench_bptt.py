@@ -120,11 +120,8 @@ def _torch(start):
 
 
 def report(repeat):
-    try:
-        import torch  # noqa: F401
-        have_torch = True
-    except ImportError:
-        have_torch = False
+    import importlib.util
+    have_torch = importlib.util.find_spec("torch") is not None
     start = _start()
     best, last = {}, {}
     for _ in range(repeat):
