@@ -1347,3 +1347,22 @@ def test_a_backslash_says_how_a_statement_continues():
     e = error("let total = 1 + \\\n    2\n")
     assert e.message == ("unexpected character '\\\\'; a statement goes on to the next line "
                          "only inside ( ) or [ ]: put the expression in parentheses")
+
+
+def test_an_assignment_that_cannot_be_read_leaves_its_var_unknown():
+    """Found by a differential tester: an unreadable `h = ...` in a loop left h as before, so
+    a grad after the loop added 'the loss does not depend on w' to the one real error."""
+    e = error("let w = [[0.5, -0.3], [0.2, 0.4]]\nvar h = [[0.1, 0.2]]\nfor t in 0..3 {\n"
+              "    let i = col_sum(row_sum(h @ w)) > 0\n    h = tanh(h @ w) + onehot([[i]], 2)\n"
+              "}\nprint grad(col_sum(row_sum(h)), w)\n")
+    assert [x.line for x in getattr(e, "errors", [e])] == [5]
+    e = error("var h = [[1]]\nvar a = h\nh, a = [[i]], 2\nprint h + [[1, 2, 3]] * a\n")
+    assert [x.line for x in getattr(e, "errors", [e])] == [3]
+
+
+@pytest.mark.parametrize("src", ["var h = [[1]]\nvar c = [[2]]\nh, c = c, h\n",
+                                 "let a, b = 1, 2\n"])
+def test_a_python_swap_gets_the_tuple_spelling(src):
+    """Found by a differential tester: h, c = c, h was a bare syntax error."""
+    assert error(src).message.endswith(
+        "; several values on the right are written as a tuple in parentheses: a, b = (b, a)")

@@ -25,7 +25,7 @@ import numpy as np
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
 from .lexer import MAX_RANK, Unreadable, tokenize
-from .tokens import COMPOUND_ASSIGN, DESCRIPTIONS, KEYWORDS, STATEMENT_KEYWORDS
+from .tokens import COMPOUND_ASSIGN, DESCRIPTIONS, KEYWORDS, PUNCTUATION, STATEMENT_KEYWORDS
 
 EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB", "NOT"}
 STATEMENT_START = {"DEF", "LET", "PRINT"}
@@ -718,6 +718,11 @@ def _hint(tokens, tok) -> str:
         return "; comparisons do not chain: write a < b and b < c"
     if tok.type == "STAR" and prev == "STAR":
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
+    if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
+            t.type in ("NAME", "_COMMA", "LET", "VAR")
+            for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]):
+        # a, b = b, a, as Python writes a swap
+        return "; several values on the right are written as a tuple in parentheses: a, b = (b, a)"
     depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])
     if tok.type in ("RSQB", "_COMMA") and prev == "_COMMA" and depth > 0:
         if tok.type == "RSQB":
@@ -922,11 +927,25 @@ def _room_for(key) -> bool:
     return True
 
 
+_ASSIGN_OPS = frozenset(PUNCTUATION[op] for op in COMPOUND_ASSIGN)
+
+
 def _names_of(tokens) -> tuple:
     """The names a statement that could not be read seems to define (let a, b = ...; a loop's
     variable, used by the lines after a Python-style header, for i in range(n):)."""
     if len(tokens) > 1 and tokens[0].type == "FOR" and tokens[1].type == "NAME":
         return (tokens[1].value,)
+    if tokens and tokens[0].type == "NAME":
+        # an assignment (h = ..., h += ..., a, b = ...): the var's value is not known after it
+        names = []
+        for t in tokens:
+            if t.type == "NAME":
+                names.append(t.value)
+            elif t.type == "_EQUAL" or t.type in _ASSIGN_OPS:
+                return tuple(names)
+            elif t.type != "_COMMA":
+                return ()
+        return ()
     if not tokens or tokens[0].type not in ("LET", "VAR", "DEF"):
         return ()
     out = []

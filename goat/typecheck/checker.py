@@ -2577,6 +2577,8 @@ def _assigned(stmts, out, memo=None):
             out.append(s.name)
         elif t is ast.LetTuple and s.kind == "assign":
             out.extend(n for n in s.names if n != "_")
+        elif t is ast.Broken:           # a statement that could not be read: what it names
+            out.extend(s.names)
         elif t is ast.For or t is ast.If:
             names = memo.get(s) if memo is not None else None
             if names is None:
