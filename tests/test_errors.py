@@ -1366,3 +1366,19 @@ def test_a_python_swap_gets_the_tuple_spelling(src):
     """Found by a differential tester: h, c = c, h was a bare syntax error."""
     assert error(src).message.endswith(
         "; several values on the right are written as a tuple in parentheses: a, b = (b, a)")
+
+
+def test_a_missing_shape_hint_writes_the_annotation_as_written():
+    """Found by a newcomer: with sizes from lets, the hint wrote randn(tensor[28x16], ...),
+    which pinned the sizes --let was to change."""
+    e = error("let V = 28\nlet D = 16\nvar emb: tensor[V, D] = randn(1) * 0.3\n")
+    assert e.message.endswith("inside a larger expression, write it: randn(tensor[V, D], ...)")
+
+
+def test_indices_computed_from_the_weights_get_the_stop_gradient_hint():
+    e = error("let w = [[0.5]]\nlet table = [[0.1], [0.2], [0.3]]\nlet i = floor(abs(w) * 3)\n"
+              "print grad(col_sum(gather(table, i) * w), w)\n")
+    assert e.message == (
+        "grad cannot differentiate through gather on line 4: it has no derivative with respect "
+        "to its argument indices; if computing the indices from the values differentiated is "
+        "meant, write stop_gradient(...) around that argument")

@@ -370,3 +370,20 @@ def test_auto_counts_a_tape_row_an_iteration_not_the_whole_tape():
     small = region_cost(goat.check_source(text % 1000).main)
     large = region_cost(goat.check_source(text % 10000).main)
     assert 9 < large.bytes / small.bytes < 11
+
+
+def test_a_big_loop_gradient_costs_the_check_no_memory(tmp_path):
+    """Found by a newcomer: the zeros a loop's gradient accumulators start from were made when
+    the program was checked (H = 8000: 1 GB for a check that runs nothing)."""
+    text = ("let H = 8000\nvar w: tensor[H, H] = zeros(tensor[H, H])\nvar h = zeros(tensor[1, H])\n"
+            "for t in 0..3 {\n    h = tanh(h @ w + 1)\n}\nprint grad(col_sum(row_sum(h)), w)\n")
+    program = goat.check_source(text)
+    held = sum(np.asarray(n.value).nbytes for n in program.nodes if n.kind == 0)   # CONST
+    assert held < 1_000_000
+
+
+def test_grad_through_gather_of_a_table_without_columns():
+    """Found by a newcomer (--let B=0): a 3x0 table's gradient was an internal error."""
+    (g,) = goat.run_source("let table = zeros(tensor[3, 0])\n"
+                           "print grad(col_sum(row_sum(gather(table, [[1]]))), table)\n")
+    assert g.shape == (3, 0)

@@ -128,8 +128,10 @@ class Emitter:
         return self.b.op(REGISTRY["dim_size"], (x,), self.loc, (axis,), shape=(), check=False)
 
     def fill_like(self, x, value: float):
-        """A tensor of ``value`` with ``x``'s shape."""
-        if _static(x.shape):
+        """A tensor of ``value`` with ``x``'s shape: a constant when it is small, else the op
+        that fills it when the program runs (a loop's gradient accumulators start as zeros of
+        the weights' shapes: made when checking, they had cost the check the weights' memory)."""
+        if _static(x.shape) and (_cells(x.shape) or 0) <= 4096:
             return self.b.const(np.full(x.shape, value), self.loc)
         name = "zeros" if value == 0 else "ones"
         return self.b.op(REGISTRY[name], (), self.loc, (target_of(x),), shape=x.shape,
@@ -363,6 +365,10 @@ class _Pass:
         if here and ("comparison" in n.op.tags or "logical" in n.op.tags):
             hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "
                     "around the mask to say so")
+        elif here and why.startswith("it has no derivative with respect to its argument "):
+            # indices or a seed computed from what is differentiated (floor(w * 3))
+            hint = ("; if computing the %s from the values differentiated is meant, write "
+                    "stop_gradient(...) around that argument" % why.rsplit(" ", 1)[1])
         notes = frame_notes(n.via, self.loc.source)
         return GoatError("grad cannot differentiate through %s %s: %s%s"
                          % (_op_words(n), where, why, hint), self.loc, notes=notes)

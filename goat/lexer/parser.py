@@ -720,7 +720,9 @@ def _hint(tokens, tok) -> str:
         return "; there is no power operator (**): multiply, or write exp(p * log(x))"
     if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
             t.type in ("NAME", "_COMMA", "LET", "VAR")
-            for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]):
+            for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]) \
+            and sum(1 if t.type in ("LSQB", "LPAR") else -1 if t.type in ("RSQB", "RPAR")
+                    else 0 for t in tokens[:i]) == 0:
         # a, b = b, a, as Python writes a swap
         return "; several values on the right are written as a tuple in parentheses: a, b = (b, a)"
     depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])

@@ -933,7 +933,8 @@ def _scatter_add(be, target):
     def run(g, idx):
         i = _indices(be, idx, target[0], "gather")
         out = xp.zeros(target, dtype=be.dtype)
-        be.add_at(out, i, g.reshape(-1, target[1]))
+        if out.size:                # (a table of no columns: nothing to add, no -1 to work out)
+            be.add_at(out, i, g.reshape(-1, target[1]))
         return out
     return run
 

@@ -798,7 +798,7 @@ class Checker:
         self.gone: dict = {}          # names of blocks that have ended -> their line
         self.depth = 0                # block nesting, for the outline
         self.last = None              # (statement, its value) of the last plain statement checked
-        self.stated = None            # the annotated shape of the let or var being checked
+        self.stated = None            # the annotation (TypeAnn) of the let or var being checked
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
         self.grad_used = False        # the def being checked calls grad
@@ -1010,7 +1010,7 @@ class Checker:
         t = type(stmt)
         if t is ast.Let:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
-            node = self._stated_value(stmt.expr, scope, b, want)
+            node = self._stated_value(stmt.expr, scope, b, want, stmt.type)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
@@ -1031,7 +1031,7 @@ class Checker:
             return self._assign(stmt, scope, b)
         if t is ast.Var:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
-            node = self._stated_value(stmt.expr, scope, b, want)
+            node = self._stated_value(stmt.expr, scope, b, want, stmt.type)
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
@@ -1993,10 +1993,10 @@ class Checker:
         return out, env
 
     # ------------------------------------------------------------------ expressions
-    def _stated_value(self, e, scope, b, want):
+    def _stated_value(self, e, scope, b, want, written=None):
         """The node of a let's or var's value ``e``, annotated with shape ``want`` (or None):
         a hint for a built-in's missing shape inside ``e`` may write that one."""
-        outer, self.stated = self.stated, want
+        outer, self.stated = self.stated, (written if want is not None else None)
         try:
             return self.value(e, scope, b, want=want)
         finally:
@@ -2254,12 +2254,20 @@ class Checker:
                     e.name, params, _sizes_written(e.args))
             elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
                 # the annotation of the let the call stands in is the likeliest shape
+                # the annotation of the let the call stands in, as written (tensor[V, D]:
+                # a size from a let stays the let), is the likeliest shape
                 stated = self.stated
-                sizes = (format_shape(stated).split("x") if stated and all(
-                    type(d) is int for d in stated) else ["4", "4"])
+                dims = stated.dims if stated is not None else ()
+                if dims and all(type(d) is int for d in dims):
+                    sizes, shape = [str(d) for d in dims], "x".join(str(d) for d in dims)
+                elif dims and all(type(d) in (int, str) for d in dims):
+                    sizes = [", ".join(str(d) for d in dims)]
+                    shape = sizes[0]
+                else:
+                    sizes, shape = ["4", "4"], "4x4"
                 hint = ("; the shape may be left out only where the call is the whole value of "
                         "an annotated let or var (let x: tensor[%s] = %s(...)); inside a "
-                        "larger expression, write it: %s" % ("x".join(sizes), e.name,
+                        "larger expression, write it: %s" % (shape, e.name,
                                                               _written_call(e.name, params, sizes)))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
