@@ -783,3 +783,18 @@ def test_dtype_back_to_f64_says_the_values_keep_float32_digits():
     assert out.count(note) == 1
     assert lines.index(note) > lines.index("a : tensor[1x1]")
     assert "[[0.333333]]" in out
+
+
+def test_a_loaded_file_redefining_a_typed_var_in_nested_loops_names_the_input(tmp_path):
+    """Found by a newcomer: with a loop inside the loop, the clash was placed 'on line 1' (of
+    the file, which is the loop's header), not on line 1 of the input that typed it."""
+    from goat.repl.session import Session
+    s = Session()
+    s.run("var h = [[1]]")
+    (tmp_path / "f.mg").write_text("for s in 0..2 {\n    var h = zeros(tensor[2, 2])\n"
+                                   "    for t in 0..2 {\n        h = h + 1\n    }\n}\n")
+    with pytest.raises(GoatError) as info:
+        s.load(str(tmp_path / "f.mg"))
+    assert info.value.line == 2
+    assert info.value.message.startswith("'h' is already defined on line 1 of <repl>")
+    assert info.value.message.endswith("(:reset forgets the session's names)")

@@ -1508,12 +1508,13 @@ class Checker:
         inner.names[stmt.name] = index
         inner.lines[stmt.name] = stmt.loc.line
         inner.what[stmt.name] = "loop variable"
-        for name, binding, _ in carried:
+        for name, binding, owner in carried:
             p = program.new_node(region, ARG, None, (), binding.declared, stmt.loc,
                                  what="var %s" % name)
             region.params.append(p)
             inner.names[name] = VarBinding(p, binding.declared, binding.line)
             inner.lines[name] = binding.line
+            inner.sources[name] = owner.sources.get(name)   # (an earlier REPL input's)
             inner.shadows.add(name)
         try:
             self._block(stmt.body, inner, b.sub(region))
@@ -1558,9 +1559,10 @@ class Checker:
                 self._outline("else")
             region = Region("if", b.region, stmt.loc)
             inner = Scope(scope)
-            for name, binding, _ in carried:
+            for name, binding, owner in carried:
                 inner.names[name] = VarBinding(binding.node, binding.declared, binding.line)
                 inner.lines[name] = binding.line
+                inner.sources[name] = owner.sources.get(name)
                 inner.shadows.add(name)
             try:
                 self._block(stmts, inner, b.sub(region))
