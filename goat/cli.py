@@ -291,6 +291,8 @@ def _parser() -> argparse.ArgumentParser:
                             "goat run --let sets it")
     check.add_argument("--dtype", default="f64", choices=["f64", "f32"],
                        help="with --cost: the precision to count bytes and FLOP rates in")
+    check.add_argument("--time", action="store_true",
+                       help="report the parse and check times on standard error")
     p.commands = {"run": run, "compile": comp, "repl": repl, "check": check}
     return p
 
@@ -571,7 +573,7 @@ def _cmd_check(args) -> int:
              "bytes and FLOP rates in; checking is the same in either)\n")
         return 1
     source = _read(args.file)
-    program = with_deep_stack(_load, source, None, _lets(args))
+    program = with_deep_stack(_load, source, args.timings, _lets(args))
     if program.deferred:
         # sure to fail when it runs: a ? size that a call's known shapes do not fit (goat run
         # reports it there, after the output before it, as the book's compiler does)

@@ -1,6 +1,7 @@
 """The command line as a user meets it: subcommands, exit statuses, bad files."""
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -440,3 +441,12 @@ def _children(pid):
             except (OSError, ValueError, IndexError):
                 pass
     return out
+
+
+def test_check_reports_its_times(tmp_path):
+    """Found by a newcomer: goat check --time was refused, where a slow check is what one
+    wants to time."""
+    write(tmp_path, "a.mg", "let a = [[1, 2]]\nprint a * 2\n")
+    status, out, err = cli("check", "--time", "a.mg", cwd=str(tmp_path))
+    assert (status, out) == (0, "")
+    assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s\n", err), err
