@@ -82,6 +82,14 @@ def _bounds_from_lets(w0, w1):
     return np.sum(h)
 
 
+def _same_start(w0, w1):
+    h0 = np.sin(w1 * 0.3)
+    a, b = h0, h0
+    for t in range(4):
+        a, b = np.tanh(a + w0 * t), b * w0 + a
+    return np.sum(a * b)
+
+
 def _loss_carried(w0, w1):
     return sum(np.sum(w0 * w1 * t) for t in range(3))
 
@@ -116,6 +124,11 @@ CASES = {
     "bounds from lets": (
         "let first = 1\nlet steps = 4\nvar h = w0\nfor t in first..steps {\n    h = h * w1 + t\n}\n"
         "let loss = col_sum(row_sum(h))\n", [(1, 2), (1, 2)], _bounds_from_lets),
+    # two tapes that hash-consing had made one array, written in place by both
+    "two vars starting from one value": (
+        "let h0 = sin(w1 * 0.3)\nvar a = h0\nvar b = h0\nfor t in 0..4 {\n"
+        "    let a2 = tanh(a + w0 * t)\n    b = b * w0 + a\n    a = a2\n}\n"
+        "let loss = col_sum(row_sum(a * b))\n", [(1, 2), (1, 2)], _same_start),
     "the loss carried": (
         "var s = [[0]]\nfor t in 0..3 {\n    s = s + col_sum(row_sum(w0 * w1 * t))\n}\n"
         "let loss = s\n", [(2, 2), (2, 2)], _loss_carried),

@@ -446,7 +446,10 @@ class _Pass:
         count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), b.const(0.0, loc)), loc)
         trips = known_number(count)
         lead = int(trips) if trips is not None else None
-        tapes0 = [b.op(_STACK_NEW, (count, x), loc, (-1 if lead is None else lead, uid),
+        # each tape its own array, written in place: its id attribute (the count of nodes
+        # when it is made) keeps hash-consing from making two tapes one, as it would for two
+        # vars that start from the same value (var a = h0, var b = h0)
+        tapes0 = [b.op(_STACK_NEW, (count, x), loc, (-1 if lead is None else lead, len(nodes)),
                        shape=(lead,) + tuple(x.shape), check=False) for x in inits]
 
         # the loop again, keeping each iteration's starting values
