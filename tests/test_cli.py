@@ -355,7 +355,7 @@ def test_run_aot_refuses_threads_it_would_ignore(tmp_path):
     (["compile", "--aot", "--threads", "2", "p.mg"], "compile", "--threads is"),
     (["run", "--frob", "p.mg"], "run", "--frob is"),
     (["--frob", "p.mg"], "run", "--frob is"),         # goat FILE is goat run FILE
-    (["check", "--time", "p.mg"], "check", "--time is"),
+    (["check", "--threads", "2", "p.mg"], "check", "--threads is"),
     (["repl", "--time", "--quiet"], "repl", "--time or --quiet are"),
 ])
 def test_an_option_a_command_does_not_take_is_named(tmp_path, argv, cmd, said):
