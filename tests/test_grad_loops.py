@@ -400,3 +400,46 @@ def test_grad_through_gather_of_a_table_without_columns():
     (g,) = goat.run_source("let table = zeros(tensor[3, 0])\n"
                            "print grad(col_sum(row_sum(gather(table, [[1]]))), table)\n")
     assert g.shape == (3, 0)
+
+
+def test_the_repl_lets_a_loops_tape_go(tmp_path):
+    """Found by a reviewer: a tape read a named starting value, so it lay 'on a path' and the
+    REPL kept it (160 MB here) for the rest of the session."""
+    from goat.repl.session import Session
+    (tmp_path / "f.mg").write_text(
+        "let x = randn(tensor[100x1000], 5)\nlet h0 = zeros(tensor[100x1000])\n"
+        "let w = randn(tensor[1x1000], 1) * 0.1\nvar h = h0\nfor t in 0..200 {\n"
+        "    h = tanh(h * w + x)\n}\nlet g = grad(col_sum(row_sum(h)), w)\n")
+    s = Session()
+    s.load(str(tmp_path / "f.mg"))
+    s.run("let z = g * 2")
+    held = sum(v.nbytes for v in s.evaluator.values if hasattr(v, "nbytes"))
+    assert held < 20_000_000, held
+
+
+@pytest.mark.parametrize("body, want", [
+    # a bound the loss also depends on: no derivative through the loop's count (it had been
+    # refused as a second derivative)
+    ("var h = w0\nfor t in 0..n {\n    h = h * w0 + t * t\n}\nlet loss = col_sum(row_sum(h)) + n\n",
+     lambda w: 4 * w ** 3 + 1),                  # w^4 + w + 4
+    ("var h = w0\nfor t in 0..n {\n    h = h * w0 * (t > 1) + sin(h) * (t <= 1)\n}\n"
+     "let loss = col_sum(row_sum(h)) + n\n",
+     lambda w: (np.sin(np.sin(w + 1e-6)) * (w + 1e-6) - np.sin(np.sin(w - 1e-6)) * (w - 1e-6))
+     / 2e-6),
+])
+def test_a_bound_the_loss_depends_on_is_a_constant_to_the_loop(body, want):
+    w = np.array([[0.5, 0.3]])
+    text = ("let w0 = [[0.5, 0.3]]\nlet n = 3 + col_sum(row_sum(w0 * 0))\n" + body
+            + "print grad(loss, w0)\n")
+    (g,) = goat.run_source(text)
+    assert np.allclose(g, want(w), rtol=1e-7)
+
+
+def test_an_f32_loop_far_from_0_counts_its_rows_from_0():
+    """Found by a reviewer: the tape's row was the loop's float32 index minus its start, so a
+    loop from 20,000,000 failed under --dtype f32 with grad only."""
+    text = ("let w = [[0.5, 0.3]]\nvar h = [[1, 1]]\nfor t in 20000000..20000003 {\n"
+            "    h = tanh(h * w)\n}\nprint grad(col_sum(row_sum(h)), w)\n")
+    wide = goat.run_source(text)[0]
+    narrow = goat.run_source(text, dtype="f32")[0]
+    assert np.allclose(narrow, wide, rtol=1e-5)

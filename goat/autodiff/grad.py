@@ -54,6 +54,7 @@ _STACK_NEW = REGISTRY["stack_new"]
 _STACK_SET = REGISTRY["stack_set"]
 _STACK_GET = REGISTRY["stack_get"]
 _TAPE_OPS = (_STACK_NEW, _STACK_SET, _STACK_GET)
+_STOP = REGISTRY["stop_gradient"]
 
 
 class Emitter:
@@ -443,7 +444,12 @@ class _Pass:
         outs = [x for x in _flows_in(n, nodes) if self.active.get(x.id)]
         uid = len(nodes)                    # tells this loop's tapes from any other's
         d = Emitter(b, loc)
-        count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), b.const(0.0, loc)), loc)
+        # the bounds as constants (a bound the loss also depends on has no derivative through
+        # the loop's count); the iterations are counted from 0 (tape rows, host numbers)
+        lo = b.op(_STOP, (lo,), loc)
+        hi = b.op(_STOP, (hi,), loc)
+        zero = b.const(0.0, loc)
+        count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), zero), loc)
         trips = known_number(count)
         lead = int(trips) if trips is not None else None
         # each tape its own array, written in place: its id attribute (the count of nodes
@@ -463,17 +469,18 @@ class _Pass:
         fb = b.sub(tbody)
         fb.effects = False
         fb._copy_params(body, tbody, mapping, {})
+        row = mapping[params[0].id]                 # iteration 0, 1, ...: the tape's row
+        mapping[params[0].id] = fb.op(_ADD, (lo, row), loc)     # the loop's own index
         tape_params = []
         for t in tapes0:
             p = program.new_node(tbody, ARG, None, (), t.shape, loc, what="tape")
             tbody.params.append(p)
             tape_params.append(p)
         fb._copy_region(body, mapping, {})
-        row = fb.op(_SUB, (mapping[params[0].id], lo), loc)
         written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
                          shape=tp.shape, check=False) for k, tp in enumerate(tape_params)]
         tbody.yields = [mapping.get(y.id, y) for y in body.yields] + written
-        tloop = program.new_node(b.region, LOOP, None, (lo, hi) + tuple(inits) + tuple(tapes0),
+        tloop = program.new_node(b.region, LOOP, None, (zero, count) + tuple(inits) + tuple(tapes0),
                                  tuple(x.shape for x in inits) + tuple(t.shape for t in tapes0),
                                  loc, value=tbody, via=n.via, attrs=n.attrs)
         tapes = [b.get(tloop, m + k, tapes0[k].shape) for k in range(m)]
@@ -502,7 +509,8 @@ class _Pass:
             acc_params.append(p)
         mapping = {}
         pb._copy_region(pre, mapping, {})
-        back = bb.op(_SUB, (bb.op(_SUB, (hi, r), loc), bb.const(1.0, loc)), loc)   # t - lo
+        # r runs from -count to -1: the row, count - 1 down to 0, is -1 - r
+        back = bb.op(_SUB, (bb.const(-1.0, loc), r), loc)
         mapping[params[0].id] = bb.op(_ADD, (lo, back), loc)
         starts = {}
         for k in range(m):
@@ -529,7 +537,9 @@ class _Pass:
             g = gs.get(k)
             start_cts.append(_fit(b, g, inits[k]) if g is not None else d.fill_like(inits[k], 0.0))
         zeros = [d.fill_like(o, 0.0) for o in outs]
-        bloop = program.new_node(b.region, LOOP, None, (lo, hi) + tuple(start_cts) + tuple(zeros),
+        bloop = program.new_node(b.region, LOOP, None,
+                                 (b.op(_NEGATE, (count,), loc), zero) + tuple(start_cts)
+                                 + tuple(zeros),
                                  tuple(inits[k].shape for k in live)
                                  + tuple(o.shape for o in outs),
                                  loc, value=bbody, via=n.via, attrs=n.attrs)

@@ -38,7 +38,7 @@ from ..ops import REGISTRY, builtin_names
 from ..ops.registry import TRANSFORMS, signature
 from ..typecheck import checker as _checker_module
 from ..typecheck.checker import Checker, Module, Template, VarBinding, _defined_names
-from ..typecheck.program import CONST, LOOP, Program, subregions
+from ..typecheck.program import CONST, LOOP, OP, Program, subregions
 from ..typecheck.shapes import format_type
 
 _RECURSION_LIMIT = 20_000
@@ -420,7 +420,10 @@ class Session:
         needed = self._held | live if grown else set(live)
         on_path = set(self._on_path) if grown else set()
         for i in sorted(ancestors):     # ids are in creation order: operands first
-            if nodes[i].kind == LOOP:   # grad never differentiates through a for loop
+            node = nodes[i]
+            # grad never differentiates through an earlier input's for loop, nor through the
+            # tapes a grad through a loop made (a tape is as big as the loop is long)
+            if node.kind == LOOP or (node.kind == OP and "tape" in node.op.tags):
                 continue
             ins = inputs(nodes[i])
             if any(j in starts or j in on_path for j in ins):

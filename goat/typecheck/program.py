@@ -334,8 +334,8 @@ def _fold(node, dtype):
     be = None
     memo = {}
 
-    def past(n):
-        while (n.kind == OP and n.op.name == "bind") or n.kind == CAST:
+    def past(n):          # the value passed on unchanged (a let's own copy, a checked cast)
+        while (n.kind == OP and n.op.name in ("bind", "stop_gradient")) or n.kind == CAST:
             n = n.args[0]
         return n
     stack = [past(node)]
