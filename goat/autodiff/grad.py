@@ -415,9 +415,10 @@ class _Pass:
         """The vjp of a for loop (backpropagation through time).  ``gs``: the cotangents of
         its results (the carried vars' final values), by index.
 
-        Two loops over the same bounds: the first runs the body again (its prints and saves
-        left out), writing the carried values each iteration starts from into tapes, one row
-        an iteration (stack_set); the second runs backwards, from the last iteration to the
+        Two loops of as many iterations as the loop's (counted from 0, the bounds taken as
+        constants): the first runs the body again (its prints and saves left out), writing
+        the carried values each iteration starts from into tapes, one row an iteration
+        (stack_set); the second runs backwards, from the last iteration to the
         first: it reads the iteration's starting values from the tapes (stack_get), computes
         the body's values again from them and then their cotangents, given the carried
         values' cotangents at the iteration's end -- which gives those at its start, carried
@@ -480,12 +481,13 @@ class _Pass:
         written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
                          shape=tp.shape, check=False) for k, tp in enumerate(tape_params)]
         tbody.yields = [mapping.get(y.id, y) for y in body.yields] + written
-        tloop = program.new_node(b.region, LOOP, None, (zero, count) + tuple(inits) + tuple(tapes0),
+        tloop = program.new_node(b.region, LOOP, None,
+                                 (zero, count) + tuple(inits) + tuple(tapes0),
                                  tuple(x.shape for x in inits) + tuple(t.shape for t in tapes0),
                                  loc, value=tbody, via=n.via, attrs=n.attrs)
         tapes = [b.get(tloop, m + k, tapes0[k].shape) for k in range(m)]
 
-        # backwards: iteration t = lo + hi - 1 - r at step r
+        # backwards: at step r, from -count to -1, the iteration -1 - r (its index lo - 1 - r)
         bpre = Region("pre", b.region, body.loc)
         bbody = Region("for", bpre, body.loc)
         bpre.inner.append(bbody)
@@ -535,7 +537,8 @@ class _Pass:
         start_cts = []
         for k in live:
             g = gs.get(k)
-            start_cts.append(_fit(b, g, inits[k]) if g is not None else d.fill_like(inits[k], 0.0))
+            start_cts.append(_fit(b, g, inits[k]) if g is not None
+                             else d.fill_like(inits[k], 0.0))
         zeros = [d.fill_like(o, 0.0) for o in outs]
         bloop = program.new_node(b.region, LOOP, None,
                                  (b.op(_NEGATE, (count,), loc), zero) + tuple(start_cts)

@@ -840,13 +840,15 @@ register(Op(name="stack_set", arity=4,
             params=(("tape", "value"), ("row", "value"), ("x", "value"), ("id", "int")),
             callable_by_name=False, signature="(stack_set(tape: NxS, row, x: S, id) -> NxS)",
             doc="the tape with its row `row` (from 0) set to x, for grad through a loop",
-            shape=lambda tape, row, x, uid: tuple(tape), evaluate=_stack_set, cost=_row_cost, tags=("tape",),
+            shape=lambda tape, row, x, uid: tuple(tape), evaluate=_stack_set, cost=_row_cost,
+            tags=("tape",),
             lowering=lower.stack_set))
 register(Op(name="stack_get", arity=3,
             params=(("tape", "value"), ("row", "value"), ("id", "int")),
             callable_by_name=False, signature="(stack_get(tape: NxS, row, id) -> S)",
             doc="row `row` (from 0) of the tape, for grad through a loop",
-            shape=lambda tape, row, uid: tuple(tape[1:]), evaluate=_stack_get, cost=_row_cost, tags=("tape",),
+            shape=lambda tape, row, uid: tuple(tape[1:]), evaluate=_stack_get, cost=_row_cost,
+            tags=("tape",),
             lowering=lower.stack_get))
 
 
