@@ -443,3 +443,26 @@ def test_an_f32_loop_far_from_0_counts_its_rows_from_0():
     wide = goat.run_source(text)[0]
     narrow = goat.run_source(text, dtype="f32")[0]
     assert np.allclose(narrow, wide, rtol=1e-5)
+
+
+def test_a_long_compiled_loop_writes_its_tape_in_place(tmp_path):
+    """Found by a reviewer: the compiled program copied the whole tape at each step (8,000 steps
+    of a 16x64 state: 29 s against goat run's 0.6 s); it now writes the row in place when the
+    loop's state alone holds the tape (goat_exec's UPDATE step), as goat run does.  Its
+    gradient is goat run's, bit for bit."""
+    pytest.importorskip("llvmlite")
+    from goat.aot import kernels
+    assert kernels.stack_set.in_place
+    (tmp_path / "p.mg").write_text(
+        "let T = 3000\nvar w = randn(tensor[16x16], 1) * 0.1\nvar h = randn(tensor[4x16], 2)\n"
+        "for t in 0..T {\n    h = tanh(h @ w + 0.01)\n}\nlet g = grad(col_sum(row_sum(h)), w)\n"
+        "print g\n")
+    env = dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"), GOAT_PRINT_DIGITS="17")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "p.mg"], cwd=str(tmp_path),
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (g,) = goat.run_file(str(tmp_path / "p.mg"))
+    shown = r.stdout.split("data = \n")[1]
+    numbers = [float(x) for x in shown.replace("[", " ").replace("]", " ").replace(",", " ")
+               .split()]
+    assert np.array_equal(np.array(numbers), g.ravel())

@@ -667,12 +667,15 @@ def _row(k: Kernel, value, rows):
 
 
 def stack_set(k: Kernel):
-    """The tape copied, with one row set (goat run writes it in place)."""
+    """One row of the tape set, in the tape's own cells: ``out`` is the tape itself, or a copy
+    of it the runtime made (goat_exec's UPDATE step; goat run writes it in place too)."""
     tape, _, x = k.in_shapes[:3]
     n = cells(x)
-    k.loop(cells(tape), lambda i: k.store(k.load(k.ins[0], i), k.out, i))
     base = k.b.mul(_row(k, k.load(k.ins[1], 0), tape[0]), k.int(n))
     k.loop(n, lambda j: k.store(k.load(k.ins[2], j), k.out, k.b.add(base, j)))
+
+
+stack_set.in_place = True
 
 
 def stack_get(k: Kernel):

@@ -44,7 +44,7 @@ from ..typecheck.shapes import RunDim, ShapeError, format_shape
 from . import kernels as K
 
 # goat_exec's step codes (goat/aot/runtime/goat_rt.c)
-CALL, ALIAS, CONSTANT, RELEASE, FAIL, VIEW = 1, 2, 3, 4, 5, 6
+CALL, ALIAS, CONSTANT, RELEASE, FAIL, VIEW, UPDATE = 1, 2, 3, 4, 5, 6, 7
 
 
 class Fail:
@@ -440,7 +440,10 @@ class Lowering:
             count = K.cells(shape)
             oom = ("out of memory computing a value of shape %s (%.3g GB)"
                    % (format_shape(shape), count * 8 / 1e9))
-            seg += (CALL, index, node.id, len(args))
+            # a kernel that writes part of its first argument's value (a tape's row): in place
+            # when no other slot holds that value (goat_exec's UPDATE), else into a copy
+            seg += (UPDATE if getattr(op.lowering, "in_place", False) else CALL, index,
+                    node.id, len(args))
             seg += tuple(a.id for a in args)
             seg += (count, self.text(self.site_text(*_site(node))), self.text(oom))
         else:

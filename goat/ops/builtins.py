@@ -791,9 +791,10 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
 # ---------------------------------------------------------------- grad through a loop
 # A loop's backward pass (goat/autodiff/grad.py, _Pass.loop) runs the loop again keeping the
 # carried values each iteration starts from, rows of a tape, then runs backwards reading them.
-# The tape is written in place where the back end can (goat run, a GPU): it is grad's own
-# value, made fresh for each loop (its ``id`` attribute keeps two tapes from being shared),
-# whose rows are each written before they are read; the compiled program copies it.  They
+# The tape is written in place (goat run, a GPU; a compiled program too, when the loop's
+# state alone holds it: goat_exec's UPDATE step): it is grad's own value, made fresh for each
+# loop (its ``id`` attribute keeps two tapes from being shared), whose rows are each written
+# before they are read.  They
 # have no derivative: a gradient taken through a loop is not differentiated again (a second
 # derivative through a loop is an error, _Pass._no_derivative).
 

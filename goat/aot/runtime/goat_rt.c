@@ -343,7 +343,10 @@ static inline void set_slot(int64_t i, double *v)
  *   5 FAIL    site message: the run-time error goat run reports at this step
  *   6 RESHAPE out in cells site oom rank dims... rank dims...: out shares in's value when goat
  *             run holds it row-major (NumPy's reshape is then a view); otherwise a copy of
- *             the cells with the layout NumPy's reshape gives (a view or a row-major copy) */
+ *             the cells with the layout NumPy's reshape gives (a view or a row-major copy)
+ *   7 UPDATE  as CALL, but the kernel writes part of its first argument's value (a tape's
+ *             row, grad through a loop): out is that value itself when its slot alone holds
+ *             it (a loop's state moved in), else a copy of it */
 void goat_exec(const int64_t *code, int64_t n)
 {
     const int64_t *p = code, *end = code + n;
@@ -370,6 +373,24 @@ void goat_exec(const int64_t *code, int64_t n)
             goat_retain(v);
             set_slot(p[0], v);
             p += 2;
+            break;
+        }
+        case 7: {
+            void *k = kernels[p[0]];
+            int64_t out = p[1], nargs = p[2];
+            const int64_t *a = p + 3;
+            const char *site = strtab + a[nargs + 1];
+            double *v = slots[a[0]];
+            if (HEAD(v)->refs == 1 && HEAD(v)->strides == NULL) {
+                goat_retain(v);                 /* written in place */
+            } else {
+                double *c = goat_alloc(a[nargs], site, strtab + a[nargs + 2]);
+                memcpy(c, v, (size_t)a[nargs] * sizeof(double));
+                v = c;
+            }
+            ((kernel3)k)(v, slots[a[0]], slots[a[1]], slots[a[2]], site);
+            set_slot(out, v);
+            p = a + nargs + 3;
             break;
         }
         case 6: {
