@@ -328,17 +328,16 @@ class Terminated(KeyboardInterrupt):
 
 def stopping_signals() -> tuple:
     """The signals that end goat by unwinding (:class:`Terminated`): SIGTERM, and SIGHUP
-    where the system has it -- those not ignored when goat started: ``nohup goat run ...``
-    ignores SIGHUP so that the run outlives its terminal, and goat leaves it so (as Python
-    leaves an ignored SIGINT)."""
+    where the system has it (each handled only where :func:`taken`)."""
     import signal
-    return tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
-                 if s is not None and signal.getsignal(s) is not signal.SIG_IGN)
+    return (signal.SIGTERM,) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 def taken(signum) -> bool:
-    """Whether goat may handle ``signum``: it was not ignored when goat started (an ignored
-    SIGINT: a job started in the background by a shell without job control)."""
+    """Whether goat may handle ``signum``: it was not ignored when goat started --
+    ``nohup goat run ...`` ignores SIGHUP so that the run outlives its terminal, a shell
+    without job control a background job's SIGINT -- and goat leaves it so (as Python leaves
+    an ignored SIGINT)."""
     import signal
     return signal.getsignal(signum) is not signal.SIG_IGN
 

@@ -197,11 +197,7 @@ def _from_array(given, declared, name: str, where: str) -> np.ndarray:
         wanted = "a scalar" if len(declared) == 0 else format_type(declared)
         raise OpError("%s (in %s) holds %s, but %s was declared" % (name, where, held, wanted))
     if dtype.kind in "iu" and dtype.itemsize >= 8:
-        try:
-            _check_exact(given, name)
-        except OpError as e:
-            raise OpError(e.message.replace(name + " holds", "%s (in %s) holds" % (name, where),
-                                            1)) from None
+        _check_exact(given, "%s (in %s)" % (name, where))
     try:
         return np.array(given, dtype=np.float64, order="C", copy=True)
     except MemoryError:

@@ -1996,9 +1996,10 @@ class Checker:
 
     # ------------------------------------------------------------------ expressions
     def _stated_value(self, e, scope, b, want, written=None):
-        """The node of a let's or var's value ``e``, annotated with shape ``want`` (or None):
-        a hint for a built-in's missing shape inside ``e`` may write that one."""
-        outer, self.stated = self.stated, (written if want is not None else None)
+        """The node of a let's or var's value ``e``, annotated with shape ``want`` (or None),
+        written ``written`` (its TypeAnn): a hint for a built-in's missing shape inside ``e``
+        may write that one."""
+        outer, self.stated = self.stated, written
         try:
             return self.value(e, scope, b, want=want)
         finally:
@@ -2227,7 +2228,7 @@ class Checker:
         ones = [(n, w) for n, w in zip(names, wrt) if _one_cell(w.shape)]
         if (type(e.args[0]) is ast.Name and len(ones) == 1 and not _one_cell(loss.shape)
                 and all(type(d) is int for d in loss.shape)
-                and _computed_from(ones[0][1], loss, self.program.nodes)):
+                and _reaches(ones[0][1], loss, self.program.nodes)):
             # grad(w, loss): the loss written among the names
             # (a one-element name computed from the first argument: the loss, written
             # second; otherwise a loss not yet reduced, which the grad pass reports)
@@ -2255,7 +2256,6 @@ class Checker:
                 hint = "; a shape is written as a type: %s" % _written_call(
                     e.name, params, _sizes_written(e.args))
             elif any(kind == "type" for _, kind in params) and len(args) == n - 1:
-                # the annotation of the let the call stands in is the likeliest shape
                 # the annotation of the let the call stands in, as written (tensor[V, D]:
                 # a size from a let stays the let), is the likeliest shape
                 stated = self.stated
@@ -2495,15 +2495,15 @@ def _together(errors, last=None):
     return out
 
 
-def _computed_from(value, source, nodes) -> bool:
-    """Whether ``value`` is computed from ``source`` (through stop_gradient too)."""
+def _reaches(value, source, nodes) -> bool:
+    """Whether ``value`` is computed from ``source`` (grad's own test)."""
     from ..autodiff.grad import _reaches
     return _reaches(value, source, nodes)
 
 
 def _one_cell(shape) -> bool:
     """Whether a value of ``shape`` is sure to hold one element (1x1, scalar)."""
-    return all(d == 1 for d in shape if type(d) is int) and all(type(d) is int for d in shape)
+    return all(type(d) is int and d == 1 for d in shape)
 
 
 def _written_call(name, params, sizes=None) -> str:
