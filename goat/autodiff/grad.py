@@ -366,6 +366,9 @@ class _Pass:
         if here and ("comparison" in n.op.tags or "logical" in n.op.tags):
             hint = ("; its derivative is zero wherever it exists: write stop_gradient(...) "
                     "around the mask to say so")
+        elif here and "indices" in n.op.tags:
+            hint = ("; it gives column numbers, whose derivative is zero wherever it exists: "
+                    "write stop_gradient(...) around it to say so")
         elif here and why.startswith("it has no derivative with respect to its argument "):
             # indices or a seed computed from what is differentiated (floor(w * 3))
             hint = ("; if computing the %s from the values differentiated is meant, write "
@@ -423,8 +426,12 @@ class _Pass:
         the body's values again from them and then their cotangents, given the carried
         values' cotangents at the iteration's end -- which gives those at its start, carried
         to the iteration before -- and adds up the cotangents of the values from outside the
-        loop that the body reads (the weights), carried too.  A carried var that does not
-        depend on the values differentiated (a counter) is taped but gets no cotangent."""
+        loop that the body reads (the weights), carried too.  Only the carried vars the loss
+        needs are differentiated (a var the loss does not read, a running count of correct
+        answers, is not, even through argmax), only those whose starting values the backward
+        steps read are taped (a counter an if reads, which gets no cotangent), and only the
+        vars those depend on are computed again; the rest of the body is left out of both
+        loops."""
         b = self.b
         program = b.program
         nodes = self.nodes
@@ -441,8 +448,28 @@ class _Pass:
         m = len(inits)
         params = body.params                # the index, then the carried vars
         loc = n.loc
-        live = [k for k, on in enumerate(_carried_activity(n, self.active, nodes)) if on]
-        outs = [x for x in _flows_in(n, nodes) if self.active.get(x.id)]
+        on = _carried_activity(n, self.active, nodes)
+        through = [_carried_reads(body, y, nodes, True) for y in body.yields]
+        reads = [_carried_reads(body, y, nodes, False) for y in body.yields]
+        live = {k for k in gs if on[k]}     # differentiated: what the loss needs, and its
+        todo = list(live)                   # values depend on
+        while todo:
+            for j in through[todo.pop()]:
+                if on[j] and j not in live:
+                    live.add(j)
+                    todo.append(j)
+        if not live:
+            return
+        live = sorted(live)
+        taped = sorted(set().union(*(reads[k] for k in live)))
+        carried = set(taped)                # computed again: the taped vars and their inputs
+        todo = list(taped)
+        while todo:
+            for j in reads[todo.pop()]:
+                if j not in carried:
+                    carried.add(j)
+                    todo.append(j)
+        carried = sorted(carried)
         uid = len(nodes)                    # tells this loop's tapes from any other's
         d = Emitter(b, loc)
         # the bounds as constants (a bound the loss also depends on has no derivative through
@@ -456,21 +483,27 @@ class _Pass:
         # each tape its own array, written in place: its id attribute (the count of nodes
         # when it is made) keeps hash-consing from making two tapes one, as it would for two
         # vars that start from the same value (var a = h0, var b = h0)
-        tapes0 = [b.op(_STACK_NEW, (count, x), loc, (-1 if lead is None else lead, len(nodes)),
-                       shape=(lead,) + tuple(x.shape), check=False) for x in inits]
+        tapes0 = [b.op(_STACK_NEW, (count, inits[k]), loc,
+                       (-1 if lead is None else lead, len(nodes)),
+                       shape=(lead,) + tuple(inits[k].shape), check=False) for k in taped]
 
-        # the loop again, keeping each iteration's starting values
+        # the loop again, keeping each iteration's starting values; a var it does not compute
+        # again stands for its initial value, which nothing it keeps reads
         tpre = Region("pre", b.region, body.loc)
         tbody = Region("for", tpre, body.loc)
         tpre.inner.append(tbody)
-        mapping = {}
+        mapping = {k: v for k, v in zip((p.id for p in params[1:]), inits)}
         fb = b.sub(tpre)
         fb.effects = False
         fb._copy_region(pre, mapping, {})
         fb = b.sub(tbody)
         fb.effects = False
-        fb._copy_params(body, tbody, mapping, {})
-        row = mapping[params[0].id]                 # iteration 0, 1, ...: the tape's row
+        row = program.new_node(tbody, ARG, None, (), (), loc, what=params[0].what)
+        tbody.params.append(row)            # iteration 0, 1, ...: the tape's row
+        for k in carried:
+            p = params[k + 1]
+            mapping[p.id] = program.new_node(tbody, ARG, None, (), p.shape, p.loc, what=p.what)
+            tbody.params.append(mapping[p.id])
         mapping[params[0].id] = fb.op(_ADD, (lo, row), loc)     # the loop's own index
         tape_params = []
         for t in tapes0:
@@ -479,13 +512,15 @@ class _Pass:
             tape_params.append(p)
         fb._copy_region(body, mapping, {})
         written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
-                         shape=tp.shape, check=False) for k, tp in enumerate(tape_params)]
-        tbody.yields = [mapping.get(y.id, y) for y in body.yields] + written
+                         shape=tp.shape, check=False) for k, tp in zip(taped, tape_params)]
+        tbody.yields = [mapping.get(body.yields[k].id, body.yields[k]) for k in carried] + written
+        _sweep(tpre, tbody, nodes)
         tloop = program.new_node(b.region, LOOP, None,
-                                 (zero, count) + tuple(inits) + tuple(tapes0),
-                                 tuple(x.shape for x in inits) + tuple(t.shape for t in tapes0),
+                                 (zero, count) + tuple(inits[k] for k in carried) + tuple(tapes0),
+                                 tuple(inits[k].shape for k in carried)
+                                 + tuple(t.shape for t in tapes0),
                                  loc, value=tbody, via=n.via, attrs=n.attrs)
-        tapes = [b.get(tloop, m + k, tapes0[k].shape) for k in range(m)]
+        tapes = {k: b.get(tloop, len(carried) + j, tapes0[j].shape) for j, k in enumerate(taped)}
 
         # backwards: at step r, from -count to -1, the iteration -1 - r (its index lo - 1 - r)
         bpre = Region("pre", b.region, body.loc)
@@ -504,18 +539,41 @@ class _Pass:
             p = program.new_node(bbody, ARG, None, (), inits[k].shape, loc, what="cotangent")
             bbody.params.append(p)
             ct_params.append(p)
+        mapping = {k: v for k, v in zip((p.id for p in params[1:]), inits)}
+        pb._copy_region(pre, mapping, {})
+        # the values the body reads from before its first step -- from outside the loop, or
+        # computed once in its pre-region (tanh(w @ w)) -- are the leaves of each step's
+        # backward pass: their cotangents add up over the steps, and a pre-region value's is
+        # carried back through the pre-region once, after the loop (_pre_vjp), not at each step
+        for x in bpre.nodes:
+            if x.kind != ARG:
+                self.active[x.id] = any(self.active.get(a.id, False)
+                                        for a in _inputs(x, nodes))
+        leaves = {}
+        seen = set()
+        stack = [body.yields[k] for k in live]
+        while stack:
+            x = stack.pop()
+            if x.id in seen:
+                continue
+            seen.add(x.id)
+            if x.region is body:
+                stack.extend(_inputs(x, nodes))
+            else:
+                x = mapping.get(x.id, x)
+                if self.active.get(x.id):
+                    leaves[x.id] = x
+        leaves = [leaves[i] for i in sorted(leaves)]
         acc_params = []
-        for o in outs:
+        for o in leaves:
             p = program.new_node(bbody, ARG, None, (), o.shape, loc, what="gradient")
             bbody.params.append(p)
             acc_params.append(p)
-        mapping = {}
-        pb._copy_region(pre, mapping, {})
         # r runs from -count to -1: the row, count - 1 down to 0, is -1 - r
         back = bb.op(_SUB, (bb.const(-1.0, loc), r), loc)
         mapping[params[0].id] = bb.op(_ADD, (lo, back), loc)
         starts = {}
-        for k in range(m):
+        for k in taped:
             start = bb.op(_STACK_GET, (tapes[k], back), loc, (uid,), shape=inits[k].shape,
                           check=False)
             mapping[params[k + 1].id] = start
@@ -523,34 +581,125 @@ class _Pass:
         bb._copy_region(body, mapping, {})
         seeds = [(mapping.get(body.yields[k].id, body.yields[k]), c)
                  for k, c in zip(live, ct_params)]
-        inner = _Pass(bb, self.loc, self.active, boundary=(bpre, bbody))
-        cts = inner.run(seeds, {starts[k].id for k in live})
+        inner = _Pass(bb, self.loc, self.active, boundary=(bbody,))
+        cts = inner.run(seeds, {starts[k].id for k in live if k in starts})
         yields = []
         for k, c in zip(live, ct_params):
-            g = cts.get(starts[k].id)
+            g = cts.get(starts[k].id) if k in starts else None
             yields.append(_fit(bb, g, inits[k]) if g is not None
                           else Emitter(bb, loc).fill_like(inits[k], 0.0))
-        for o, a in zip(outs, acc_params):
+        for o, a in zip(leaves, acc_params):
             g = cts.get(o.id)
             yields.append(bb.op(_ADD, (a, _fit(bb, g, o)), loc) if g is not None else a)
         bbody.yields = yields
+        _sweep(bpre, bbody, nodes)
         start_cts = []
         for k in live:
             g = gs.get(k)
             start_cts.append(_fit(b, g, inits[k]) if g is not None
                              else d.fill_like(inits[k], 0.0))
-        zeros = [d.fill_like(o, 0.0) for o in outs]
+        zeros = [d.fill_like(o, 0.0) for o in leaves]
         bloop = program.new_node(b.region, LOOP, None,
                                  (b.op(_NEGATE, (count,), loc), zero) + tuple(start_cts)
                                  + tuple(zeros),
                                  tuple(inits[k].shape for k in live)
-                                 + tuple(o.shape for o in outs),
+                                 + tuple(o.shape for o in leaves),
                                  loc, value=bbody, via=n.via, attrs=n.attrs)
         for j, k in enumerate(live):
             if self.active.get(inits[k].id):
                 self.accumulate(inits[k], b.get(bloop, j, inits[k].shape))
-        for j, o in enumerate(outs):
-            self.accumulate(o, b.get(bloop, len(live) + j, o.shape))
+        origin = {}                     # a pre-region copy's id -> the node it copies
+        for x in pre.nodes:
+            origin.setdefault(mapping.get(x.id, x).id, x)
+        hoisted = []
+        for j, o in enumerate(leaves):
+            if o.id not in cts:         # no path to the loss: its sum stays 0
+                continue
+            total = b.get(bloop, len(live) + j, o.shape)
+            if o.region is bpre:
+                hoisted.append((origin[o.id], total))
+            else:
+                self.accumulate(o, total)
+        if hoisted:
+            self._pre_vjp(pre, hoisted, count, loc, n)
+
+    def _pre_vjp(self, pre, seeds, count, loc, n):
+        """Carry the cotangents ``seeds`` [(node of ``pre``, cotangent)] that a loop's steps
+        added up for the values its pre-region computes back to the values from outside the
+        loop that they are computed from: the pre-region computed again, in an ``if`` on
+        ``count > 0`` (the pre-region runs only when the loop does: a loop of no steps neither
+        computes it nor fails in it, and gives 0s, not 0 * inf)."""
+        b = self.b
+        program = b.program
+        then = Region("if", b.region, pre.loc)
+        sub = b.sub(then)
+        sub.effects = False
+        sub.local = True
+        mapping = {}
+        sub._copy_region(pre, mapping, {})
+        inner = _Pass(sub, self.loc, self.active, boundary=then)
+        cts = inner.run([(mapping[x.id], g) for x, g in seeds], set())
+        outs = [self.nodes[i] for i in sorted(cts)
+                if self.nodes[i].region is not then and self.active.get(i)]
+        then.yields = [_fit(sub, cts[o.id], o) for o in outs]
+        other = Region("if", b.region, pre.loc)
+        d = Emitter(b.sub(other), loc)
+        other.yields = [d.fill_like(o, 0.0) for o in outs]
+        zero = b.const(0.0, loc)
+        cond = b.op(REGISTRY["gt"], (count, zero), loc)
+        new = program.new_node(b.region, BRANCH, None, (cond,), tuple(o.shape for o in outs),
+                               loc, value=(then, other), via=n.via, attrs=(n.attrs[0],))
+        for k, o in enumerate(outs):
+            self.accumulate(o, b.get(new, k, o.shape))
+
+
+def _carried_reads(body, root, nodes, through: bool) -> set:
+    """Which of the vars loop body ``body`` carries (their indices, from 0) the value ``root``
+    reads within one iteration: through the values it is computed from (``through``: what
+    a derivative flows along, :func:`_inputs`), or through anything it reads (an if's
+    condition, an index, a loop's bounds too)."""
+    own = {p.id: k - 1 for k, p in enumerate(body.params) if k}
+    found = set()
+    seen = set()
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        if x.id in own:
+            found.add(own[x.id])
+        elif x.region is body:
+            if through:
+                stack.extend(_inputs(x, nodes))
+            else:
+                stack.extend(x.args)
+                for r in subregions(x):
+                    stack.extend(nodes[i] for i in r.free_values())
+    return found
+
+
+def _sweep(pre, body, nodes):
+    """Take out of a loop's pre-region and body (copies grad made) the nodes that its yields
+    do not need: what computed a var the copy leaves out, or a cotangent nothing reads."""
+    keep = set()
+    stack = list(body.yields)
+    while stack:
+        x = stack.pop()
+        if x.id in keep or (x.region is not pre and x.region is not body):
+            continue
+        keep.add(x.id)
+        stack.extend(x.args)
+        for r in subregions(x):
+            stack.extend(nodes[i] for i in r.free_values())
+    for region in (pre, body):
+        if all(x.id in keep or x.kind == ARG for x in region.nodes):
+            continue
+        region.nodes = [x for x in region.nodes if x.id in keep or x.kind == ARG]
+        for key in [k for k, v in region.table.items() if v.id not in keep]:
+            del region.table[key]
+        region.memo.clear()
+        region._free = None
 
 
 def _carried_activity(n, active, nodes) -> list:
