@@ -54,3 +54,23 @@ def test_auto_counts_a_draw_as_its_work_and_an_if_by_the_programs_own_numbers():
         "for big in 0..2 {\n    " + body.replace("\n", "\n    ").rstrip() + "\n}\n").main)
     assert off.flops == 0 and on.flops > 5e8
     assert unknown.flops == 2 * on.flops           # the dearer branch, at every pass
+
+
+@pytest.mark.parametrize("bounds", ["0..50", "1..steps + 1"])
+def test_auto_counts_the_loops_grad_runs_through_a_loop(bounds):
+    """Found by a newcomer: the two loops grad runs for a loop it differentiates through (the
+    loop again, keeping its tape, and the backward loop) were counted once each, as bounds
+    known only when the program runs; so were bounds computed from lets (steps + 1).  Now
+    each is counted its 50 steps: the forward loop's product, twice again for the tape and
+    the backward loop's recomputation, and its two products for the gradients."""
+    import goat
+    from goat.gpu.auto import region_cost
+    head = "let steps = 50\nlet w = randn(tensor[64x64], 1)\nvar h = randn(tensor[8x64], 2)\n"
+    loop = "for t in %s {\n    h = tanh(h @ w)\n}\n" % bounds
+    forward = region_cost(goat.check_source(head + loop + "print h\n").main)
+    both = region_cost(goat.check_source(
+        head + loop + "print grad(col_sum(row_sum(h)), w)\n").main)
+    assert forward.unknown_loops == both.unknown_loops == 0
+    product = 2 * 8 * 64 * 64
+    assert forward.flops >= 50 * product
+    assert both.flops - forward.flops >= 50 * 4 * product

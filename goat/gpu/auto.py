@@ -118,7 +118,7 @@ def region_cost(region, dtype: str = "f64") -> Cost:
                 c.launches += 1
         elif node.kind == LOOP:
             body = node.value
-            trips, known = _trips(node)
+            trips, known = _trips(node, dtype)
             c.unknown_loops += 0 if known else 1
             c.add(region_cost(body.parent, dtype), 1.0 if trips else 0.0)
             c.add(region_cost(body, dtype), trips)
@@ -132,20 +132,13 @@ def region_cost(region, dtype: str = "f64") -> Cost:
     return c
 
 
-def _constant(node):
-    """The node a value passes on unchanged from (a let's own copy, a checked cast)."""
-    while (node.kind == OP and node.op.name == "bind") or (node.kind == CAST and
-                                                            len(node.args) == 1):
-        node = node.args[0]
-    return node
-
-
-def _trips(node) -> tuple:
-    """(iterations, known) of a LOOP node from its bounds when they are constants."""
-    lo, hi = _constant(node.args[0]), _constant(node.args[1])
-    if lo.kind == CONST and hi.kind == CONST and isinstance(lo.value, float) \
-            and isinstance(hi.value, float):
-        return max(0.0, hi.value - lo.value), True
+def _trips(node, dtype: str) -> tuple:
+    """(iterations, known) of a LOOP node from its bounds when the program's own numbers fix
+    them (numbers, lets holding them, arithmetic of such: ``0..steps - 1``, and the
+    ``-count..0`` of a loop grad runs backwards)."""
+    lo, hi = known_number(node.args[0], dtype), known_number(node.args[1], dtype)
+    if lo is not None and hi is not None and lo == lo and hi == hi:
+        return max(0.0, hi - lo), True
     return 1.0, False
 
 
