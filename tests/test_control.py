@@ -307,6 +307,9 @@ def test_zero_trip_loop_body_raises_nothing():
      "gather's indices must be whole numbers from 0 to 1, got 2 at position 1"),
     ("if 0 {\n  print onehot([[0], [7]], 3)\n}",
      "onehot's indices must be whole numbers from 0 to 2, got 7 at position 1"),
+    # found by a newcomer: sample_rows's seed had been checked only when it ran
+    ("print [[1]]\nprint sample_rows([[0.2, 0.8]], 2.5)",
+     "a seed must be a whole number from 0 to 9007199254740991, got 2.5"),
 ])
 def test_a_value_check_written_in_the_program_fails_before_it_runs(src, said):
     """Indices and seeds written in the program (constants) that are sure to fail are errors

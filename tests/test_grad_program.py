@@ -340,6 +340,14 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
     ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum((w > 1) * w)), w)\n", 2,
      "grad cannot differentiate through '>' on line 2: it has no derivative; its derivative "
      "is zero wherever it exists: write stop_gradient(...)"),
+    # found by a newcomer: the index-giving ops had no hint
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(argmax_rows(w) * w)), w)\n", 2,
+     "grad cannot differentiate through argmax_rows on line 2: it has no derivative; it gives "
+     "column numbers, whose derivative is zero wherever it exists: write stop_gradient(...) "
+     "around it to say so"),
+    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(sample_rows(w, 3) * w)), w)\n", 2,
+     "grad cannot differentiate through sample_rows on line 2: it has no derivative; it gives "
+     "column numbers"),
     ("let w = [[1]]\nlet g = grad(col_sum(row_sum(randn(tensor[2x2], w))), w)\n", 2,
      "grad cannot differentiate through randn on line 2: it has no derivative with respect "
      "to its argument seed"),

@@ -1022,7 +1022,8 @@ register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
             doc="the column of each row's largest value, counting from 0 (the first of equal "
                 "ones; a NaN counts as largest), as NumPy's argmax; rows need a column at least",
             shape=_argmax_shape,
-            evaluate=_argmax_rows, tags=("reduction",), lowering=lower.argmax_rows))
+            evaluate=_argmax_rows, tags=("reduction", "indices"),
+            lowering=lower.argmax_rows))
 
 
 def _sample_rows(be):
@@ -1056,6 +1057,13 @@ def _sample_rows(be):
     return run
 
 
+def _sample_rows_seed(values, shapes, attrs):
+    """A seed written in the program that check_seed refuses is an error before the run; the
+    weights are checked when it runs."""
+    _seed_passes(values[1:], shapes[1:], attrs)
+    raise ValueError("the weights are checked when it runs")
+
+
 register(Op(name="sample_rows", checks_values=True,
             arity=2, params=(("p", "value"), ("seed", "value")),
             signature="sample_rows(p: NxC, seed) -> Nx1",
@@ -1064,4 +1072,5 @@ register(Op(name="sample_rows", checks_values=True,
                 "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed)",
             shape=lambda p, seed: (_rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
                                    or tuple(p[:-1]) + (1,)),
-            evaluate=_sample_rows, tags=("random",), lowering=lower.sample_rows))
+            evaluate=_sample_rows, tags=("random", "indices"), lowering=lower.sample_rows,
+            static_check=_sample_rows_seed))

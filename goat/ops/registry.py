@@ -39,7 +39,8 @@ class Op:
     callable_by_name: bool = True   # False for operators (written as symbols only)
     vjp: Callable | None = None     # reverse-mode derivative (see the module's doc)
     lowering: Callable | None = None  # (kernel) -> None: LLVM lowering (goat/aot/kernels.py)
-    tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", ...
+    tags: tuple = field(default=())   # "elementwise", "reduction", "comparison", "indices"
+                                      # (its result is column numbers), ...
     # The parameters as written in a call, (name, kind): kind "value" (a tensor, an argument
     # node) or a static attribute known when the program is checked -- "type" (a shape written
     # tensor[...]), "string" (a file name), "int" (a whole number written in the program).
