@@ -1382,3 +1382,34 @@ def test_indices_computed_from_the_weights_get_the_stop_gradient_hint():
         "grad cannot differentiate through gather on line 4: it has no derivative with respect "
         "to its argument indices; if computing the indices from the values differentiated is "
         "meant, write stop_gradient(...) around that argument")
+
+
+def test_a_let_that_cannot_be_a_size_is_one_error_however_often_it_is_used(tmp_path):
+    """Found by a newcomer: --let H=32.5 gave the same error at each of the 31 types that use
+    H (20 shown); it is now given once, at the first use, with a note naming the let."""
+    import subprocess
+    import sys
+    (tmp_path / "p.mg").write_text(
+        "let H = 4\nlet a = zeros(tensor[2, H])\nprint a @ ones(tensor[H, 3])\n"
+        "if 1 {\n    print zeros(tensor[H, H])\n}\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--let", "H=32.5", "p.mg"],
+                       cwd=str(tmp_path), capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr.count("error:") == 1
+    assert r.stderr.splitlines()[0] == ("p.mg:2: error: the size H is 32.5, not a whole number "
+                                        "from 0")
+    assert r.stderr.splitlines()[-1] == "note: H is the let on line 1"
+
+
+def test_an_error_in_a_def_whose_size_variable_shadows_a_let_says_so():
+    """Found by a newcomer: with let T = 4, def f(p: tensor[T, 2]) binds its own T (as
+    documented), and the error it led to did not say so."""
+    e = error("let T = 4\ndef f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
+              "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n")
+    assert e.line == 3
+    assert e.notes == ("T in f's types is its own size variable, bound by the shapes of the "
+                       "arguments of each call, not the let T on line 1 (rename one of them)",)
+    # no let of that name, or an error that does not name it: no note
+    assert error("def f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
+                 "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n").notes == ()
+    assert error("let T = 4\ndef f(p: tensor[T, 2]) = p * q\n").notes == ()

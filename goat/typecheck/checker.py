@@ -813,6 +813,8 @@ class Checker:
         self._sizes = None            # the size variables its parameters bind (None: while
                                       # they are being read, when each may bind new ones)
         self._quiet = False           # checking a def again for a call: no outline
+        self._bad_sizes = {}          # a let that cannot be a size -> the error its first use
+                                      # as one gave (each later use gives it again: one error)
 
     def reachable(self) -> set:
         """The ids of the top region's nodes that a statement checked later may still reach:
@@ -1297,12 +1299,20 @@ class Checker:
                             "size: a type's sizes are known before; a let holding a whole number "
                             "written in the program can (let %s = 32)" % (name, name), loc)
         if not (0 <= v <= 2 ** 53 and v == int(v)):     # (a NaN fails the first test)
-            from ..interp.printer import format_number
-            shown = format_number(v) if v != v or abs(v) == float("inf") else repr(v)
-            raise GoatError("the size %s is %s, not a whole number from 0%s" % (
-                name, shown[:-2] if shown.endswith(".0") else shown,
-                " (too large to be a size)" if abs(v) != float("inf") and abs(v) > 2 ** 53
-                and v == int(v) else ""), loc)
+            # reported once, where it is first used (every use of it as a size fails alike:
+            # a --let H=32.5 had given one error a use, 31 of them)
+            first = self._bad_sizes.get(binding.id)
+            if first is None or first.loc.source is not loc.source:     # (another REPL input)
+                from ..interp.printer import format_number
+                shown = format_number(v) if v != v or abs(v) == float("inf") else repr(v)
+                first = GoatError("the size %s is %s, not a whole number from 0%s" % (
+                    name, shown[:-2] if shown.endswith(".0") else shown,
+                    " (too large to be a size)" if abs(v) != float("inf") and abs(v) > 2 ** 53
+                    and v == int(v) else ""), loc,
+                    notes=("%s is the let on line %d" % (name, binding.loc.line),)
+                    if binding.loc.source is loc.source and binding.loc.line != loc.line else ())
+                self._bad_sizes[binding.id] = first
+            raise GoatError(first.message, first.loc, notes=first.notes)
         return int(v)
 
     def _in_def(self, scope) -> bool:
@@ -1726,6 +1736,8 @@ class Checker:
         except GoatError as e:
             if rest is None and self._generic_def:
                 _note_no_leading_sizes(e, stmt.name)
+            if rest is None and self._sizes:
+                self._note_shadowed_sizes(e, stmt, scope or self.top)
             raise
         finally:
             self._defining = outer_defining
@@ -1734,6 +1746,22 @@ class Checker:
             self._generic_def = outer_generic
             self._sizes = outer_sizes
         return tmpl
+
+    def _note_shadowed_sizes(self, e, stmt, scope):
+        """Say, under an error in def ``stmt`` that names one of its size variables, when a
+        let of that name holds a size outside it: the def's parameters' types bind their own
+        sizes (``def f(p: tensor[T, 2])``: T is what each call passes), not the let's (found
+        by a newcomer, whose let T = 4 the def had silently not used)."""
+        for name in sorted(self._sizes):
+            binding = scope.find(name)[0]
+            if not isinstance(binding, Node) or binding.shape not in ((), (1,), (1, 1)):
+                continue
+            note = ("%s in %s's types is its own size variable, bound by the shapes of the "
+                    "arguments of each call, not the let %s on line %d (rename one of them)"
+                    % (name, stmt.name, name, binding.loc.line))
+            for err in getattr(e, "errors", None) or [e]:
+                if name in err.message and note not in err.notes:
+                    err.notes = tuple(err.notes) + (note,)
 
     def specialize(self, tmpl: Template, shapes, locs, call=None) -> Template:
         """The template of a call of ``tmpl`` with arguments of ``shapes``: ``tmpl`` itself,
