@@ -126,6 +126,14 @@ def _metric_beside(w0, w1):
         h = np.tanh(h @ w1 + 0.1 * t)
     return np.sum(h)
 
+
+def _window(w0, w1):
+    h = w0
+    for i in range(3):
+        for j in range(i, i + 2):
+            h = np.tanh(h * w1 + j)
+    return np.sum(h)
+
 CASES = {
     "rnn, an invariant hoisted": (
         "var h = zeros(tensor[2x3])\nvar loss = [[0]]\nfor t in 0..5 {\n"
@@ -180,6 +188,10 @@ CASES = {
         "    h = tanh(h @ w1 + 0.1 * t)\n    correct += col_sum(argmax_rows(h) == 0)\n"
         "    spent = spent + exp(h @ transpose(h))\n}\nlet loss = col_sum(row_sum(h))\n",
         [(3, 3), (3, 3)], _metric_beside),
+    # an inner loop whose bounds change, but not its number of steps (--aot needs that)
+    "a window i..i + 2": (
+        "var h = w0\nfor i in 0..3 {\n    for j in i..i + 2 {\n        h = tanh(h * w1 + j)\n"
+        "    }\n}\nlet loss = col_sum(row_sum(h))\n", [(1, 2), (1, 2)], _window),
     "the loss carried": (
         "var s = [[0]]\nfor t in 0..3 {\n    s = s + col_sum(row_sum(w0 * w1 * t))\n}\n"
         "let loss = s\n", [(2, 2), (2, 2)], _loss_carried),
@@ -355,7 +367,9 @@ def _assert_compiled_equal(numbers, g, program):
 
 
 @pytest.mark.parametrize("name", ["rnn, an invariant hoisted", "a counter, an if and a mask",
-                                  "nested loops", "a loop in a def called twice"])
+                                  "nested loops", "a loop in a def called twice",
+                                  "a window i..i + 2", "values hoisted in nested loops",
+                                  "a metric the loss does not read"])
 def test_compiled_gradients_are_goat_runs_bit_for_bit(tmp_path, name):
     pytest.importorskip("llvmlite")
     body, shapes, _ = CASES[name]

@@ -135,7 +135,9 @@ def resolve_shapes(program) -> dict:
                                 "iterations of a loop that grad differentiates through when "
                                 "it compiles (it keeps each iteration's values), but this "
                                 "loop's bounds are known only when the program runs (write "
-                                "them as numbers, or run it with goat run)", **_at(node))
+                                "them as numbers, lets holding numbers, or one a number from "
+                                "the other, as i..i + 2; or run it with goat run)",
+                                **_at(node))
             if not _is_static(s):
                 what = op.name
                 raise GoatError("--aot (goat run --aot, goat compile --aot) needs every size "
