@@ -156,12 +156,17 @@ def _inputs(node, nodes):
     """The values ``node`` reads that its value changes with, smoothly or not: an op's value
     arguments (not the values a ``?`` size is read from), a cast's value (not the value whose
     size it is checked against), a loop's initial values and an if's or a loop's values from
-    outside (not the loop's bounds or the if's condition, which only choose what runs)."""
+    outside (not the loop's bounds or the if's condition, which only choose what runs, nor a
+    where's condition, which only chooses values: Op.chooses)."""
     kind = node.kind
     if kind == OP:
-        if "constant" in node.op.tags:      # stop_gradient: its value is a constant to grad
+        op = node.op
+        if "constant" in op.tags:           # stop_gradient: its value is a constant to grad
             return ()
-        return node.args[:node.op.n_values]
+        if op.chooses:                      # where's condition
+            return tuple(a for k, a in enumerate(node.args[:op.n_values])
+                         if k not in op.chooses)
+        return node.args[:op.n_values]
     if kind == CAST:
         return node.args[:1]
     subs = subregions(node)
@@ -200,8 +205,9 @@ def _flows_in(node, nodes) -> tuple:
     return tuple(outside[i] for i in sorted(outside))
 
 
-def _reaches(top, target, nodes) -> bool:
-    """Whether ``top`` is computed from ``target`` at all (through ``stop_gradient`` too)."""
+def _reaches(top, target, nodes, stop=True) -> bool:
+    """Whether ``top`` is computed from ``target`` at all (through ``stop_gradient`` too;
+    ``stop`` False: not through it)."""
     seen = set()
     stack = [top]
     while stack:
@@ -211,6 +217,8 @@ def _reaches(top, target, nodes) -> bool:
         if n.id in seen or n.id < target.id:        # a node reads only earlier nodes
             continue
         seen.add(n.id)
+        if not stop and n.kind == OP and "constant" in n.op.tags:
+            continue
         stack.extend(n.args)
         for r in subregions(n):
             stack.extend(nodes[i] for i in r.free_values())
@@ -815,7 +823,13 @@ def _grad(builder, loss, wrt, names, loc):
     cts = grad_pass.run([(loss, seed)], targets)
     for w, name in zip(wrt, names):
         if not grad_pass.active.get(w.id) or not grad_pass.active.get(loss.id):
-            if _reaches(loss, w, builder.program.nodes):
+            nodes = builder.program.nodes
+            if _reaches(loss, w, nodes, stop=False):
+                raise GoatError("the loss depends on '%s' only through what chooses values (an "
+                                "if's or a where's condition, a loop's bounds), which has no "
+                                "derivative, so its gradient would be zero everywhere"
+                                % name, loc)
+            if _reaches(loss, w, nodes):
                 raise GoatError("the loss depends on '%s' only through stop_gradient, so its "
                                 "gradient would be zero everywhere" % name, loc)
             raise GoatError("the loss does not depend on '%s', so its gradient would be zero "

@@ -271,7 +271,7 @@ register(Op(name="where", arity=3, params=(("c", "value"), ("a", "value"), ("b",
                 "a NaN in c counts as non-zero, as in C), as NumPy's where: unlike "
                 "c * a + (1 - c) * b, a NaN or inf in the cell not chosen does not get through "
                 "(where(x > 0, log(x), 0))",
-            shape=_where_shape, evaluate=_where, tags=("elementwise",),
+            shape=_where_shape, evaluate=_where, tags=("elementwise",), chooses=(0,),
             lowering=lower.elementwise(
                 lambda k, c, a, b: k.b.select(lower._nonzero(k, c), a, b), layout=False),
             kernel="({0} != 0) ? {1} : {2}",

@@ -49,6 +49,9 @@ class Op:
     params: tuple = field(default=())
     pure: bool = True               # False: reads the world (a file); never shared or moved
     checks_at_run_time: bool = False  # the shape rule runs again on actual shapes, always
+    # the value arguments (their positions) that only choose among the others, as a where's
+    # condition: their derivative is zero, and grad does not follow them
+    chooses: tuple = ()
     # the op checks its operands' values when it runs (indices, seeds) and may stop the
     # program there: it is not moved out of a loop body ahead of the body's earlier statements
     checks_values: bool = False
