@@ -134,6 +134,16 @@ def _window(w0, w1):
             h = np.tanh(h * w1 + j)
     return np.sum(h)
 
+
+def _metric_nested(w0, w1):
+    h = w0
+    for t in range(3):
+        for _ in range(2):
+            h = np.tanh(h * w1)
+        if t > 0:
+            h = h * w0
+    return np.sum(h)
+
 CASES = {
     "rnn, an invariant hoisted": (
         "var h = zeros(tensor[2x3])\nvar loss = [[0]]\nfor t in 0..5 {\n"
@@ -192,6 +202,13 @@ CASES = {
     "a window i..i + 2": (
         "var h = w0\nfor i in 0..3 {\n    for j in i..i + 2 {\n        h = tanh(h * w1 + j)\n"
         "    }\n}\nlet loss = col_sum(row_sum(h))\n", [(1, 2), (1, 2)], _window),
+    # found by a differential tester: the same, the metric assigned in a loop or an if in
+    # the loop beside a var the loss needs
+    "a metric in a nested loop and an if": (
+        "var h = w0\nvar m = zeros(tensor[1x3])\nfor t in 0..3 {\n    for j in 0..2 {\n"
+        "        m = m + (h > 0)\n        h = tanh(h * w1)\n    }\n    if t > 0 {\n"
+        "        m = m + (h == 0)\n        h = h * w0\n    }\n}\n"
+        "let loss = col_sum(row_sum(h))\n", [(1, 3), (1, 3)], _metric_nested),
     "the loss carried": (
         "var s = [[0]]\nfor t in 0..3 {\n    s = s + col_sum(row_sum(w0 * w1 * t))\n}\n"
         "let loss = s\n", [(2, 2), (2, 2)], _loss_carried),

@@ -533,3 +533,14 @@ def test_a_loss_that_depends_on_a_name_only_through_a_condition_is_an_error(src)
                          "gradient would be zero everywhere")
     (g,) = goat.run_source(head + "print grad(col_sum(row_sum(where(w > 0, x * w, x))), w)\n")
     assert g.tolist() == [[1, 0]]
+
+
+def test_an_if_beside_the_loss_leaves_a_metric_it_assigns_alone():
+    """Found by a differential tester: an if that assigns the loss's h and a metric m (built
+    from a comparison) passed a cotangent of zeros to m's earlier value, so grad stopped at the
+    comparison with 'no derivative', though the loss does not read m."""
+    (g,) = goat.run_source("var w = [[0.5, -0.3]]\nvar h = w * 2\nvar m = h > 0\nif 1 {\n"
+                           "    m = m + (h > 0)\n    h = tanh(h * w)\n}\n"
+                           "print grad(col_sum(row_sum(h)), w)\n")
+    w = np.array([[0.5, -0.3]])
+    assert np.allclose(g, (1 - np.tanh(2 * w * w) ** 2) * 4 * w, rtol=1e-14)

@@ -176,16 +176,18 @@ def _inputs(node, nodes):
     return tuple(own) + _flows_in(node, nodes)
 
 
-def _flows_in(node, nodes) -> tuple:
+def _flows_in(node, nodes, roots=None) -> tuple:
     """The outside values that a LOOP's or BRANCH's results are computed from: found by
-    walking back from its regions' yields, so a value only a print or a save in the block
-    reads (and what is computed for it) does not count; sorted by id."""
+    walking back from its regions' yields (``roots``: from these of them), so a value only a
+    print or a save in the block reads (and what is computed for it) does not count; sorted
+    by id."""
     if node.kind == LOOP:
         body = node.value
-        regions, roots = (body.parent, body), list(body.yields)
+        regions = (body.parent, body)
+        roots = list(body.yields) if roots is None else list(roots)
     else:
         regions = node.value
-        roots = [y for r in regions for y in r.yields]
+        roots = [y for r in regions for y in r.yields] if roots is None else list(roots)
     mine = set()
     for r in regions:
         mine.update(n.id for n in r.nodes)
@@ -395,8 +397,7 @@ class _Pass:
         free = set()
         for r in n.value:
             free |= r.free_values()
-        outs = [nodes[i] for i in sorted(free) if self.active.get(i)]
-        regions = []
+        made = []
         for src in n.value:
             region = Region("if", b.region, src.loc)
             sub = b.sub(region)
@@ -410,7 +411,14 @@ class _Pass:
                 y = src.yields[k]
                 seeds.append((mapping.get(y.id, y), g))
             inner = _Pass(sub, self.loc, self.active, boundary=region)
-            cts = inner.run(seeds, set())
+            made.append((region, sub, src, inner.run(seeds, set())))
+        # the outside values a cotangent reaches in either branch (not every one the branches
+        # read: a value only another result is computed from, a metric beside the loss, gets
+        # none, and is not differentiated)
+        outs = [nodes[i] for i in sorted(free) if self.active.get(i)
+                and any(i in cts for _, _, _, cts in made)]
+        regions = []
+        for region, sub, src, cts in made:
             d = Emitter(sub, src.loc)
             region.yields = [_fit(sub, cts[o.id], o) if o.id in cts else d.fill_like(o, 0.0)
                              for o in outs]
@@ -713,13 +721,39 @@ def _carried_reads(body, root, nodes, through: bool) -> set:
         if x.id in own:
             found.add(own[x.id])
         elif x.region is body:
-            if through:
+            if through and x.kind == GET and x.args[0].kind in (LOOP, BRANCH):
+                # one result of a loop or an if in the body: what it alone is computed from
+                stack.extend(_result_inputs(x.args[0], x.attrs[0], nodes))
+            elif through:
                 stack.extend(_inputs(x, nodes))
             else:
                 stack.extend(x.args)
                 for r in subregions(x):
                     stack.extend(nodes[i] for i in r.free_values())
     return found
+
+
+def _result_inputs(src, k, nodes) -> tuple:
+    """The values result ``k`` of a LOOP or BRANCH ``src`` is computed from (what
+    :func:`_inputs` gives for all its results): of a loop, the initial values of the vars
+    that var's final value depends on, and the outside values they are computed from; of an
+    if, the outside values its branches' k-th yields are computed from."""
+    if src.kind == BRANCH:
+        return _flows_in(src, nodes, [r.yields[k] for r in src.value])
+    body = src.value
+    through = {}
+    need = {k}
+    todo = [k]
+    while todo:
+        j = todo.pop()
+        if j not in through:
+            through[j] = _carried_reads(body, body.yields[j], nodes, True)
+        for i in through[j]:
+            if i not in need:
+                need.add(i)
+                todo.append(i)
+    return (tuple(src.args[2 + j] for j in sorted(need))
+            + _flows_in(src, nodes, [body.yields[j] for j in sorted(need)]))
 
 
 def _sweep(pre, body, nodes):
