@@ -1224,6 +1224,63 @@ def test_an_error_the_lexer_finds_in_one_statement_does_not_hide_the_others():
         (6, "unexpected character '$'"), (7, "cannot add shapes 1x2 and 1x3")]
 
 
+def test_a_statement_that_cannot_be_read_in_a_block_does_not_hide_the_blocks_other_errors(
+        tmp_path):
+    """Found by a breaker: a lexer or syntax error inside a loop's, an if's or a def's body
+    hid every other error of that block; the block is now checked without it, and what it
+    would have assigned is unknown after it (no error of its own).  A def whose return could
+    not be read is still left out whole (its body would be said to lack one)."""
+    src = ("let a = [[1, 2]]\nvar h = a\ndef f(x: tensor[1x2]) {\n    let c = x + [[1, 2, 3]]\n"
+           "    let b = x $ 2\n    let d = b + 1\n    return x @ x\n}\nfor i in 0..2 {\n"
+           "    if 1 {\n        let q = a +* 1\n        print a @ a\n    }\n    h = h $ 2\n"
+           "    print h @ h\n}\ndef g(x: tensor[1x2]) {\n    let y = x @ x\n    return x $ 2\n}\n"
+           "print h @ a\nprint g(a)\nprint a @ a\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_source(src)
+    assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
+        (4, "cannot add shapes 1x2 and 1x3"), (5, "unexpected character '$'"),
+        (7, "cannot matrix-multiply shapes 1x2 and 1x2"),
+        (11, "syntax error"), (12, "cannot matrix-multiply shapes 1x2 and 1x2"),
+        (14, "unexpected character '$'"), (19, "unexpected character '$'"),
+        (23, "cannot matrix-multiply shapes 1x2 and 1x2")]
+    # the same in a module a program imports
+    (tmp_path / "mm.mg").write_text("def f(x: tensor[1x2]) {\n    let c = x + [[1, 2, 3]]\n"
+                                    "    let b = x $ 2\n    return x\n}\n")
+    (tmp_path / "p.mg").write_text("import mm\nprint mm.f([[1, 2]])\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
+        (2, "cannot add shapes 1x2 and 1x3"), (3, "unexpected character '$'")]
+
+
+@pytest.mark.parametrize("src", [
+    "let B = sum\nprint zeros(tensor[B, 1])\n",
+    "let B = 3 +\nprint zeros(tensor[B, 1])\n",
+    "let B = sum\ndef f(x: tensor[N, 1]) -> tensor[N, B] = x\n",
+    "def f(x: tensor[N, 1]) {\n    let K = M\n    return zeros(tensor[K, 1])\n}\n",
+])
+def test_a_let_that_failed_used_as_a_size_gives_no_second_error(src):
+    """Found by a breaker: the names a type uses as sizes did not count among a statement's
+    uses, so a size let whose statement failed got a second error, 'size variable B can only
+    appear in a def'."""
+    try:
+        goat.check_source(src)
+    except goat.GoatErrors as e:
+        raise AssertionError([x.message for x in e.errors])
+    except goat.GoatError as e:
+        assert e.line in (1, 2) and "size variable" not in e.message
+
+
+def test_a_defs_declared_result_sees_the_names_outside_not_its_bodys_lets():
+    """Found by a breaker: def f(...) -> tensor[N, B] { let B = 4 ... } read the body's B."""
+    (v,) = run("let B = 3\ndef f(x: tensor[N, 1]) -> tensor[N, B] {\n    let B = 4\n"
+               "    return zeros(tensor[N, 3])\n}\nprint f([[1]])\n")
+    assert v.shape == (1, 3)
+    assert error("let B = 3\ndef f(x: tensor[N, 1]) -> tensor[N, B] {\n    let B = 4\n"
+                 "    return zeros(tensor[N, B])\n}\n").message == (
+        "f is declared to return tensor[N, 3], but its value has shape Nx4")
+
+
 def test_brackets_that_do_not_match_come_after_the_errors_before_them():
     # a block's header that cannot be read stops the reading, with the errors before it
     with pytest.raises(goat.GoatErrors) as info:

@@ -932,7 +932,8 @@ class Checker:
             if type(stmt) is ast.Broken:    # a syntax error, already reported
                 broken.update(stmt.names)
                 continue
-            if _holds_broken(stmt):         # a block holding one: not checked, as a whole
+            holds = _holds_broken(stmt)     # a block holding one: checked without it, its
+            if holds and not _checkable_without_broken(stmt):      # names broken after it
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 continue
@@ -961,6 +962,9 @@ class Checker:
                 self._recover()
                 if getattr(e, "fatal", False):
                     break
+            if holds:
+                broken.update(_defined_names(stmt))
+                broken.update(_assigned_names(stmt))
         if len(errors) == 1 and not left_out:
             raise errors[0]
         if errors:
@@ -1151,8 +1155,14 @@ class Checker:
             return None if last is None else last[0]()
         errors, broken = [], set(broken or ())
         for stmt in stmts:
+            if type(stmt) is ast.Broken:    # a syntax error, already reported: what it would
+                broken.update(stmt.names)   # define is unknown
+                continue
+            # a block holding one: checked without it, what it defines unknown after it
+            holds = _holds_broken(stmt)
             # (a return out of place is that error, whatever it returns)
-            if broken and type(stmt) is not ast.Return and _uses(stmt) & broken:
+            if (holds and not _checkable_without_broken(stmt)) or (
+                    broken and type(stmt) is not ast.Return and _uses(stmt) & broken):
                 broken.update(_defined_names(stmt))
                 broken.update(_assigned_names(stmt))
                 continue
@@ -1168,6 +1178,10 @@ class Checker:
                 if not errors:
                     raise
                 break           # after an error, a failure of goat's own is its consequence
+            else:
+                if holds:
+                    broken.update(_defined_names(stmt))
+                    broken.update(_assigned_names(stmt))
         else:
             if last is not None and not (broken and last[1] & broken):
                 try:
@@ -1695,6 +1709,11 @@ class Checker:
                 fscope.names[name] = node
                 fscope.lines[name] = stmt.loc.line
                 fscope.what[name] = "parameter"
+            # the declared result sees the parameters and the names outside, not the body's
+            # lets (def f(x: tensor[N, 1]) -> tensor[N, B] { let B = 4 ...}: B is the outer B)
+            sig = Scope(fscope.parent, function=True, names=dict(fscope.names),
+                        lines=dict(fscope.lines))
+            sig.what = dict(fscope.what)
             body = Builder(self, region, symbolic=True)
             outer_impure, self.impure = self.impure, False
             outer_grad, self.grad_used = self.grad_used, False
@@ -1717,7 +1736,7 @@ class Checker:
                                             stmts[-1].loc if stmts else stmt.loc)
                         tmpl.result = self.expr(stmts[-1].expr, fscope, body)
                         if stmt.ret is not None:    # with the body's errors, if any
-                            self._check_result(stmt, tmpl, fscope, body)
+                            self._check_result(stmt, tmpl, sig, body)
                         return tmpl.result
                     result = self._statements(stmts[:-1] if ends else stmts, one,
                                               (returned, _uses(stmts[-1]) if ends else set()))
@@ -1732,7 +1751,7 @@ class Checker:
                 self.grad_used = outer_grad
                 self.depth = depth
             if stmt.ret is not None and not stmt.block:
-                self._check_result(stmt, tmpl, fscope, body)
+                self._check_result(stmt, tmpl, sig, body)
         except GoatError as e:
             if rest is None and self._generic_def:
                 _note_no_leading_sizes(e, stmt.name)
@@ -1822,7 +1841,7 @@ class Checker:
 
     def _check_result(self, stmt, tmpl, fscope, body):
         """The declared result against the body's value; where a ``?`` leaves it open, the
-        result is checked when the def runs."""
+        result is checked when the def runs.  ``fscope``: the names the signature sees."""
         declared = stmt.ret
         several = isinstance(tmpl.result, tuple)
         if isinstance(declared, list) != several or (several and len(declared) != len(tmpl.result)):
@@ -1909,16 +1928,10 @@ class Checker:
             sub.cancel = self.cancel            # an import in a hint stops with the hint
             sub.collecting = syntax is not None
             sub.look_ahead(parsed)
-            stmts, broken = parsed.stmts, set()
-            if syntax:
-                stmts = []
-                for s in parsed.stmts:
-                    if type(s) is ast.Broken or _holds_broken(s):
-                        broken.update(s.names if type(s) is ast.Broken else _defined_names(s))
-                    else:
-                        stmts.append(s)
             try:
-                sub._statements(stmts, check, broken=broken)
+                # (with syntax errors: the statements that could not be read are skipped,
+                # and the blocks holding one checked without it)
+                sub._statements(parsed.stmts, check)
             except GoatError as e:
                 if not syntax and not sub.collecting:
                     raise
@@ -2659,6 +2672,14 @@ def _static_verdict(op, args, attrs):
     return True
 
 
+def _checkable_without_broken(stmt) -> bool:
+    """Whether a block statement holding statements that could not be read is checked without
+    them (each of its other errors found, as at the top level): all but a def whose last
+    statement, its return, could not be read (its body would be said to lack one)."""
+    return not (type(stmt) is ast.Def and isinstance(stmt.body, list) and stmt.body
+                and type(stmt.body[-1]) is ast.Broken)
+
+
 def _holds_broken(stmt) -> bool:
     """Does a block statement hold a statement that could not be read?"""
     stack = [stmt]
@@ -2679,7 +2700,7 @@ def _assigned_names(stmt):
     return out
 
 
-_NODES = (ast.Expr, ast.Stmt, ast.Field)
+_NODES = (ast.Expr, ast.Stmt, ast.Field, ast.TypeAnn)
 
 
 def _uses(stmt) -> set:
@@ -2689,13 +2710,18 @@ def _uses(stmt) -> set:
         out = set()
         for s in stmt.body if isinstance(stmt.body, list) else [stmt.body]:
             out |= _uses(s)
-        return out - {p.name for p in stmt.params}
+        for ret in stmt.ret if isinstance(stmt.ret, list) else [stmt.ret] * (stmt.ret is not None):
+            out |= _uses(ret)
+        own = {d for p in stmt.params for d in p.type.dims if type(d) is str}
+        return out - {p.name for p in stmt.params} - own
     out = set()
     stack = [stmt]
     while stack:
         x = stack.pop()
         t = type(x)
-        if t is ast.Name:
+        if t is ast.TypeAnn:            # a let's size in a type: tensor[B, 1]
+            out.update(d for d in x.dims if type(d) is str)
+        elif t is ast.Name:
             out.add(x.name.split(".")[0])
         elif t is ast.Call:
             out.add(x.name.split(".")[0])
