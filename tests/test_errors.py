@@ -1200,7 +1200,20 @@ def test_a_negative_count_is_named_as_the_number_written():
     """Found by a breaker: onehot(t, -3) said it 'got a value'."""
     assert error("print onehot([[1]], -3)\n").message == (
         "argument shape of onehot must be a type such as tensor[2x3] or a count written as a "
-        "number (a whole number, 0 or more), got the number -3; write onehot(..., tensor[2x3])")
+        "number (a whole number, 0 or more) or a let holding one, got the number -3; write "
+        "onehot(..., tensor[2x3])")
+
+
+def test_a_count_or_an_axis_may_be_a_let_holding_one():
+    """Found by a breaker: tensor[1, B] took the size let B, but onehot(t, B) refused it (and
+    iota's axis); an unknown name there is that error, not 'got a value'."""
+    one, ramp = run("let V = 3\nlet A = 1\nprint onehot([[1], [2]], V)\n"
+                    "print iota(tensor[2x2], A)\n")
+    assert one.tolist() == [[0, 1, 0], [0, 0, 1]]
+    assert ramp.tolist() == [[0, 1], [0, 1]]
+    assert error("print onehot([[1]], V)\n").message.startswith("unknown name 'V'")
+    assert error("var V = 3\nprint onehot([[1]], V)\n").message == (
+        "V is a var, which may change, so it cannot be a size: make it a let (let V = ...)")
 
 
 def test_an_error_the_lexer_finds_in_one_statement_does_not_hide_the_others():

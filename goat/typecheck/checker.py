@@ -2326,6 +2326,13 @@ class Checker:
                         and a.value == int(a.value) and a.value >= 0):
                     attrs.append(op.count_type([n.shape for n in nodes], int(a.value)))
                     continue
+                count = (self._let_size(a.name, scope, a.loc)
+                         if op.count_type is not None and type(a) is ast.Name else None)
+                if count is not None:           # a let holding one: onehot(t, V)
+                    attrs.append(op.count_type([n.shape for n in nodes], count))
+                    continue
+                if type(a) is ast.Name and scope.find(a.name)[0] is None:
+                    self.value(a, scope, b)     # an unknown name: that error, with its hints
                 if type(a) is not ast.TypeArg:
                     negative = (type(a) is ast.Unary and a.op == "-"
                                 and type(a.operand) is ast.Number)
@@ -2335,7 +2342,8 @@ class Checker:
                     raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s, "
                                     "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
-                                       "whole number, 0 or more)" if op.count_type else "",
+                                       "whole number, 0 or more) or a let holding one"
+                                       if op.count_type else "",
                                        got, _written_call(e.name, params,
                                                           _sizes_written(args[at:]))), a.loc)
                 attrs.append(self._dims(a.ann, scope))
@@ -2354,12 +2362,17 @@ class Checker:
                     parts.append(p)
                 attrs.append(FileName(parts, a.loc, op.string_attr))
             elif kind == "int":
+                count = self._let_size(a.name, scope, a.loc) if type(a) is ast.Name else None
+                if count is not None:           # a let holding one, as a size may
+                    attrs.append(count)
+                    continue
                 if type(a) is not ast.Number or a.value != int(a.value):
                     if type(a) is ast.Unary and type(a.operand) is ast.Number:
                         attrs.append(-int(a.operand.value))
                         continue
                     raise GoatError("argument %s of %s must be a whole number written in the "
-                                    "program, such as 0" % (pname, e.name), a.loc)
+                                    "program (or a let holding one), such as 0"
+                                    % (pname, e.name), a.loc)
                 attrs.append(int(a.value))
         return b.op(op, nodes + fields, e.loc, tuple(attrs))
 
