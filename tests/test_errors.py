@@ -1266,6 +1266,20 @@ def test_a_statement_that_cannot_be_read_in_a_block_does_not_hide_the_blocks_oth
         (2, "cannot add shapes 1x2 and 1x3"), (3, "unexpected character '$'")]
 
 
+@pytest.mark.parametrize("body", ["    let y = x +* 2\n    return y\n",
+                                  "    var y = x\n    y = y +* 2\n    return y\n"])
+@pytest.mark.parametrize("result", ["", " -> tensor[1x2]"])
+def test_a_def_whose_return_reads_a_line_that_cannot_be_read_is_that_one_error(body, result):
+    """Found by a reviewer: checking such a def's body without the line (its other errors
+    found) left its result unset, an internal error that hid every error of the file."""
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source("def g(x: tensor[1x2])%s {\n%s}\nprint g([[1, 2]])\n"
+                          "print [[1]] @ [[1, 2], [3, 4]]\n" % (result, body))
+    assert [(e.line, e.message.split(":")[0]) for e in info.value.errors] == [
+        (2 if "let" in body else 3, "syntax error"),
+        (6 if "let" in body else 7, "cannot matrix-multiply shapes 1x1 and 2x2")]
+
+
 @pytest.mark.parametrize("src", [
     "let B = sum\nprint zeros(tensor[B, 1])\n",
     "let B = 3 +\nprint zeros(tensor[B, 1])\n",
@@ -1483,3 +1497,8 @@ def test_an_error_in_a_def_whose_size_variable_shadows_a_let_says_so():
     assert error("def f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
                  "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n").notes == ()
     assert error("let T = 4\ndef f(p: tensor[T, 2]) = p * q\n").notes == ()
+    # found by a reviewer: the n of 'cannot' is not the size n
+    assert error("let n = 3\ndef f(x: tensor[n, 2], y: tensor[1x3]) = y + [[1, 2]]\n"
+                 ).notes == ()
+    assert len(error("let T = 4\ndef f(x: tensor[N, T]) {\n    let y: tensor[NxTx3] = "
+                     "reshape(x)\n    return y\n}\n").notes) == 1

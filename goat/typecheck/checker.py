@@ -1183,7 +1183,10 @@ class Checker:
                     broken.update(_defined_names(stmt))
                     broken.update(_assigned_names(stmt))
         else:
-            if last is not None and not (broken and last[1] & broken):
+            if last is not None and broken and last[1] & broken:
+                if not errors:      # the return reads what an unreadable statement defines
+                    raise _Reported()
+            elif last is not None:
                 try:
                     result = last[0]()
                 except GoatError as e:
@@ -1778,8 +1781,8 @@ class Checker:
             note = ("%s in %s's types is its own size variable, bound by the shapes of the "
                     "arguments of each call, not the let %s on line %d (rename one of them)"
                     % (name, stmt.name, name, binding.loc.line))
-            for err in getattr(e, "errors", None) or [e]:
-                if name in err.message and note not in err.notes:
+            for err in _each(e):
+                if name in _words(err.message, self._sizes) and note not in err.notes:
                     err.notes = tuple(err.notes) + (note,)
 
     def specialize(self, tmpl: Template, shapes, locs, call=None) -> Template:
@@ -2530,8 +2533,32 @@ def _in_order(errors: list, place: dict) -> list:
     return errors
 
 
+def _words(message: str, sizes) -> set:
+    """The names a message holds as words, a shape's sizes among them (T in 2xTx2, when T is
+    one of ``sizes``): not the n of 'cannot'."""
+    out = set()
+    for word in re.findall(r"[A-Za-z0-9_]+", message):
+        out.add(word)
+        parts = word.split("x")
+        if len(parts) > 1 and all(p.isdigit() or p in sizes for p in parts):
+            out.update(parts)
+    return out
+
+
+class _Reported(GoatError):
+    """A block that cannot be checked for an error already reported (a def whose return reads
+    what a statement that could not be read would have defined): it fails with no error of
+    its own."""
+
+    def __init__(self):
+        super().__init__("(reported)")
+
+
 def _each(e) -> list:
-    """The errors a GoatError stands for: its list (GoatErrors), or itself."""
+    """The errors a GoatError stands for: its list (GoatErrors), or itself (none for
+    :class:`_Reported`)."""
+    if type(e) is _Reported:
+        return []
     return list(getattr(e, "errors", None) or [e])
 
 
