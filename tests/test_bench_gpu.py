@@ -74,3 +74,15 @@ def test_auto_counts_the_loops_grad_runs_through_a_loop(bounds):
     product = 2 * 8 * 64 * 64
     assert forward.flops >= 50 * product
     assert both.flops - forward.flops >= 50 * 4 * product
+
+
+def test_auto_counts_a_window_loop_as_its_steps():
+    """Found by a reviewer: for j in i..i + 2 in a loop over i was counted once, as bounds
+    known only when the program runs, where --aot knows its count (the same rule now)."""
+    import goat
+    from goat.gpu.auto import region_cost
+    cost = region_cost(goat.check_source(
+        "var h = randn(tensor[8x64], 1)\nlet w = randn(tensor[64x64], 2)\nfor i in 0..3 {\n"
+        "    for j in i..i + 2 {\n        h = tanh(h @ w)\n    }\n}\nprint h\n").main)
+    assert cost.unknown_loops == 0
+    assert cost.flops >= 6 * 2 * 8 * 64 * 64

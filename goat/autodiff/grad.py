@@ -41,7 +41,7 @@ import numpy as np
 
 from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import REGISTRY, ZERO
-from ..typecheck.program import (ARG, BRANCH, CAST, GET, LOOP, OP, Region, known_number,
+from ..typecheck.program import (ARG, BRANCH, CAST, GET, LOOP, OP, Region, loop_trips,
                                  subregions)
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
@@ -251,7 +251,7 @@ class _Pass:
         boundary = self.boundary
         if boundary is None:
             return True
-        if type(boundary) is tuple:         # a loop's pre-region and body
+        if type(boundary) is tuple:         # regions: a loop's body (and loops in it)
             return node.region in boundary
         return node.region is boundary
 
@@ -461,7 +461,6 @@ class _Pass:
         pre = body.parent
         lo, hi = n.args[0], n.args[1]
         inits = list(n.args[2:])
-        m = len(inits)
         params = body.params                # the index, then the carried vars
         loc = n.loc
         on = _carried_activity(n, self.active, nodes)
@@ -494,7 +493,7 @@ class _Pass:
         hi = b.op(_STOP, (hi,), loc)
         zero = b.const(0.0, loc)
         count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), zero), loc)
-        trips = _trips(n.args[0], n.args[1])
+        trips = loop_trips(n.args[0], n.args[1])
         lead = int(trips) if trips is not None else None
         # each tape its own array, written in place: its id attribute (the count of nodes
         # when it is made) keeps hash-consing from making two tapes one, as it would for two
@@ -667,41 +666,6 @@ class _Pass:
                                loc, value=(then, other), via=n.via, attrs=(n.attrs[0],))
         for k, o in enumerate(outs):
             self.accumulate(o, b.get(new, k, o.shape))
-
-
-def _offset(x):
-    """``x`` as (base, k): the value ``base + k`` with k a number the program fixes (base None:
-    x is that number), through ``+`` and ``-`` of such numbers (``i + 2``, ``i - 1 + 3``)."""
-    k = 0.0
-    while True:
-        while (x.kind == OP and x.op.name in ("bind", "stop_gradient")) or (
-                x.kind == CAST and len(x.args) == 1):
-            x = x.args[0]
-        v = known_number(x)
-        if v is not None:
-            return None, k + v
-        if x.kind != OP or x.op not in (_ADD, _SUB) or x.shape not in ((), (1,), (1, 1)):
-            return x, k
-        a, b = x.args
-        vb = known_number(b)
-        if vb is not None:
-            x, k = a, k + (vb if x.op is _ADD else -vb)
-            continue
-        va = known_number(a)
-        if va is not None and x.op is _ADD:
-            x, k = b, k + va
-            continue
-        return x, k
-
-
-def _trips(lo, hi):
-    """The number of iterations of a loop from ``lo`` to ``hi`` when the program fixes it:
-    both bounds known numbers, or one a number away from the other (``i..i + 2``, in a
-    loop over i), else None."""
-    (a, j), (b, k) = _offset(lo), _offset(hi)
-    if a is not b or k != k or j != j or abs(k - j) == float("inf"):
-        return None
-    return max(0.0, k - j)
 
 
 def _carried_reads(body, root, nodes, through: bool) -> set:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..aot.kernels import ALIAS
-from ..typecheck.program import BRANCH, CAST, CONST, LOOP, OP, known_number
+from ..typecheck.program import BRANCH, LOOP, OP, known_number, loop_trips
 
 CPU = {"launch": 2e-6, "bandwidth": 10e9, "flops": 30e9, "start": 0.0}
 GPU = {"launch": 10e-6, "bandwidth": 2e12, "flops": 20e12, "start": 1.0}
@@ -118,7 +118,9 @@ def region_cost(region, dtype: str = "f64") -> Cost:
                 c.launches += 1
         elif node.kind == LOOP:
             body = node.value
-            trips, known = _trips(node, dtype)
+            trips = loop_trips(node.args[0], node.args[1], dtype)
+            known = trips is not None
+            trips = trips if known else 1.0
             c.unknown_loops += 0 if known else 1
             c.add(region_cost(body.parent, dtype), 1.0 if trips else 0.0)
             c.add(region_cost(body, dtype), trips)
@@ -130,16 +132,6 @@ def region_cost(region, dtype: str = "f64") -> Cost:
             else:
                 c.add(a if a.flops + a.ops >= b.flops + b.ops else b)
     return c
-
-
-def _trips(node, dtype: str) -> tuple:
-    """(iterations, known) of a LOOP node from its bounds when the program's own numbers fix
-    them (numbers, lets holding them, arithmetic of such: ``0..steps - 1``, and the
-    ``-count..0`` of a loop grad runs backwards)."""
-    lo, hi = known_number(node.args[0], dtype), known_number(node.args[1], dtype)
-    if lo is not None and hi is not None and lo == lo and hi == hi:
-        return max(0.0, hi - lo), True
-    return 1.0, False
 
 
 @dataclass

@@ -326,6 +326,43 @@ def known_number(node, dtype: str = "f64"):
     return value
 
 
+def _offset(x, dtype):
+    """``x`` as (base, k): the value ``base + k`` with k a number the program fixes (base None:
+    x is that number), through ``+`` and ``-`` of such numbers (``i + 2``, ``i - 1 + 3``)."""
+    k = 0.0
+    while True:
+        while (x.kind == OP and x.op.name in ("bind", "stop_gradient")) or (
+                x.kind == CAST and len(x.args) == 1):
+            x = x.args[0]
+        v = known_number(x, dtype)
+        if v is not None:
+            return None, k + v
+        name = x.op.name if x.kind == OP else None
+        if name not in ("add", "subtract") or x.shape not in ((), (1,), (1, 1)):
+            return x, k
+        a, b = x.args
+        vb = known_number(b, dtype)
+        if vb is not None:
+            x, k = a, k + (vb if name == "add" else -vb)
+            continue
+        va = known_number(a, dtype)
+        if va is not None and name == "add":
+            x, k = b, k + va
+            continue
+        return x, k
+
+
+def loop_trips(lo, hi, dtype: str = "f64"):
+    """The number of iterations of a loop from ``lo`` to ``hi`` when the program fixes it:
+    both bounds numbers it fixes (:func:`known_number`), or one a number away from the other
+    (``for j in i..i + 2`` in a loop over i, or the ``-count..0`` of the loop grad runs
+    backwards through one), else None."""
+    (a, j), (b, k) = _offset(lo, dtype), _offset(hi, dtype)
+    if a is not b or k != k or j != j or abs(k - j) == float("inf"):
+        return None
+    return max(0.0, k - j)
+
+
 def _fold(node, dtype):
     """:func:`known_number` in one precision: each node folded once (a chain of lets that
     use each other twice is not walked again and again), without recursion (a chain of
