@@ -705,6 +705,65 @@ def _index(k: Kernel, value, position, count, name):
     return b.fptosi(value, k.i64)
 
 
+def _narrow_start(k: Kernel, n: int, length: int):
+    """narrow's start (its second input) as an i64 from 0 to n - length, or the run-time
+    error naming it (goat_narrow_fail, as builtins._narrow_start words it)."""
+    b = k.b
+    value = k.load(k.ins[1], 0)
+    ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
+                b.fcmp_ordered("<=", value, k.const(float(n - length))))
+    ok = b.and_(ok, b.fcmp_ordered("==", value, k.intrinsic("llvm.floor", value)))
+    fn = b.function
+    bad = fn.append_basic_block("bad_start")
+    good = fn.append_basic_block("start")
+    b.cbranch(ok, good, bad)
+    b.position_at_end(bad)
+    k.call("goat_narrow_fail", k.i64, [value, k.int(n), k.int(length), k.site])
+    b.unreachable()
+    b.position_at_end(good)
+    return b.fptosi(value, k.i64)
+
+
+def _narrow_parts(shape, axis):
+    """(outer, n, inner): the cells before ``axis``, its size, and the cells after it."""
+    ax = axis % len(shape)
+    return cells(shape[:ax]), shape[ax], cells(shape[ax + 1:])
+
+
+def narrow(k: Kernel):
+    """Cells start .. start + length - 1 along the axis: for each index before the axis, one
+    run of length x inner cells, copied (row-major, the run is contiguous)."""
+    outer, n, inner = _narrow_parts(k.in_shapes[0], k.attrs[0])
+    length = k.attrs[1]
+    s = _narrow_start(k, n, length)
+    run = length * inner
+    src0 = k.b.mul(s, k.int(inner))
+
+    def block(o):
+        src = k.b.add(k.b.mul(o, k.int(n * inner)), src0)
+        dst = k.b.mul(o, k.int(run))
+        k.loop(run, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
+                                      k.b.add(dst, j)))
+    k.loop(outer, block)
+
+
+def narrow_backward(k: Kernel):
+    """Zeros, with the cotangent at cells start .. start + length - 1 along the axis."""
+    outer, n, inner = _narrow_parts(k.out_shape, k.attrs[0])
+    length = k.in_shapes[0][k.attrs[0] % len(k.out_shape)]
+    k.loop(cells(k.out_shape), lambda i: k.store(k.const(0.0), k.out, i))
+    s = _narrow_start(k, n, length)
+    run = length * inner
+    dst0 = k.b.mul(s, k.int(inner))
+
+    def block(o):
+        dst = k.b.add(k.b.mul(o, k.int(n * inner)), dst0)
+        src = k.b.mul(o, k.int(run))
+        k.loop(run, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
+                                      k.b.add(dst, j)))
+    k.loop(outer, block)
+
+
 def gather(k: Kernel):
     table, idx = k.in_shapes
     v, c = table

@@ -962,6 +962,106 @@ register(Op(name="scatter_add", checks_values=True,
 from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add up)
 
 
+# ---------------------------------------------------------------- narrow (a dynamic slice)
+
+def _narrow_shape(x, start, axis, length):
+    r = len(x)
+    if r == 0:
+        raise ShapeError("narrow needs a tensor of rank 1 or more, got a scalar")
+    if not -r <= axis < r:
+        raise ShapeError("narrow's axis %s is outside %s, of rank %d (axes 0 to %d, or -1 for "
+                         "the last)" % (format_huge(axis), format_shape(x), r, r - 1))
+    cells = 1
+    for d in start:
+        cells = cells * d if type(d) is int and type(cells) is int else None
+    if cells is not None and cells != 1:
+        raise ShapeError("narrow's start must be a single number, got shape %s"
+                         % format_shape(start))
+    if length < 0:
+        raise ShapeError("narrow's length must be a whole number, 0 or more, got %s"
+                         % format_huge(length))
+    n = x[axis % r]
+    if type(n) is int and length > n:
+        raise ShapeError("narrow's length %d is more than %d, the size of axis %d of %s"
+                         % (length, n, axis % r, format_shape(x)))
+    out = list(x)
+    out[axis % r] = length
+    return tuple(out)
+
+
+def _narrow_start(v, n, length) -> int:
+    """The start of a narrow of ``length`` cells out of ``n`` as an int, or OpError: a whole
+    number from 0 to n - length."""
+    if not (0 <= v <= n - length and v == int(v)):
+        raise OpError("narrow's start must be a whole number from 0 to %d (the axis has %d "
+                      "cells, the length is %d), got %s" % (n - length, n, length,
+                                                            index_text(v)))
+    return int(v)
+
+
+def _narrow_index(x_rank, axis, s, length):
+    return (slice(None),) * (axis % x_rank) + (slice(s, s + length),)
+
+
+def _narrow(be, axis, length):
+    def run(x, start):
+        n = x.shape[axis % x.ndim]
+        if length > n:          # a ? size: its shape rule's check, now that it is known
+            raise OpError("narrow's length %d is more than %d, the size of axis %d of %s"
+                          % (length, n, axis % x.ndim, "x".join(map(str, x.shape))))
+        s = _narrow_start(be.scalar(start), n, length)
+        return x[_narrow_index(x.ndim, axis, s, length)].copy()
+    return run
+
+
+def _narrow_static(values, shapes, attrs):
+    """A start written in the program, checked against a size known before the run."""
+    start = values[1]
+    axis, length = attrs
+    n = shapes[0][axis % len(shapes[0])]
+    if start is None or type(n) is not int:
+        raise ValueError("known when it runs")
+    _narrow_start(float(np.asarray(start, dtype=np.float64).reshape(())), n, length)
+
+
+def _narrow_backward(be, axis, target):
+    xp = be.xp
+    target = tuple(target)
+
+    def run(g, start):
+        out = xp.zeros(target, dtype=be.dtype)
+        length = g.shape[axis % len(target)]
+        s = _narrow_start(be.scalar(start), target[axis % len(target)], length)
+        out[_narrow_index(len(target), axis, s, length)] = g
+        return out
+    return run
+
+
+register(Op(name="narrow", checks_values=True, static_check=_narrow_static,
+            arity=4, params=(("x", "value"), ("axis", "int"), ("start", "value"),
+                             ("length", "int")),
+            signature="narrow(x, axis, start, length) -> x's shape, length cells on axis",
+            doc="the cells start to start + length - 1 along axis (PyTorch's narrow, NumPy's "
+                "x[start:start + length] on that axis): axis and length are whole numbers the "
+                "program fixes, start a number it may compute (a batch's first row, k * B), "
+                "from 0 to the axis's size - length, checked when it runs",
+            shape=_narrow_shape, evaluate=_narrow, lowering=lower.narrow,
+            vjp=lambda d, g, out, x, start, axis, length: (
+                d.b.op(REGISTRY["narrow_backward"], (g, start), d.loc,
+                       (axis, _target_of(x)), shape=x.shape, check=False), None)))
+
+register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
+            arity=4, params=(("g", "value"), ("start", "value"), ("axis", "int"),
+                             ("shape", "type")),
+            signature="(narrow_backward(g, start, axis, tensor[S]))",
+            doc="zeros of shape S with g at cells start to start + length - 1 along axis: "
+                "narrow's derivative",
+            shape=lambda g, start, axis, target: tuple(target), evaluate=_narrow_backward,
+            lowering=lower.narrow_backward,
+            vjp=lambda d, g, out, x, start, axis, target: (
+                d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])), None)))
+
+
 def _onehot_shape(idx, target):
     _column_of_indices("onehot", idx)
     target = tuple(target)

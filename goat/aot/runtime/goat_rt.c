@@ -253,6 +253,21 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
               op, (long long)(count - 1), text.data, (long long)position);
 }
 
+/* narrow's start out of range, not whole, or NaN: the message builtins._narrow_start gives */
+int64_t goat_narrow_fail(double v, int64_t n, int64_t length, const char *site)
+{
+    goat_str text = {0};
+    if (isnan(v))                       /* with its sign, as a print shows it */
+        goat_str_append(&text, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
+    else
+        goat_format_repr(&text, v);     /* Python's repr, as builtins.index_text writes it */
+    if (text.len >= 2 && strcmp(text.data + text.len - 2, ".0") == 0)
+        text.data[text.len -= 2] = '\0';     /* a whole number: -1, not -1.0 */
+    goat_fail(site, "narrow's start must be a whole number from 0 to %lld (the axis has %lld "
+              "cells, the length is %lld), got %s", (long long)(n - length), (long long)n,
+              (long long)length, text.data);
+}
+
 /* an assert that fails: its message, made in the format buffer */
 void goat_assert_fail(goat_str *message, const char *site)
 {

@@ -1,0 +1,198 @@
+"""narrow(x, axis, start, length): a slice of a computed start and a fixed length (PyTorch's
+narrow), against NumPy's slicing written here, finite differences, the compiled program and
+the GPU test back end."""
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import goat
+from conftest import error, run
+
+RNG = np.random.default_rng(35)
+
+
+def _literal(a):
+    return np.array2string(a, separator=", ", threshold=10 ** 6, floatmode="unique",
+                           max_line_width=10 ** 6)
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 5, 3), (3, 2, 2, 4)])
+def test_every_axis_start_and_length_is_numpys_slice(shape):
+    x = RNG.normal(size=shape)
+    cases = []
+    for axis in range(-len(shape), len(shape)):
+        n = shape[axis]
+        for length in sorted({0, 1, n // 2, n}):
+            for start in sorted({0, (n - length) // 2, n - length}):
+                cases.append((axis, start, length))
+    text = "let x = %s\n" % _literal(x) + "".join(
+        "print narrow(x, %d, %d, %d)\n" % c for c in cases)
+    got = run(text)
+    for (axis, start, length), g in zip(cases, got):
+        index = [slice(None)] * len(shape)
+        index[axis] = slice(start, start + length)
+        assert np.array_equal(g, x[tuple(index)]), (axis, start, length)
+
+
+def test_batches_taken_in_a_loop_are_the_rows_gather_takes():
+    """The use it is for: a batch of B rows at step k, narrow(X, 0, k * B, B), where gather
+    needed the indices made by hand."""
+    x = RNG.normal(size=(12, 3))
+    text = ("let B = 4\nlet X = %s\nfor k in 0..3 {\n    print narrow(X, 0, k * B, B)\n"
+            "    print gather(X, iota(tensor[B, 1], 0) + k * B)\n}\n" % _literal(x))
+    got = run(text)
+    for k in range(3):
+        assert np.array_equal(got[2 * k], x[4 * k:4 * k + 4])
+        assert np.array_equal(got[2 * k + 1], got[2 * k])
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print narrow(x, 0, 3, 2)",
+     "narrow's start must be a whole number from 0 to 2 (the axis has 4 cells, the length is "
+     "2), got 3"),
+    ("print narrow(x, 0, 1.5, 1)",
+     "narrow's start must be a whole number from 0 to 3 (the axis has 4 cells, the length is "
+     "1), got 1.5"),
+    ("print narrow(x, 0, 1, 5)", "narrow's length 5 is more than 4, the size of axis 0 of 4x3"),
+    ("print narrow(x, 2, 0, 1)",
+     "narrow's axis 2 is outside 4x3, of rank 2 (axes 0 to 1, or -1 for the last)"),
+    ("print narrow(x, 0, [[1, 2]], 1)", "narrow's start must be a single number, got shape 1x2"),
+    ("print narrow(x, 0, 0, -1)", "narrow's length must be a whole number, 0 or more, got -1"),
+    ("print narrow(1, 0, 0, 1)", "narrow needs a tensor of rank 1 or more, got a scalar"),
+    ("print narrow(x, s, 0, 1)",
+     "s is a var, which may change, so it cannot be a size: make it a let (let s = ...)"),
+    ("print narrow(x, 0 + 1, 0, 1)",
+     "argument axis of narrow must be a whole number written in the program (or a let holding "
+     "one), such as 0"),
+])
+def test_what_the_program_fixes_is_checked_before_it_runs(src, message):
+    """A start written in the program, the length, the axis: errors before anything runs (the
+    print before them shows nothing)."""
+    status_src = "let x = zeros(tensor[4x3])\nvar s = 1\nprint x\n" + src + "\n"
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(status_src)
+    assert info.value.message == message
+    assert info.value.line == 4
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("start, shown", [("k * 2 - 1", "-1"), ("k * 2 + 0.5", "0.5"),
+                                          ("k * 3", "3"), ("0 / 0 + k", "-nan")])
+def test_a_computed_start_is_checked_when_it_runs_with_the_same_words_compiled(
+        tmp_path, aot, start, shown):
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(
+        "let x = reshape(iota(tensor[12], 0), tensor[4x3])\nfor k in 0..2 {\n"
+        "    print \"step {k}\"\n    print narrow(x, 0, %s, 2)\n}\n" % start)
+    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
+                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == (
+        "p.mg:4: error: narrow's start must be a whole number from 0 to 2 (the axis has 4 "
+        "cells, the length is 2), got %s" % shown)
+    assert r.stdout.startswith("step 0\n")
+
+
+_PROGRAM = """let x: tensor[6x3] = load("x.npy")
+let w: tensor[1x3] = load("w.npy")
+var h = zeros(tensor[2x3])
+var loss = [[0]]
+for k in 0..3 {
+    let batch = narrow(x * w, 0, k * 2, 2)
+    h = tanh(batch + h @ transpose(narrow(transpose(w), 0, 0, 3) @ ones(tensor[1x3])) * 0.5)
+    loss += col_sum(row_sum(narrow(h, 1, 1, 2) * narrow(h, 1, 1, 2)))
+}
+let g = grad(loss, w)
+print g
+"""
+
+
+def _reference(x, w):
+    total = 0.0
+    h = np.zeros((2, 3))
+    m = (w.T @ np.ones((1, 3))).T          # transpose(transpose(w)[0:3] @ ones)
+    for k in range(3):
+        h = np.tanh((x * w)[2 * k:2 * k + 2] + h @ m * 0.5)
+        total += np.sum(h[:, 1:3] ** 2)
+    return total
+
+
+def test_grad_through_narrow_in_a_loop_is_finite_differences_and_compiles_bit_for_bit(
+        tmp_path):
+    x = RNG.normal(size=(6, 3))
+    w = RNG.normal(size=(1, 3)) * 0.7
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    (tmp_path / "p.mg").write_text(_PROGRAM)
+    (g,) = goat.run_file(str(tmp_path / "p.mg"))
+    fd = np.zeros_like(w)
+    for i in range(3):
+        e = np.zeros_like(w)
+        e[0, i] = 1e-6
+        fd[0, i] = (_reference(x, w + e) - _reference(x, w - e)) / 2e-6
+    assert np.allclose(g, fd, rtol=1e-6, atol=1e-8)
+    pytest.importorskip("llvmlite")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "p.mg"],
+                       cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"),
+                                GOAT_PRINT_DIGITS="17"))
+    assert r.returncode == 0, r.stderr
+    shown = r.stdout.split("data = \n")[1]
+    numbers = [float(v) for v in shown.replace("[", " ").replace("]", " ").replace(",", " ")
+               .split()]
+    from goat.aot.numpy_libs import c_functions_differ
+    if "tanh" in c_functions_differ():      # NumPy's tanh is not C's here (docs/aot.md)
+        assert np.allclose(numbers, g.ravel(), rtol=1e-12, atol=1e-15)
+    else:
+        assert np.array_equal(numbers, g.ravel())
+
+
+def test_the_derivative_of_narrows_derivative_is_narrow():
+    """grad of a gradient through narrow: narrow_backward's own vjp."""
+    (g2,) = run("var w = [[1, 2, 3, 4]]\n"
+                "let g = grad(col_sum(row_sum(narrow(w * w * w, 1, 1, 2))), w)\n"
+                "print grad(col_sum(row_sum(g * g)), w)\n")
+    w = np.array([[1.0, 2, 3, 4]])
+    inner = np.where((np.arange(4) >= 1) & (np.arange(4) < 3), 3 * w ** 2, 0)
+    assert np.allclose(g2, 2 * inner * np.where(inner != 0, 6 * w, 0))
+
+
+def test_a_start_computed_from_what_is_differentiated_says_to_stop_the_gradient():
+    e = error("var w = [[1, 2, 3]]\n"
+              "print grad(col_sum(row_sum(narrow(w, 1, floor(w @ [[0], [0], [0.1]]), 2))), w)\n")
+    assert e.message.startswith("grad cannot differentiate through narrow on line 2: it has no "
+                                "derivative with respect to its argument start")
+
+
+def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads(tmp_path):
+    from goat.gpu import get_backend
+    from goat.gpu.guard import GuardBackend
+    from goat.interp.evaluator import Evaluator
+    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+            .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
+    program = goat.check_source(text)
+    outs = []
+    for be in (get_backend("numpy"), GuardBackend()):
+        out = io.StringIO()
+        ev = Evaluator(program, be, out=out, keep_printed=True)
+        if isinstance(be, GuardBackend):
+            be.counter.watch_effects(ev)
+        ev.run()
+        outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
+    assert outs[0] == outs[1]
+    assert be.counter.stray_downloads == 0
+
+
+def test_f32_is_f64_within_float32():
+    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+            .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
+    (wide,) = goat.run_source(text)
+    (narrow_,) = goat.run_source(text, dtype="f32")
+    assert narrow_.dtype == np.float32
+    assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
