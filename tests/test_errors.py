@@ -1502,3 +1502,17 @@ def test_an_error_in_a_def_whose_size_variable_shadows_a_let_says_so():
                  ).notes == ()
     assert len(error("let T = 4\ndef f(x: tensor[N, T]) {\n    let y: tensor[NxTx3] = "
                      "reshape(x)\n    return y\n}\n").notes) == 1
+
+
+def test_the_sum_hint_runs_as_written():
+    """Found by a newcomer: the hint for sum(x) on a tensor of higher rank wrote tensor[1xN],
+    which is an error outside a def; every expression it suggests runs as written."""
+    message = error("let x = ones(tensor[2x3x4])\nprint sum(x)\n").message
+    import re
+    suggested = re.findall(r"(?:col_sum|row_sum)\((?:[^()]|\([^()]*(?:\([^()]*\))?[^()]*\))*\)",
+                           message)
+    assert "row_sum(reshape(x, tensor[1x?]))" in suggested
+    (total,) = run("let x = ones(tensor[2x3x4])\nprint row_sum(reshape(x, tensor[1x?]))\n")
+    assert total.tolist() == [[24]]
+    (total,) = run("let x = ones(tensor[2x3])\nprint col_sum(row_sum(x))\n")
+    assert total.tolist() == [[6]]

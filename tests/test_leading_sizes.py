@@ -86,8 +86,14 @@ print optim.sq_norm([1, 2, 2])
 
 @pytest.mark.parametrize("src, words", [
     ("def f(x: tensor[..., N], y: tensor[..., N]) = x + y\nprint f([[1, 2]], [1, 2])\n",
-     "... stands for the same leading sizes in every parameter of f, but they are 1 for x and "
-     "none for y"),
+     "... stands for the same leading sizes in every parameter of f, but x is 1x2 "
+     "(tensor[..., N]: ... = 1) and y is 2 (tensor[..., N]: ... = none)"),
+    # found by a newcomer: class indices without their last axis of 1 (a PyTorch habit)
+    ("import nn\nlet z = zeros(tensor[8x32x76])\nlet y = zeros(tensor[8x32])\n"
+     "print nn.cross_entropy(z, y)\n",
+     "... stands for the same leading sizes in every parameter of nn.cross_entropy, but z is "
+     "8x32x76 (tensor[..., N, V]: ... = 8) and t is 8x32 (tensor[..., N, 1]: ... = none); t "
+     "looks one axis short: its last size must be 1, as in reshape(y, tensor[8x32x1])"),
     ("def f(x: tensor[..., N, C]) = x\nprint f([1, 2])\n",
      # "got 2" had read as a count of dimensions
      "argument x of f must have shape tensor[..., N, C]: at least 2 dimensions, got shape 2 "

@@ -25,6 +25,7 @@ import re
 
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
+from ..lexer.lexer import IDENT as _IDENT
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..interp.fmt import field_shape_message
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
@@ -1796,6 +1797,7 @@ class Checker:
         if tmpl.generic is None:
             return tmpl
         lead0 = first = None
+        firsts = None               # (declared, actual) of the first parameter with ...
         for (pname, declared, _), actual, loc in zip(tmpl.generic, shapes, locs):
             if not declared or declared[0] is not ...:
                 continue
@@ -1808,7 +1810,7 @@ class Checker:
                                             % (format_shape(actual), len(actual))), loc)
             lead = tuple(actual[:len(actual) - k])
             if lead0 is None:
-                lead0, first = lead, pname
+                lead0, first, firsts = lead, pname, (declared, actual, loc)
             elif len(lead) != len(lead0) or not all(
                     a is None or b is None or a == b for a, b in zip(lead0, lead)):
                 dotted = [p for p, d, _ in tmpl.generic if d and d[0] is ...]
@@ -1818,10 +1820,26 @@ class Checker:
                                     "tensor[...]), but %s is %s and %s is %s"
                                     % (_and_list(dotted), tmpl.qualname, first,
                                        format_shape(lead0), pname, format_shape(lead)), loc)
+                hint = ""
+                for (short, sd, sa, sl), (other, od, oa, _) in (
+                        ((pname, declared, actual, loc), (first,) + firsts),
+                        ((first,) + firsts, (pname, declared, actual, loc))):
+                    # t: 8x32 for tensor[..., N, 1] beside z: 8x32x76 for tensor[..., N, V]
+                    if (sd[-1] == 1 and len(sa) == len(oa) - len(od) + len(sd) - 1
+                            and all(type(d) is int for d in sa)):
+                        written = sl.source.text[sl.start:sl.end] if sl is not None else ""
+                        hint = ("; %s looks one axis short: its last size must be 1, as in "
+                                "reshape(%s, tensor[%s])"
+                                % (short, written if _IDENT.fullmatch(written) else short,
+                                   "x".join([str(d) for d in sa] + ["1"])))
+                        break
                 raise GoatError("... stands for the same leading sizes in every parameter of %s, "
-                                "but they are %s for %s and %s for %s"
-                                % (tmpl.qualname, format_shape(lead0) if lead0 else "none", first,
-                                   format_shape(lead) if lead else "none", pname), loc)
+                                "but %s is %s (%s: ... = %s) and %s is %s (%s: ... = %s)%s"
+                                % (tmpl.qualname, first, format_shape(firsts[1]),
+                                   format_type(firsts[0]),
+                                   format_shape(lead0) if lead0 else "none",
+                                   pname, format_shape(actual), format_type(declared),
+                                   format_shape(lead) if lead else "none", hint), loc)
         if not lead0:
             return tmpl
         rank = len(lead0)
@@ -2404,7 +2422,7 @@ _NAME_HABITS = {
 }
 _FUNCTION_HABITS = {
     "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
-           "higher rank: row_sum(reshape(x, tensor[1xN])))",
+           "higher rank: row_sum(reshape(x, tensor[1x?])))",
     "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
     "round": "write floor(x + 0.5) to round halves up",
     "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
