@@ -703,7 +703,8 @@ def test_a_size_no_machine_holds_is_not_written_in_hundreds_of_digits():
     assert error("print onehot([[0]], 1e300)\n").message == (
         "tensor[1x1e+300] is too large for any machine to address: more than 2**63 bytes")
     assert error("print iota(tensor[2x2], 1e30)\n").message == (
-        "iota's axis 1e+30 is outside tensor[2x2], of rank 2 (axes 0 to 1, or -1 for the last)")
+        "iota's axis 1e+30 is outside tensor[2x2], of rank 2 (axes 0 to 1, or -2 to -1 counting "
+        "from the last)")
     assert error("print iota(tensor[2x2], 7)\n").message.startswith("iota's axis 7 is outside")
 
 

@@ -59,7 +59,8 @@ def test_batches_taken_in_a_loop_are_the_rows_gather_takes():
      "1), got 1.5"),
     ("print narrow(x, 0, 1, 5)", "narrow's length 5 is more than 4, the size of axis 0 of 4x3"),
     ("print narrow(x, 2, 0, 1)",
-     "narrow's axis 2 is outside 4x3, of rank 2 (axes 0 to 1, or -1 for the last)"),
+     "narrow's axis 2 is outside 4x3, of rank 2 (axes 0 to 1, or -2 to -1 counting from the "
+     "last)"),
     ("print narrow(x, 0, [[1, 2]], 1)", "narrow's start must be a single number, got shape 1x2"),
     ("print narrow(x, 0, 0, -1)", "narrow's length must be a whole number, 0 or more, got -1"),
     ("print narrow(1, 0, 0, 1)", "narrow needs a tensor of rank 1 or more, got a scalar"),
@@ -196,3 +197,49 @@ def test_f32_is_f64_within_float32():
     (narrow_,) = goat.run_source(text, dtype="f32")
     assert narrow_.dtype == np.float32
     assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("src, line, message", [
+    # found by a breaker: a def's length past the size its call passes had been blamed on the
+    # start, and one with a computed start went through goat check
+    ("def f(x: tensor[N, C]) = narrow(x, 0, 0, 2)\nprint f([[1, 2]])\n", 1,
+     "narrow's length 2 is more than 1, the size of axis 0 of 1x2"),
+    ("def f(x: tensor[N, C], s: scalar) = narrow(x, 0, s, 2)\nprint 3\n"
+     "print f([[1, 2]], reshape(col_sum([[0]]), scalar))\n", 1,
+     "narrow's length 2 is more than 1, the size of axis 0 of 1x2"),
+    ("def f(x: tensor[..., N]) = narrow(x, 0, 0, 2)\nprint f([[1, 2, 3]])\n", 1,
+     "narrow's length 2 is more than 1, the size of axis 0 of 1x3"),
+    # a written start that no size makes valid, where the size is not known yet
+    ('let y = load("q.npy", tensor[?x3])\nprint 1\nprint narrow(y, 0, -1, 1)\n', 3,
+     "narrow's start must be a whole number from 0, got -1"),
+    ("def f(x: tensor[N, C]) = narrow(x, 0, 0.5, 1)\n", 1,
+     "narrow's start must be a whole number from 0, got 0.5"),
+    ("print narrow([1, 2, 3], 0, 0, 1e30)\n", 1,
+     "narrow's length 1e+30 is more than 3, the size of axis 0 of 3"),
+    ("print narrow([[1, 2, 3]], 0, 1, 1)\n", 1,
+     "narrow's start must be a whole number from 0 to 0 (the axis has 1 cell, the length is "
+     "1), got 1"),
+])
+def test_what_a_call_fixes_is_checked_before_the_run_too(src, line, message):
+    e = error(src)
+    assert (e.line, e.message) == (line, message)
+
+
+def test_an_axis_may_be_a_negative_let():
+    (v,) = run("let A = -1\nprint narrow([[1, 2, 3]], A, 1, 2)\n")
+    assert v.tolist() == [[2, 3]]
+
+
+def test_a_float32_start_past_2_to_the_24_is_refused_not_rounded():
+    """Found by a breaker: under --dtype f32 a start of 2**24 + 1 computed by the program is
+    2**24 once rounded, and took the cell before the one asked for."""
+    from goat.ops.builtins import _narrow_start
+    from goat.ops.registry import OpError
+    with pytest.raises(OpError) as info:
+        _narrow_start(16777216.0, 16777220, 1, 0, "16777220", exact=2 ** 24)
+    assert info.value.message == (
+        "narrow's start in float32 (--dtype f32) must be below 2**24 = 16777216 (float32 holds "
+        "every whole number only up to it), got 16777216 (run in f64)")
+    assert _narrow_start(16777215.0, 16777220, 1, 0, "16777220", exact=2 ** 24) == 16777215
+    from goat.gpu import get_backend
+    assert get_backend("numpy", dtype="f32").exact_limit(np.float32(3)) == 2 ** 24

@@ -607,12 +607,19 @@ _draw("randn", "normal",
       cell_flops=5000.0)
 
 
+def _axes(r) -> str:
+    """The axes of a rank-r tensor, as an axis error lists them."""
+    if r == 1:
+        return "axis 0, or -1 counting from the last"
+    return "axes 0 to %d, or -%d to -1 counting from the last" % (r - 1, r)
+
+
 def _iota_shape(target, axis):
     target = _static_shape("iota", target)
     r = len(target)
     if not -r <= axis < r:
-        raise ShapeError("iota's axis %s is outside %s, of rank %d (axes 0 to %d, or -1 for the "
-                         "last)" % (format_huge(axis), format_type(target), r, r - 1))
+        raise ShapeError("iota's axis %s is outside %s, of rank %d (%s)"
+                         % (format_huge(axis), format_type(target), r, _axes(r)))
     return target
 
 
@@ -969,8 +976,8 @@ def _narrow_shape(x, start, axis, length):
     if r == 0:
         raise ShapeError("narrow needs a tensor of rank 1 or more, got a scalar")
     if not -r <= axis < r:
-        raise ShapeError("narrow's axis %s is outside %s, of rank %d (axes 0 to %d, or -1 for "
-                         "the last)" % (format_huge(axis), format_shape(x), r, r - 1))
+        raise ShapeError("narrow's axis %s is outside %s, of rank %d (%s)"
+                         % (format_huge(axis), format_shape(x), r, _axes(r)))
     cells = 1
     for d in start:
         cells = cells * d if type(d) is int and type(cells) is int else None
@@ -982,20 +989,31 @@ def _narrow_shape(x, start, axis, length):
                          % format_huge(length))
     n = x[axis % r]
     if type(n) is int and length > n:
-        raise ShapeError("narrow's length %d is more than %d, the size of axis %d of %s"
-                         % (length, n, axis % r, format_shape(x)))
+        raise ShapeError(_narrow_too_long(length, n, axis % r, format_shape(x)))
     out = list(x)
     out[axis % r] = length
     return tuple(out)
 
 
-def _narrow_start(v, n, length) -> int:
-    """The start of a narrow of ``length`` cells out of ``n`` as an int, or OpError: a whole
-    number from 0 to n - length."""
+def _narrow_too_long(length, n, axis, shape) -> str:
+    return ("narrow's length %s is more than %d, the size of axis %d of %s"
+            % (format_huge(length), n, axis, shape))
+
+
+def _narrow_start(v, n, length, axis, shape, exact=None) -> int:
+    """The start of a narrow of ``length`` cells out of the ``n`` of ``axis`` of ``shape``
+    (its text) as an int, or OpError: a length of at most n, and a whole number from 0 to
+    n - length (below ``exact``, the whole numbers float32 holds, when given)."""
+    if length > n:
+        raise OpError(_narrow_too_long(length, n, axis, shape))
     if not (0 <= v <= n - length and v == int(v)):
         raise OpError("narrow's start must be a whole number from 0 to %d (the axis has %d "
-                      "cells, the length is %d), got %s" % (n - length, n, length,
-                                                            index_text(v)))
+                      "cell%s, the length is %d), got %s" % (n - length, n, "" if n == 1 else
+                                                            "s", length, index_text(v)))
+    if exact is not None and v >= exact:
+        raise OpError("narrow's start in float32 (--dtype f32) must be below 2**24 = %d "
+                      "(float32 holds every whole number only up to it), got %s (run in f64)"
+                      % (exact, index_text(v)))
     return int(v)
 
 
@@ -1003,25 +1021,39 @@ def _narrow_index(x_rank, axis, s, length):
     return (slice(None),) * (axis % x_rank) + (slice(s, s + length),)
 
 
+def _narrow_run_start(be, start, shape, axis, length) -> int:
+    """narrow's start, read on the host and checked against the actual ``shape``."""
+    ax = axis % len(shape)
+    n = shape[ax]
+    exact = be.exact_limit(start) if n > 2 ** 24 else None
+    return _narrow_start(be.scalar(start), n, length, ax, "x".join(map(str, shape)), exact)
+
+
 def _narrow(be, axis, length):
     def run(x, start):
-        n = x.shape[axis % x.ndim]
-        if length > n:          # a ? size: its shape rule's check, now that it is known
-            raise OpError("narrow's length %d is more than %d, the size of axis %d of %s"
-                          % (length, n, axis % x.ndim, "x".join(map(str, x.shape))))
-        s = _narrow_start(be.scalar(start), n, length)
+        s = _narrow_run_start(be, start, x.shape, axis, length)
         return x[_narrow_index(x.ndim, axis, s, length)].copy()
     return run
 
 
 def _narrow_static(values, shapes, attrs):
-    """A start written in the program, checked against a size known before the run."""
+    """A start written in the program: one that is not a whole number from 0 is sure to fail;
+    against a size known before the run (a call of a def too), so is one past its end."""
     start = values[1]
     axis, length = attrs
-    n = shapes[0][axis % len(shapes[0])]
-    if start is None or type(n) is not int:
+    shape = shapes[0]
+    n = shape[axis % len(shape)]
+    if type(n) is int and length > n:
+        raise OpError(_narrow_too_long(length, n, axis % len(shape), format_shape(shape)))
+    if start is None:
         raise ValueError("known when it runs")
-    _narrow_start(float(np.asarray(start, dtype=np.float64).reshape(())), n, length)
+    v = float(np.asarray(start, dtype=np.float64).reshape(()))
+    if type(n) is not int:
+        if not (v >= 0 and v == int(v)):
+            raise OpError("narrow's start must be a whole number from 0, got %s"
+                          % index_text(v))
+        raise ValueError("known when it runs")
+    _narrow_start(v, n, length, axis % len(shape), format_shape(shape))
 
 
 def _narrow_backward(be, axis, target):
@@ -1031,13 +1063,16 @@ def _narrow_backward(be, axis, target):
     def run(g, start):
         out = xp.zeros(target, dtype=be.dtype)
         length = g.shape[axis % len(target)]
-        s = _narrow_start(be.scalar(start), target[axis % len(target)], length)
+        s = _narrow_run_start(be, start, target, axis, length)
         out[_narrow_index(len(target), axis, s, length)] = g
         return out
     return run
 
 
+# checks_at_run_time: its shape rule runs again for a def's call (length <= N, N a size
+# variable, is known only then) and when it runs (a ? size)
 register(Op(name="narrow", checks_values=True, static_check=_narrow_static,
+            checks_at_run_time=True,
             arity=4, params=(("x", "value"), ("axis", "int"), ("start", "value"),
                              ("length", "int")),
             signature="narrow(x, axis, start, length) -> x's shape, length cells on axis",

@@ -1333,6 +1333,16 @@ class Checker:
             raise GoatError(first.message, first.loc, notes=first.notes)
         return int(v)
 
+    def _let_int(self, name, scope, loc):
+        """The whole number a let named as an attribute holds (an axis: -1 too), else None when
+        ``name`` is no let; the errors of :meth:`_let_size` otherwise."""
+        binding = scope.find(name)[0] if scope is not None else None
+        if isinstance(binding, Node) and binding.shape in ((), (1,), (1, 1)):
+            v = known_number(binding)
+            if v is not None and v == v and abs(v) <= 2 ** 53 and v == int(v):
+                return int(v)
+        return self._let_size(name, scope, loc)
+
     def _in_def(self, scope) -> bool:
         return self._defining is not None and scope is not None and scope is not self.top
 
@@ -2383,7 +2393,7 @@ class Checker:
                     parts.append(p)
                 attrs.append(FileName(parts, a.loc, op.string_attr))
             elif kind == "int":
-                count = self._let_size(a.name, scope, a.loc) if type(a) is ast.Name else None
+                count = self._let_int(a.name, scope, a.loc) if type(a) is ast.Name else None
                 if count is not None:           # a let holding one, as a size may
                     attrs.append(count)
                     continue
