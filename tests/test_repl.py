@@ -757,10 +757,8 @@ def test_a_name_defined_in_an_earlier_input_is_placed_in_that_input():
     assert info.value.message == ("cannot assign to 'a': it is defined with let on line 1 of "
                                   "<input 1>, which cannot change; declare it with var to "
                                   "assign to it")
-    with pytest.raises(GoatError) as info:
-        s.run("if 1 > 0 {\n    let a = 2\n    print a\n}")
-    assert info.value.message.startswith("'a' is already defined on line 1 of <input 1>, "
-                                         "outside this block")
+    # a block's own a (found by a REPL newcomer: an earlier input's name had been refused)
+    s.run("if 1 > 0 {\n    let a = 2\n    print a\n}", "<input 4>")
     with pytest.raises(GoatError) as info:
         s.run("let b = 1\nb = 2")
     assert "defined with let on line 1, which" in info.value.message
@@ -785,16 +783,26 @@ def test_dtype_back_to_f64_says_the_values_keep_float32_digits():
     assert "[[0.333333]]" in out
 
 
-def test_a_loaded_file_redefining_a_typed_var_in_nested_loops_names_the_input(tmp_path):
-    """Found by a newcomer: with a loop inside the loop, the clash was placed 'on line 1' (of
-    the file, which is the loop's header), not on line 1 of the input that typed it."""
+def test_a_loaded_file_redefining_a_var_in_nested_loops_names_the_line(tmp_path):
+    """Found by a newcomer: with a loop inside the loop, a clash had been placed on the wrong
+    line.  A clash is now the file's own only: a session's name is not the file's."""
     from goat.repl.session import Session
     s = Session()
     s.run("var h = [[1]]")
-    (tmp_path / "f.mg").write_text("for s in 0..2 {\n    var h = zeros(tensor[2, 2])\n"
+    # the file's own h, in its block, within its own file: named by its line
+    (tmp_path / "f.mg").write_text("var h = [[3]]\nfor s in 0..2 {\n"
+                                   "    var h = zeros(tensor[2, 2])\n"
                                    "    for t in 0..2 {\n        h = h + 1\n    }\n}\n")
     with pytest.raises(GoatError) as info:
         s.load(str(tmp_path / "f.mg"))
+    assert info.value.line == 3
+    assert info.value.message.startswith("'h' is already defined on line 1, outside this block")
+    # a session's var that the block also assigns is still the session's: a block that
+    # defines its own is refused, with the REPL's way out
+    (tmp_path / "g.mg").write_text("for s in 0..2 {\n    var h = zeros(tensor[2, 2])\n"
+                                   "    for t in 0..2 {\n        h = h + 1\n    }\n}\n")
+    with pytest.raises(GoatError) as info:
+        s.load(str(tmp_path / "g.mg"))
     assert info.value.line == 2
     assert info.value.message.startswith("'h' is already defined on line 1 of <repl>")
     assert info.value.message.endswith("(:reset forgets the session's names)")

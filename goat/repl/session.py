@@ -281,13 +281,13 @@ class Session:
                 dict(c.where), dict(c.top.what), dict(c.gone), dict(c.shared.modules),
                 dict(p.lets), dict(p.defs), list(p.order), len(p.outline), p.templates,
                 p.specializations, e._done_nodes, e._done_effects, len(p.deferred),
-                set(p.deferred_keys))
+                set(p.deferred_keys), dict(c.top.sources))
 
     def _restore(self, snap):
         c, p, e = self.checker, self.program, self.evaluator
         (n_nodes, n_main, n_effects, names, lines, what, gone, modules, p.lets, p.defs, p.order,
          n_outline, p.templates, specializations, e._done_nodes, e._done_effects, n_deferred,
-         p.deferred_keys) = snap
+         p.deferred_keys, sources) = snap
         del p.deferred[n_deferred:]
         # a def checked again for a call of the statement taken back: its nodes go with it
         for v in list(c.globals.values()) + [t for m in c.shared.modules.values()
@@ -300,7 +300,8 @@ class Session:
             table.pop(key, None)
         p.journal = []
         for current, saved in ((c.globals, names), (c.where, lines), (c.top.what, what),
-                               (c.gone, gone), (c.shared.modules, modules)):
+                               (c.gone, gone), (c.shared.modules, modules),
+                               (c.top.sources, sources)):
             current.clear()
             current.update(saved)
         del p.nodes[n_nodes:]

@@ -1229,10 +1229,17 @@ class Checker:
                 if what:
                     raise GoatError("'%s' is already the name of a %s here; choose another name"
                                     % (name, what), loc)
+                source = s.sources.get(name)
+                if (self.allow_redefinition and s is self.top and source is not None
+                        and loc is not None and source is not loc.source):
+                    # the REPL: a name of an earlier input (or :load'ed file) is not this
+                    # input's; a block of this one may define its own, as a def's body may
+                    break
                 if s is scope and name not in s.shadows:
                     raise GoatError("'%s' is already defined %s; a name can be defined "
                                     "only once in a file" % (name, _defined_at(s, name, loc)), loc)
-                source = s.sources.get(name)
+                # (a var of the session's that this block also assigns: its block sees it
+                # as the session's, so it cannot also have one of its own)
                 typed = (source is not None and loc is not None and source is not loc.source
                          and source.path.startswith("<"))     # typed in the REPL
                 raise GoatError("'%s' is already defined %s, outside this block; a block "
