@@ -435,6 +435,18 @@ def test_python_habits_and_command_arguments():
     assert "never" not in [n for n, _ in d.repl.session.names()]
 
 
+@pytest.mark.parametrize("word, command", [("help", ":help"), ("quit", ":quit"),
+                                           ("exit()", ":quit")])
+def test_the_toolbar_says_what_a_python_habit_does_on_enter(word, command):
+    """Found by a REPL newcomer: help, quit and exit() showed "error: unknown name", then
+    Enter did what they ask.  A name the session defines is itself, as before."""
+    from goat.repl.app import COMMANDS
+    d = Driven(word)
+    assert d.toolbars[-1] == "%s: %s" % (command, COMMANDS[command])
+    d = Driven("let help = [[1]]" + ENTER + "help")
+    assert d.toolbars[-1].startswith("help  :  tensor[1x1]")
+
+
 def test_values_fit_the_terminal():
     from goat.repl.display import show
     text = show(np.arange(1.0, 41.0).reshape(1, 40), width=80)

@@ -70,7 +70,8 @@ Type a statement and press Enter:
 
 The bar at the bottom shows the shape of what you are typing, or the error it
 would raise, before anything runs ("…" where that takes too long to find).
-Defining a name again replaces it.
+Defining a name again replaces it for what follows; a def defined before keeps
+the values and defs it named (define it again to use the new ones).
 
 Commands:
 %s
@@ -504,6 +505,10 @@ class Repl:
     def _session_hint(self, text: str, width: int, budget):
         """The hint that needs the session: on the hint thread, within ``budget``."""
         stripped = text.strip()
+        if stripped in PYTHON_HABITS and not self.session.defines(stripped.rstrip("()")):
+            # what Enter does with it (_handle), not the error it would be as goat
+            command = PYTHON_HABITS[stripped]
+            return ("hint", "%s: %s" % (command, COMMANDS[command]))
         if stripped.startswith(":"):            # :type EXPR
             h = self.session.hint(stripped.partition(" ")[2], width, budget, signatures=True)
         else:
