@@ -706,3 +706,13 @@ def test_a_run_time_error_inside_the_standard_library_is_reported_at_the_users_c
 def modules_stdlib():
     from goat.typecheck.modules import stdlib_dir
     return stdlib_dir()
+
+
+def test_a_modules_def_called_without_its_prefix_says_which_module(tmp_path):
+    """Found by a REPL newcomer: double(d) after import helpers was 'unknown function'."""
+    (tmp_path / "helpers.mg").write_text("def double(x: tensor[N, C]) = x * 2\n")
+    (tmp_path / "p.mg").write_text("import helpers\nprint double([[1]])\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert info.value.message == ("unknown function 'double'; the module helpers defines it: "
+                                  "write helpers.double(...)")

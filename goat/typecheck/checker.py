@@ -2273,6 +2273,11 @@ class Checker:
                                 "module: write %s.%s(...)%s"
                                 % (name, module, module, name,
                                    "" if imported else " after import %s" % module), e.name_loc)
+            owners = sorted(k for k, v in self.globals.items() if isinstance(v, Module)
+                            and isinstance(v.names.get(name), Template))
+            if owners and "." not in name:      # a def of a module imported: its prefix
+                raise GoatError("unknown function '%s'; the module %s defines it: write "
+                                "%s.%s(...)" % (name, owners[0], owners[0], name), e.name_loc)
             candidates = [k for k, v in self.globals.items() if isinstance(v, Template)]
             hint = _suggest(name, candidates + builtin_names())
             if not hint and "." not in name:
