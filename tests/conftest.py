@@ -33,3 +33,25 @@ def cli(*args, stdin=None, cwd=None, timeout=120):
     p = subprocess.run([sys.executable, "-m", "goat", *args], input=stdin, capture_output=True,
                        cwd=cwd or ROOT, env=env, timeout=timeout)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def assert_same_on_the_gpu_test_back_end(text):
+    """``text`` run on NumPy and on the GPU test back end (goat/gpu/guard.py): the same output
+    and the same bits of every printed value, and no host round trip the evaluator should not
+    make."""
+    import io
+    import numpy as np
+    from goat.gpu import get_backend
+    from goat.gpu.guard import GuardBackend
+    from goat.interp.evaluator import Evaluator
+    program = goat.check_source(text)
+    outs = []
+    for be in (get_backend("numpy"), GuardBackend()):
+        out = io.StringIO()
+        ev = Evaluator(program, be, out=out, keep_printed=True)
+        if isinstance(be, GuardBackend):
+            be.counter.watch_effects(ev)
+        ev.run()
+        outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
+    assert outs[0] == outs[1]
+    assert be.counter.stray_downloads == 0

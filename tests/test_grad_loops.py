@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import ROOT
+from conftest import ROOT, assert_same_on_the_gpu_test_back_end
 
 RNG = np.random.default_rng(7)
 
@@ -353,23 +353,10 @@ def test_f32_follows_f64():
 
 
 def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
-    from goat.gpu import get_backend
-    from goat.gpu.guard import GuardBackend
-    from goat.interp.evaluator import Evaluator
     body, shapes, _ = CASES["nested loops"]
-    text = _program(body, shapes).replace('load("w0.npy")', "randn(tensor[2x2], 1)") \
-                                 .replace('load("w1.npy")', "randn(tensor[2x2], 2)")
-    program = goat.check_source(text)
-    outs = []
-    for be in (get_backend("numpy"), GuardBackend()):
-        out = io.StringIO()
-        ev = Evaluator(program, be, out=out, keep_printed=True)
-        if isinstance(be, GuardBackend):
-            be.counter.watch_effects(ev)
-        ev.run()
-        outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
-    assert outs[0] == outs[1]
-    assert be.counter.stray_downloads == 0
+    assert_same_on_the_gpu_test_back_end(
+        _program(body, shapes).replace('load("w0.npy")', "randn(tensor[2x2], 1)")
+        .replace('load("w1.npy")', "randn(tensor[2x2], 2)"))
 
 
 def _assert_compiled_equal(numbers, g, program):

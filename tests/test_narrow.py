@@ -1,7 +1,6 @@
 """narrow(x, axis, start, length): a slice of a computed start and a fixed length (PyTorch's
 narrow), against NumPy's slicing written here, finite differences, the compiled program and
 the GPU test back end."""
-import io
 import os
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import error, run
+from conftest import assert_same_on_the_gpu_test_back_end, error, run
 
 RNG = np.random.default_rng(35)
 
@@ -171,23 +170,10 @@ def test_a_start_computed_from_what_is_differentiated_says_to_stop_the_gradient(
                                 "derivative with respect to its argument start")
 
 
-def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads(tmp_path):
-    from goat.gpu import get_backend
-    from goat.gpu.guard import GuardBackend
-    from goat.interp.evaluator import Evaluator
-    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
-            .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
-    program = goat.check_source(text)
-    outs = []
-    for be in (get_backend("numpy"), GuardBackend()):
-        out = io.StringIO()
-        ev = Evaluator(program, be, out=out, keep_printed=True)
-        if isinstance(be, GuardBackend):
-            be.counter.watch_effects(ev)
-        ev.run()
-        outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
-    assert outs[0] == outs[1]
-    assert be.counter.stray_downloads == 0
+def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
+    assert_same_on_the_gpu_test_back_end(
+        _PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+        .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
 
 
 def test_f32_is_f64_within_float32():

@@ -730,38 +730,33 @@ def _narrow_parts(shape, axis):
     return cells(shape[:ax]), shape[ax], cells(shape[ax + 1:])
 
 
-def narrow(k: Kernel):
-    """Cells start .. start + length - 1 along the axis: for each index before the axis, one
-    run of length x inner cells, copied (row-major, the run is contiguous)."""
-    outer, n, inner = _narrow_parts(k.in_shapes[0], k.attrs[0])
-    length = k.attrs[1]
+def _narrow_copy(k: Kernel, shape, length, into_out: bool):
+    """Copy the runs of narrow's cells: for each index before the axis, length x inner cells
+    (row-major, contiguous) between the whole of ``shape`` (at the start along the axis) and
+    the narrow part -- from the input to the result (narrow), or into it (its derivative)."""
+    outer, n, inner = _narrow_parts(shape, k.attrs[0])
     s = _narrow_start(k, n, length)
     run = length * inner
-    src0 = k.b.mul(s, k.int(inner))
+    at0 = k.b.mul(s, k.int(inner))
 
     def block(o):
-        src = k.b.add(k.b.mul(o, k.int(n * inner)), src0)
-        dst = k.b.mul(o, k.int(run))
+        whole = k.b.add(k.b.mul(o, k.int(n * inner)), at0)
+        part = k.b.mul(o, k.int(run))
+        src, dst = (part, whole) if into_out else (whole, part)
         k.loop(run, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
                                       k.b.add(dst, j)))
     k.loop(outer, block)
+
+
+def narrow(k: Kernel):
+    """Cells start .. start + length - 1 along the axis."""
+    _narrow_copy(k, k.in_shapes[0], k.attrs[1], False)
 
 
 def narrow_backward(k: Kernel):
     """Zeros, with the cotangent at cells start .. start + length - 1 along the axis."""
-    outer, n, inner = _narrow_parts(k.out_shape, k.attrs[0])
-    length = k.in_shapes[0][k.attrs[0] % len(k.out_shape)]
     k.loop(cells(k.out_shape), lambda i: k.store(k.const(0.0), k.out, i))
-    s = _narrow_start(k, n, length)
-    run = length * inner
-    dst0 = k.b.mul(s, k.int(inner))
-
-    def block(o):
-        dst = k.b.add(k.b.mul(o, k.int(n * inner)), dst0)
-        src = k.b.mul(o, k.int(run))
-        k.loop(run, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
-                                      k.b.add(dst, j)))
-    k.loop(outer, block)
+    _narrow_copy(k, k.out_shape, k.in_shapes[0][k.attrs[0] % len(k.out_shape)], True)
 
 
 def gather(k: Kernel):

@@ -236,16 +236,23 @@ int64_t goat_bound(double v, const char *site)
 
 /* An index of gather/onehot/scatter_add (builtins._indices): a whole number from 0 to
  * count - 1; `position` is its place among the indices. */
+/* an index or a start as a message shows it (builtins.index_text): Python's repr, without
+ * the .0 of a whole number (-1, not -1.0), a NaN with its sign as a print shows it */
+static void index_text(goat_str *text, double v)
+{
+    if (isnan(v))
+        goat_str_append(text, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
+    else
+        goat_format_repr(text, v);
+    if (text->len >= 2 && strcmp(text->data + text->len - 2, ".0") == 0)
+        text->data[text->len -= 2] = '\0';
+}
+
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site)
 {
     goat_str text = {0};
-    if (isnan(v))                       /* with its sign, as a print shows it */
-        goat_str_append(&text, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
-    else
-        goat_format_repr(&text, v);     /* Python's repr, as builtins.index_text writes it */
-    if (text.len >= 2 && strcmp(text.data + text.len - 2, ".0") == 0)
-        text.data[text.len -= 2] = '\0';     /* a whole number: -1, not -1.0 */
+    index_text(&text, v);
     if (count == 0)
         goat_fail(site, "%s's indices point into 0 rows or classes, so none is valid; got %s at "
                   "position %lld", op, text.data, (long long)position);
@@ -257,12 +264,7 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
 int64_t goat_narrow_fail(double v, int64_t n, int64_t length, const char *site)
 {
     goat_str text = {0};
-    if (isnan(v))                       /* with its sign, as a print shows it */
-        goat_str_append(&text, signbit(v) ? "-nan" : "nan", signbit(v) ? 4 : 3);
-    else
-        goat_format_repr(&text, v);     /* Python's repr, as builtins.index_text writes it */
-    if (text.len >= 2 && strcmp(text.data + text.len - 2, ".0") == 0)
-        text.data[text.len -= 2] = '\0';     /* a whole number: -1, not -1.0 */
+    index_text(&text, v);
     goat_fail(site, "narrow's start must be a whole number from 0 to %lld (the axis has %lld "
               "cells, the length is %lld), got %s", (long long)(n - length), (long long)n,
               (long long)length, text.data);
