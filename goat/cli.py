@@ -43,8 +43,9 @@ COMMANDS = ("run", "check", "compile", "repl")
 USAGE = """\
 goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
             [--threads N] [--let NAME=VALUE ...] [--aot [--portable]] FILE
-       goat check [--shapes] [--cost [--dtype f64|f32]] [--let NAME=VALUE ...] FILE
-       goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable] [--let NAME=VALUE ...]
+       goat check [--shapes] [--cost [--dtype f64|f32]] [--time] [--let NAME=VALUE ...] FILE
+       goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable] [-O 0-3] [--time]
+                    [--let NAME=VALUE ...]
        goat [repl]
        goat --help | --version"""
 

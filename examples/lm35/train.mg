@@ -146,7 +146,7 @@ save(wu, "trained/wu.npy")
 
 # ---- the trained model
 let lg = logits(x, e, g1, n1, wq, wk, wv, wo, g2, n2, w1, c1, w2, c2, gf, nf, wu)
-print "step 200: loss {loss(lg, y)}, {correct(lg, y)} of 64 correct"
+print "step {steps}: loss {loss(lg, y)}, {correct(lg, y)} of 64 correct"
 
 # on the 16 held-out sequences, and on all 64 sequences (in 4 batches by first token)
 let held_x: tensor[112x4] = load("data/held_x.npy")
