@@ -86,3 +86,15 @@ def test_auto_counts_a_window_loop_as_its_steps():
         "    for j in i..i + 2 {\n        h = tanh(h @ w)\n    }\n}\nprint h\n").main)
     assert cost.unknown_loops == 0
     assert cost.flops >= 6 * 2 * 8 * 64 * 64
+
+
+def test_auto_counts_the_backward_loop_of_a_window_loop_as_its_steps():
+    """Found by a reviewer: grad's loops over a window loop (0..count, -count..0, count its
+    maximum(hi - lo, 0)) were counted once, as bounds known only when the program runs."""
+    import goat
+    from goat.gpu.auto import region_cost
+    cost = region_cost(goat.check_source(
+        "var w = randn(tensor[16x16], 1)\nvar loss = [[0]]\nfor i in 0..10 {\n"
+        "    for j in i..i + 3 {\n        loss += col_sum(row_sum(tanh(w @ w) * j))\n    }\n}\n"
+        "print grad(loss, w)\n").main)
+    assert cost.unknown_loops == 0

@@ -64,7 +64,8 @@ def test_batches_taken_in_a_loop_are_the_rows_gather_takes():
     ("print narrow(x, 0, 0, -1)", "narrow's length must be a whole number, 0 or more, got -1"),
     ("print narrow(1, 0, 0, 1)", "narrow needs a tensor of rank 1 or more, got a scalar"),
     ("print narrow(x, s, 0, 1)",
-     "s is a var, which may change, so it cannot be a size: make it a let (let s = ...)"),
+     "s is a var, which may change, so it cannot be narrow's axis: make it a let (let s = "
+     "...)"),
     ("print narrow(x, 0 + 1, 0, 1)",
      "argument axis of narrow must be a whole number written in the program (or a let holding "
      "one), such as 0"),
@@ -229,3 +230,19 @@ def test_a_float32_start_past_2_to_the_24_is_refused_not_rounded():
     assert _narrow_start(16777215.0, 16777220, 1, 0, "16777220", exact=2 ** 24) == 16777215
     from goat.gpu import get_backend
     assert get_backend("numpy", dtype="f32").exact_limit(np.float32(3)) == 2 ** 24
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_one_cell_is_one_cell_compiled_too(tmp_path, aot):
+    """Found by a reviewer: the compiled program wrote '1 cells'."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text("let x = [7]\nlet z = row_sum([[1]])\n"
+                                   "print narrow(x, 0, reshape(z, scalar), 1)\n")
+    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
+                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == (
+        "p.mg:3: error: narrow's start must be a whole number from 0 to 0 (the axis has 1 "
+        "cell, the length is 1), got 1")

@@ -818,3 +818,13 @@ def test_a_loaded_file_redefining_a_var_in_nested_loops_names_the_line(tmp_path)
     assert info.value.line == 2
     assert info.value.message.startswith("'h' is already defined on line 1 of <repl>")
     assert info.value.message.endswith("(:reset forgets the session's names)")
+
+
+def test_a_block_may_define_a_name_an_earlier_input_gave_a_def():
+    """Found by a reviewer: a def kept no record of the input that defined it, so a block
+    could shadow an earlier input's let but not its def."""
+    out = io.StringIO()
+    s = Session(out=out)
+    s.run("def f(x: scalar) = x", "<input 1>")
+    s.run("for i in 0..1 {\n    let f = 3\n    print f\n}", "<input 2>")
+    assert out.getvalue().endswith("data = \n[3]\n")

@@ -1104,6 +1104,7 @@ class Checker:
                     outline[mark:] = first      # (... inside a shape: no way to write it)
             self.globals[stmt.name] = tmpl
             self.where[stmt.name] = stmt.loc.line
+            self.top.sources[stmt.name] = stmt.loc.source   # (an earlier REPL input's)
             if not self.module:
                 self.program.defs[stmt.name] = tmpl
                 self.program.order.append(stmt.name)
@@ -1340,15 +1341,32 @@ class Checker:
             raise GoatError(first.message, first.loc, notes=first.notes)
         return int(v)
 
-    def _let_int(self, name, scope, loc):
-        """The whole number a let named as an attribute holds (an axis: -1 too), else None when
-        ``name`` is no let; the errors of :meth:`_let_size` otherwise."""
+    def _let_int(self, name, scope, loc, what):
+        """The whole number a let named as ``what`` holds ("narrow's axis": -1 too), else None
+        when ``name`` is no let (an unknown name: that error); GoatError for a let or var that
+        cannot be one."""
         binding = scope.find(name)[0] if scope is not None else None
-        if isinstance(binding, Node) and binding.shape in ((), (1,), (1, 1)):
-            v = known_number(binding)
-            if v is not None and v == v and abs(v) <= 2 ** 53 and v == int(v):
-                return int(v)
-        return self._let_size(name, scope, loc)
+        if binding is None:
+            if name in self.later:
+                raise GoatError("%s is a let defined later, on line %d: define it before it is "
+                                "used as %s" % (name, self.later[name], what), loc)
+            return None
+        if isinstance(binding, VarBinding):
+            raise GoatError("%s is a var, which may change, so it cannot be %s: make it a let "
+                            "(let %s = ...)" % (name, what, name), loc)
+        if not isinstance(binding, Node) or binding.shape not in ((), (1,), (1, 1)):
+            return None
+        v = known_number(binding)
+        if v is None:
+            raise GoatError("%s is a value computed when the program runs, so it cannot be %s: "
+                            "a let holding a whole number written in the program can (let %s = "
+                            "1)" % (name, what, name), loc)
+        if not (v == v and abs(v) <= 2 ** 53 and v == int(v)):
+            from ..interp.printer import format_number
+            shown = format_number(v) if v != v or abs(v) == float("inf") else repr(v)
+            raise GoatError("%s is %s, not a whole number, so it cannot be %s"
+                            % (name, shown[:-2] if shown.endswith(".0") else shown, what), loc)
+        return int(v)
 
     def _in_def(self, scope) -> bool:
         return self._defining is not None and scope is not None and scope is not self.top
@@ -2374,7 +2392,8 @@ class Checker:
                 if count is not None:           # a let holding one: onehot(t, V)
                     attrs.append(op.count_type([n.shape for n in nodes], count))
                     continue
-                if type(a) is ast.Name and scope.find(a.name)[0] is None:
+                if (type(a) is ast.Name and scope.find(a.name)[0] is None
+                        and a.name not in (self._sizes or ())):
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
                 if type(a) is not ast.TypeArg:
                     negative = (type(a) is ast.Unary and a.op == "-"
@@ -2405,10 +2424,13 @@ class Checker:
                     parts.append(p)
                 attrs.append(FileName(parts, a.loc, op.string_attr))
             elif kind == "int":
-                count = self._let_int(a.name, scope, a.loc) if type(a) is ast.Name else None
+                count = (self._let_int(a.name, scope, a.loc, "%s's %s" % (e.name, pname))
+                         if type(a) is ast.Name else None)
                 if count is not None:           # a let holding one, as a size may
                     attrs.append(count)
                     continue
+                if type(a) is ast.Name and scope.find(a.name)[0] is None:
+                    self.value(a, scope, b)     # an unknown name: that error, with its hints
                 if type(a) is not ast.Number or a.value != int(a.value):
                     if type(a) is ast.Unary and type(a.operand) is ast.Number:
                         attrs.append(-int(a.operand.value))

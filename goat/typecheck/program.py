@@ -359,8 +359,27 @@ def loop_trips(lo, hi, dtype: str = "f64"):
     backwards through one), else None."""
     (a, j), (b, k) = _offset(lo, dtype), _offset(hi, dtype)
     if a is not b or k != k or j != j or abs(k - j) == float("inf"):
+        # grad's loops over a loop's steps: 0..count and -count..0, count the loop's
+        # maximum(hi - lo, 0)
+        if a is None and j == 0 and b is not None:
+            return _count_trips(b, dtype)
+        if b is None and k == 0 and a is not None and a.kind == OP and a.op.name == "negate":
+            return _count_trips(a.args[0], dtype)
         return None
     return max(0.0, k - j)
+
+
+def _count_trips(x, dtype):
+    """The number ``maximum(hi - lo, 0)`` holds (the count of a loop's steps that grad
+    writes), when loop_trips(lo, hi) knows it; else None."""
+    while x.kind == OP and x.op.name == "bind":
+        x = x.args[0]
+    if x.kind != OP or x.op.name != "maximum" or known_number(x.args[1], dtype) != 0:
+        return None
+    d = x.args[0]
+    if d.kind != OP or d.op.name != "subtract":
+        return None
+    return loop_trips(d.args[1], d.args[0], dtype)
 
 
 def _fold(node, dtype):

@@ -266,8 +266,8 @@ int64_t goat_narrow_fail(double v, int64_t n, int64_t length, const char *site)
     goat_str text = {0};
     index_text(&text, v);
     goat_fail(site, "narrow's start must be a whole number from 0 to %lld (the axis has %lld "
-              "cells, the length is %lld), got %s", (long long)(n - length), (long long)n,
-              (long long)length, text.data);
+              "cell%s, the length is %lld), got %s", (long long)(n - length), (long long)n,
+              n == 1 ? "" : "s", (long long)length, text.data);
 }
 
 /* an assert that fails: its message, made in the format buffer */

@@ -69,6 +69,7 @@ int64_t goat_bound(double v, const char *site);
 __attribute__((noreturn))
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site);
+__attribute__((noreturn))
 int64_t goat_narrow_fail(double v, int64_t n, int64_t length, const char *site);
 __attribute__((noreturn))
 void goat_assert_fail(goat_str *message, const char *site);
