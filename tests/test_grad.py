@@ -73,8 +73,9 @@ NOT_DIFFERENTIATED = {"ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logica
                       "onehot", "argmax_rows", "sample_rows", "floor",
                       # grad's own tapes for a loop (tests/test_grad_loops.py)
                       "stack_new", "stack_set", "stack_get"}
-# differentiated against finite differences in tests/test_verbs.py
-TESTED_IN_TEST_VERBS = {"gather", "scatter_add", "where"}
+# differentiated against finite differences in tests/test_verbs.py (and narrow's, the second
+# derivative through narrow_backward too, in tests/test_narrow.py)
+TESTED_IN_TEST_VERBS = {"gather", "scatter_add", "where", "narrow", "narrow_backward"}
 
 
 def test_every_op_is_tested_or_known_not_differentiable():

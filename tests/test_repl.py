@@ -828,3 +828,27 @@ def test_a_block_may_define_a_name_an_earlier_input_gave_a_def():
     s.run("def f(x: scalar) = x", "<input 1>")
     s.run("for i in 0..1 {\n    let f = 3\n    print f\n}", "<input 2>")
     assert out.getvalue().endswith("data = \n[3]\n")
+
+
+def test_a_loop_variable_is_the_blocks_own_name():
+    """Found by a breaker: a loop variable named like a session name took the top level's
+    redefinition path, so :env and completion lost the session's name (its value stayed),
+    and a :load'ed file whose loop reused its own let ran where goat run refuses it."""
+    out = io.StringIO()
+    s = Session(out=out)
+    s.run("let i = 100\nlet y = 3", "<input 1>")
+    s.run("for i in 0..2 {\n    print i\n}", "<input 2>")
+    assert dict(s.names())["i"] == "scalar"
+    assert s.run("print i", "<input 3>") is not None
+    assert out.getvalue().endswith("data = \n[100]\n")
+
+
+def test_a_loaded_file_reusing_its_own_name_for_a_loop_variable_is_refused(tmp_path):
+    (tmp_path / "f2.mg").write_text("let f = [[1.0]]\nfor f in 0..2 {\n    print f\n}\n")
+    s = Session(out=io.StringIO())
+    with pytest.raises(GoatError) as info:
+        s.load(str(tmp_path / "f2.mg"))
+    assert info.value.line == 2
+    assert info.value.message.startswith("'f' is already defined on line 1, outside this block")
+    status, _, err = cli("run", "f2.mg", cwd=str(tmp_path))
+    assert status == 1 and "'f' is already defined on line 1" in err

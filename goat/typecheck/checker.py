@@ -1567,7 +1567,7 @@ class Checker:
         index = program.new_node(region, ARG, None, (), (), stmt.name_loc, what="loop index")
         region.params.append(index)
         inner = Scope(scope)
-        self._new_name(scope, stmt.name, stmt.name_loc)
+        self._new_name(inner, stmt.name, stmt.name_loc)      # the block's own name
         inner.names[stmt.name] = index
         inner.lines[stmt.name] = stmt.loc.line
         inner.what[stmt.name] = "loop variable"
@@ -2435,6 +2435,9 @@ class Checker:
                     if type(a) is ast.Unary and type(a.operand) is ast.Number:
                         attrs.append(-int(a.operand.value))
                         continue
+                    if type(a) is ast.Number:       # narrow(x, 0, 1, 2.5)
+                        raise GoatError("argument %s of %s must be a whole number, got %s"
+                                        % (pname, e.name, _number_text(a.value)), a.loc)
                     raise GoatError("argument %s of %s must be a whole number written in the "
                                     "program (or a let holding one), such as 0"
                                     % (pname, e.name), a.loc)
