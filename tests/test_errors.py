@@ -1521,3 +1521,14 @@ def test_the_sum_hint_runs_as_written():
     assert total.tolist() == [[24]]
     (total,) = run("let x = ones(tensor[2x3])\nprint col_sum(row_sum(x))\n")
     assert total.tolist() == [[6]]
+
+
+@pytest.mark.parametrize("src, message", [
+    ("let a = zeros(tensor[1x2)\n", "')' does not close the '[' opened on line 1"),
+    ("def f(a: tensor[1x2) {\n    return a\n}\n", "')' does not close the '[' opened on line 1"),
+    ("let a: tensor[1x = 1\n", "'[' is never closed"),
+])
+def test_a_type_whose_bracket_is_not_closed_is_one_error(src, message):
+    """Found by a breaker: tensor[1x2) was also said not to be followed by its dimensions."""
+    e = error(src)
+    assert not hasattr(e, "errors") and e.message == message

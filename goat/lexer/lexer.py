@@ -283,6 +283,14 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         raise GoatError("'tensor' must be followed by its dimensions, as in "
                                         "tensor[2x3]", Loc(source, start_, end_))
                 except GoatError as e:
+                    if (e.message.startswith("'tensor' must be followed") and
+                            text[end_:end_ + 80].lstrip(" \t").startswith("[")):
+                        # tensor[1x2) -- its [ is not closed on the line: the bracket's own
+                        # error says so, once (not also that no dimensions follow)
+                        tok = Tok("NAME", piece, start_, end_)
+                        out.append(tok)
+                        i += 1
+                        continue
                     covered = text[end_:e.loc.end]
                     if any(c in covered.strip()[1:-1] for c in "[](){}"):
                         # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
