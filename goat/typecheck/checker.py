@@ -1832,7 +1832,7 @@ class Checker:
         if tmpl.generic is None:
             return tmpl
         lead0 = first = None
-        firsts = None               # (declared, actual) of the first parameter with ...
+        firsts = None               # (declared, actual, loc) of the first parameter with ...
         for (pname, declared, _), actual, loc in zip(tmpl.generic, shapes, locs):
             if not declared or declared[0] is not ...:
                 continue
