@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ..aot.kernels import ALIAS
 from ..typecheck.program import BRANCH, LOOP, OP, known_number, loop_trips
+from ..typecheck.shapes import known_cells
 
 CPU = {"launch": 2e-6, "bandwidth": 10e9, "flops": 30e9, "start": 0.0}
 GPU = {"launch": 10e-6, "bandwidth": 2e12, "flops": 20e12, "start": 1.0}
@@ -67,13 +68,6 @@ class Cost:
         return self.launches if rates is GPU else self.ops
 
 
-def _cells(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d if type(d) is int else 1
-    return n
-
-
 def _known(shape) -> bool:
     return type(shape) is tuple and all(type(d) is int for d in shape)
 
@@ -82,9 +76,9 @@ def _op_cost(node) -> tuple:
     """(flops, bytes) of one op node, float64."""
     if node.op.cost is not None:
         return node.op.cost(node)
-    out = _cells(node.shape) if type(node.shape) is tuple and all(
+    out = known_cells(node.shape) if type(node.shape) is tuple and all(
         type(d) is not tuple for d in node.shape) else 1
-    ins = [_cells(a.shape) for a in node.args if type(a.shape) is tuple
+    ins = [known_cells(a.shape) for a in node.args if type(a.shape) is tuple
            and all(type(d) is not tuple for d in a.shape)]
     moved = 8.0 * (out + sum(ins))
     if node.op.name == "matmul" and len(node.args) == 2:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, format_dim, format_huge,
-                                format_shape, format_type, matmul)
+from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, cells, format_dim,
+                                format_huge, format_shape, format_type, known_cells, matmul)
 from ..aot import kernels as lower
 from .registry import ZERO, Op, OpError, identity, register
 
@@ -805,41 +805,31 @@ register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
 # have no derivative: a gradient taken through a loop is not differentiated again (a second
 # derivative through a loop is an error, _Pass._no_derivative).
 
-def _known_cells(shape) -> int:
-    """The cells of a shape for auto's estimate (a size known only when it runs: 1)."""
-    n = 1
-    for d in shape:
-        n *= d if type(d) is int else 1
-    return n
-
-
 def _taken_cost(node) -> tuple:
     """(flops, bytes) of an op that takes part of its first operand (gather's rows, narrow's
     slice) for auto's estimate: the cells taken, read and written, and gather's indices --
     not the whole table (found by a newcomer: a batch of a million-row table had been costed
     as the table, 16 s where the run took 0.26)."""
-    rest = sum(_known_cells(a.shape) for a in node.args[1:node.op.n_values]
+    rest = sum(known_cells(a.shape) for a in node.args[1:node.op.n_values]
                if node.op.name == "gather")
-    return 0.0, 16.0 * _known_cells(node.shape) + 8.0 * rest
+    return 0.0, 16.0 * known_cells(node.shape) + 8.0 * rest
 
 
 def _spread_cost(node) -> tuple:
     """(flops, bytes) of a derivative that spreads a part into zeros (scatter_add,
     narrow_backward): the zeros written, the part read and added, the indices read."""
     g = node.args[0]
-    rest = sum(_known_cells(a.shape) for a in node.args[1:node.op.n_values]
+    rest = sum(known_cells(a.shape) for a in node.args[1:node.op.n_values]
                if node.op.name == "scatter_add")
-    return float(_known_cells(g.shape)), (8.0 * _known_cells(node.shape)
-                                          + 16.0 * _known_cells(g.shape) + 8.0 * rest)
+    return float(known_cells(g.shape)), (8.0 * known_cells(node.shape)
+                                          + 16.0 * known_cells(g.shape) + 8.0 * rest)
 
 
 def _row_cost(node) -> tuple:
     """(flops, bytes) of a tape op for auto's estimate: one row written or read (the tape is
     written in place, one row an iteration), not the whole tape."""
-    row = 1
-    for d in (node.shape[1:] if node.op.name != "stack_get" else node.shape):
-        row *= d if type(d) is int else 1
-    return 0.0, 16.0 * row
+    return 0.0, 16.0 * known_cells(node.shape[1:] if node.op.name != "stack_get"
+                                   else node.shape)
 
 
 def _stack_new(be, rows, uid):
@@ -1008,10 +998,8 @@ def _narrow_shape(x, start, axis, length):
     if not -r <= axis < r:
         raise ShapeError("narrow's axis %s is outside %s, of rank %d (%s)"
                          % (format_huge(axis), format_shape(x), r, _axes(r)))
-    cells = 1
-    for d in start:
-        cells = cells * d if type(d) is int and type(cells) is int else None
-    if cells is not None and cells != 1:
+    n = cells(start)
+    if n is not None and n != 1:
         raise ShapeError("narrow's start must be a single number, got shape %s"
                          % format_shape(start))
     if length < 0:

@@ -145,6 +145,15 @@ def cells(shape):
     return n
 
 
+def known_cells(shape) -> int:
+    """The cells of a shape for an estimate: a size known only when the program runs counts
+    as 1 (``--backend auto``'s cost, goat/gpu/auto.py)."""
+    n = 1
+    for d in shape:
+        n *= d if type(d) is int else 1
+    return n
+
+
 def is_static(shape) -> bool:
     """True when every dimension is a known int."""
     for d in shape:
