@@ -1314,10 +1314,11 @@ def test_a_defs_declared_result_sees_the_names_outside_not_its_bodys_lets():
 
 
 def test_brackets_that_do_not_match_come_after_the_errors_before_them():
-    # a block's header that cannot be read stops the reading, with the errors before it
+    # a block's header that cannot be read is one error; the lines before and after it are
+    # read too
     with pytest.raises(goat.GoatErrors) as info:
         goat.run_source('let b = 3 . 4\nfor i in 0...3 {\n    print i\n}\nprint 1 +\n')
-    assert [e.line for e in info.value.errors] == [1, 2]
+    assert [e.line for e in info.value.errors] == [1, 2, 5]
     # so does a bracket left open, after the unknown character that may have caused it
     with pytest.raises(goat.GoatErrors) as info:
         goat.run_source("print 1 + \x1b[31m 2\n")
@@ -1532,3 +1533,72 @@ def test_a_type_whose_bracket_is_not_closed_is_one_error(src, message):
     """Found by a breaker: tensor[1x2) was also said not to be followed by its dimensions."""
     e = error(src)
     assert not hasattr(e, "errors") and e.message == message
+
+
+@pytest.mark.parametrize("src, expected", [
+    # a loop's header that cannot be read: its block is left out, the lines after are checked
+    ("let x = [1, 2, 3]\nprint x + [1, 2]\nfor i in 0..: {\n    print y\n}\nprint z\n",
+     [(2, "cannot add shapes 3 and 2"), (3, "syntax error: expected an expression"),
+      (6, "unknown name 'z'")]),
+    # an else if that cannot be read, and an else after it (no second error)
+    ("print q\nif 1 < 2 {\n    print 1\n} else iff {\n    print 2\n} else {\n    print 3\n}\n"
+     "print z\n",
+     [(1, "unknown name 'q'"), (4, "syntax error: expected 'if' or '{'"),
+      (9, "unknown name 'z'")]),
+    # an else with no if before it, and one after an if that has its else already
+    ("print q\nelse {\n    print 2\n}\nif 1 {\n    print 1\n} else {\n    print 2\n}\n"
+     "else {\n    print 3\n}\nprint z\n",
+     [(1, "unknown name 'q'"), (2, "'else' must follow the '}' of an if block"),
+      (10, "this if already has an else block"), (13, "unknown name 'z'")]),
+    ("if 1 {\n    print 1\n} else {\n    print 2\n} else {\n    print 3\n}\nprint z\n",
+     [(5, "this if already has an else block"), (8, "unknown name 'z'")]),
+    ("print 1 + 2)\nprint z\n",
+     [(1, "unmatched ')': no bracket is open here"), (2, "unknown name 'z'")]),
+    # a } with no block open
+    ("print q\n}\nprint z\n",
+     [(1, "unknown name 'q'"), (2, "unmatched '}': no block is open here"),
+      (3, "unknown name 'z'")]),
+    # a ( left open on the line before a block's }: that line's error, and the } closes
+    ("print q\nfor i in 0..3 {\n    print foo(i\n}\nprint z\n",
+     [(1, "unknown name 'q'"), (4, "'}' does not close the '(' opened on line 3"),
+      (5, "unknown name 'z'")]),
+    # a { inside a ( that is never closed: the header's error
+    ("print q\nif (1 < 2 {\n    print 1\n}\nprint z\n",
+     [(1, "unknown name 'q'"), (2, "a block '{' cannot open inside the '(' opened on line 2"),
+      (5, "unknown name 'z'")]),
+    # a def's header that cannot be read: calls to it say nothing more
+    ("def f(x: tensor[2x3], {\n    return x\n}\nprint f([[1, 2, 3], [4, 5, 6]])\nprint z\n",
+     [(1, "a block '{' cannot open inside the '(' opened on line 1"), (5, "unknown name 'z'")]),
+    # blocks never closed, with the errors before them
+    ("print q\nfor i in 0..3 {\n    print i\n",
+     [(1, "unknown name 'q'"), (2, "'{' is never closed")]),
+    ("print q\nfor i in 0..3 {\n    print (i\n",
+     [(1, "unknown name 'q'"), (3, "'(' is never closed")]),
+    # a header that cannot be read inside a block: the enclosing block goes on
+    ("for i in 0..2 {\n    if i <  {\n        print i\n    }\n    print i + [1, 2]\n}\n"
+     "print z\n",
+     [(2, "syntax error"), (7, "unknown name 'z'")]),
+])
+def test_a_blocks_header_that_cannot_be_read_does_not_hide_the_other_errors(src, expected):
+    """Found by a breaker: an unreadable for/if/else-if header, a stray else or }, or a
+    bracket left open inside a block stopped the reading of the whole file, and the errors
+    around it (syntax and shape alike) went unreported."""
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    got = [(e.line, e.message) for e in info.value.errors]
+    assert len(got) == len(expected), got
+    for (line, message), (want_line, start) in zip(got, expected):
+        assert line == want_line and message.startswith(start), got
+
+
+def test_the_repl_and_a_single_error_still_raise_the_first_syntax_error():
+    # without an errors list (the REPL's parse), the first error is raised alone
+    from goat.diagnostics import Source
+    from goat.lexer.parser import parse
+    for src, message in [("for i in 0..: {\n}\n", "syntax error: expected an expression"),
+                         ("else {\n}\n", "'else' must follow the '}' of an if block"),
+                         ("}\n", "unmatched '}'"),
+                         ("for i in 0..3 {\n    print (i\n}\n", "'}' does not close")]:
+        with pytest.raises(goat.GoatError) as info:
+            parse(Source("<t>", src))
+        assert info.value.message.startswith(message)

@@ -231,9 +231,11 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
 
     A statement ends at a newline outside ``( )`` and ``[ ]``, at ``;``, and after the ``{``
     that opens a block; a block's closing ``}`` is a statement of its own.  Raises GoatError
-    for brackets that do not match; a statement with an error of its own (a character goat
-    does not know, a malformed type, an unclosed string) is an :class:`Unreadable` list, whose
-    error the parser raises when it reaches it.
+    for brackets that do not match where the statements after them cannot be told apart (a
+    ``)`` that closes a ``[``); a statement with an error of its own (a character goat does not
+    know, a malformed type, an unclosed string, a ``(`` still open at its block's ``}`` or at
+    the end, a ``)`` with nothing open, a block's ``{`` never closed, for its header) is an
+    :class:`Unreadable` list, whose error the parser raises when it reaches it.
     """
     text = source.text
     piece_text = text if start == 0 and end is None else text[start:end]
@@ -247,6 +249,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     out = []
     stack = []              # open brackets: (char, offset)
     errors = []             # (statement index, GoatError): the first error of a statement
+    headers = {}            # the offset of a block's { -> the index of its header statement
     i = 0
     n = len(pieces)
 
@@ -344,20 +347,38 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     continue
             if piece in _OPEN:
                 if piece == "{" and stack and stack[-1][0] != "{":
+                    # if (a < b { -- the header's own error: the ( and [ it opened end here
                     opener, at = stack[-1]
-                    structural(GoatError(
+                    local(GoatError(
                         "a block '{' cannot open inside the '%s' opened on line %d"
                         % (opener, source.position(at)[0]), Loc(source, start_, end_)))
+                    while stack and stack[-1][0] != "{":
+                        stack.pop()
+                if piece == "{":
+                    headers[start_] = len(statements)
                 stack.append((piece, start_))
             elif piece in _CLOSE:
                 if not stack:
-                    structural(GoatError("unmatched '%s': no bracket is open here" % piece,
-                                         Loc(source, start_, end_)))
-                opener, at = stack.pop()
-                if _CLOSE[piece] != opener:
-                    structural(GoatError("'%s' does not close the '%s' opened on line %d"
-                                         % (piece, opener, source.position(at)[0]),
-                                         Loc(source, start_, end_)))
+                    if piece != "}":        # (a } with no block open: the parser says so)
+                        local(GoatError("unmatched '%s': no bracket is open here" % piece,
+                                        Loc(source, start_, end_)))
+                        i += 1
+                        continue
+                else:
+                    opener, at = stack[-1]
+                    if _CLOSE[piece] != opener:
+                        error = GoatError("'%s' does not close the '%s' opened on line %d"
+                                          % (piece, opener, source.position(at)[0]),
+                                          Loc(source, start_, end_))
+                        if piece != "}" or not any(c == "{" for c, _ in stack):
+                            structural(error)
+                        # print f(i  on the line before a block's }: that statement's error,
+                        # and the } closes its block
+                        local(error)
+                        out.pop()
+                        while stack[-1][0] != "{":
+                            stack.pop()
+                    stack.pop()
             elif piece == ";":
                 if stack and stack[-1][0] != "{":
                     opener, at = stack[-1]
@@ -402,8 +423,20 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
         out.append(tok)
         i += 1
     if stack:
+        # the innermost bracket left open is the error: of the statement it is in, or, for
+        # a block's {, of its header (whose block the parser then leaves out)
         opener, at = stack[-1]
-        structural(GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1)))
+        error = GoatError("'%s' is never closed" % opener, Loc(source, at, at + 1))
+        if opener == "{":
+            k = headers[at]
+            if all(j != k for j, _ in errors):
+                errors.append((k, error))
+                errors.sort(key=lambda e: e[0])
+        elif errors and errors[-1][0] == len(statements):
+            structural(error)       # after the statement's own error (which may be its cause)
+        else:
+            local(error)
+            out.pop()
     if out:
         out.append(Tok("_NL", "", limit, limit))
         statements.append(out)

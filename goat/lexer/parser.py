@@ -1000,18 +1000,37 @@ def _format_parts(build: _Build, tok) -> list:
     return out
 
 
-def _assemble(stmts: list) -> list:
-    """Blocks from the flat statements: each Header takes the statements up to its Close."""
+def _assemble(stmts: list, errors: list | None = None) -> list:
+    """Blocks from the flat statements: each Header takes the statements up to its Close.
+
+    A "broken" Header (a block's header that could not be read, its error reported) stands
+    as its ast.Broken, and its block's statements are dropped: nothing in them can be checked
+    without the header.  Given ``errors``, a block structure that does not hold (an ``else``
+    with no if before it, a ``}`` with no block open) is appended to it and left out, and
+    blocks still open at the end close there (a header's "never closed" is its own error)."""
     top = []
     stack = []              # (Header, the list its statements go to)
     current = top
+
+    def wrong(error):
+        if errors is None:
+            raise error
+        errors.append(error)
+
     for stmt in stmts:
         t = type(stmt)
         if t is ast.Header:
             kind = stmt.kind
             if kind in ("else", "elif"):
-                target = _open_else(current, stmt)
-                if kind == "elif":
+                try:
+                    target = _open_else(current, stmt)
+                except GoatError as e:
+                    wrong(e)
+                    target = None
+                if target is None:          # after a block that could not be read
+                    stack.append((stmt, current))
+                    current = []
+                elif kind == "elif":
                     target.append(stmt.stmt)
                     stack.append((stmt, current))
                     current = stmt.stmt.body
@@ -1021,10 +1040,11 @@ def _assemble(stmts: list) -> list:
                 continue
             current.append(stmt.stmt)
             stack.append((stmt, current))
-            current = stmt.stmt.body
+            current = [] if kind == "broken" else stmt.stmt.body
         elif t is ast.Close:
             if not stack:
-                raise GoatError("unmatched '}': no block is open here", stmt.loc)
+                wrong(GoatError("unmatched '}': no block is open here", stmt.loc))
+                continue
             header, current = stack.pop()
             if header.kind in ("for", "if", "elif", "def", "else"):
                 owner = header.stmt
@@ -1032,20 +1052,25 @@ def _assemble(stmts: list) -> list:
                     owner.loc = owner.loc.to(stmt.loc)
         else:
             current.append(stmt)
-    if stack:
+    if stack and errors is None:
         raise GoatError("this block is never closed with '}'", stack[-1][0].loc)
     return top
 
 
-def _open_else(current: list, header) -> list:
-    """The (empty) else-list of the if that ``header`` (an ``else``) continues."""
+def _open_else(current: list, header) -> list | None:
+    """The (empty) else-list of the if that ``header`` (an ``else``) continues; None after a
+    block whose header could not be read (an ast.Broken: its error is reported)."""
     last = current[-1] if current else None
+    if type(last) is ast.Broken:
+        return None
     if type(last) is not ast.If:
         raise GoatError("'else' must follow the '}' of an if block", header.loc)
     while last.orelse:
         nested = last.orelse[0]
         if len(last.orelse) == 1 and type(nested) is ast.If and nested.chained:
             last = nested
+        elif len(last.orelse) == 1 and type(nested) is ast.Broken:
+            return None
         else:
             raise GoatError("this if already has an else block", header.loc)
     return last.orelse
@@ -1062,8 +1087,8 @@ _CONTINUED = _OPEN_ENDS | {"PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT", "A
 def parse(source: Source, interactive: bool = False, errors: list | None = None) -> ast.Module:
     """Parse a whole program.  Raises GoatError for the first syntax error -- or, given an
     ``errors`` list, appends each statement's syntax error to it and goes on with the next
-    statement (an ast.Broken stands in for the statement), as long as the failed statement is
-    not part of a block's structure (a block's header or its closing brace).
+    statement (an ast.Broken stands in for the statement; for a block's header, for its whole
+    block).
 
     ``interactive`` (the REPL) also accepts a bare expression as a statement (ast.ExprStmt).
     """
@@ -1080,13 +1105,17 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
             try:
                 stmt = _parse_statement(build, tokens, start)
             except GoatError as e:
-                if any(t.type in ("LBRACE", "RBRACE") for t in tokens):
-                    # the blocks around cannot be told: stop here, with the errors before
-                    if errors:
-                        from ..diagnostics import GoatErrors
-                        every = errors + [e]
-                        raise GoatErrors(every[:20], max(0, len(every) - 20)) from None
-                    raise
+                if len(tokens) > 1 and tokens[-2].type == "LBRACE":
+                    # a block's header (the lexer ends a statement at the { that opens a
+                    # block): its block stands as the Broken, the names it would define
+                    errors.append(e)
+                    dangling = False
+                    build.named.clear()
+                    blocks = True
+                    loc = build._loc(tokens[0])
+                    names = _names_of(tokens) if tokens[0].type == "DEF" else ()
+                    append(ast.Header("broken", ast.Broken(names, loc), loc))
+                    continue
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
                     errors.append(e)    # (a value left on the next line is the last error's)
                 # (an error token is no end: "a +\" continues as "a +" would)
@@ -1100,5 +1129,12 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
             blocks = True
         append(stmt)
     if blocks:
-        stmts = _assemble(stmts)
+        first = len(errors) if errors is not None else 0
+        stmts = _assemble(stmts, errors)
+        if errors is not None and len(errors) > first:
+            errors[first:] = sorted(errors[first:], key=_where)
     return ast.Module(source, stmts)
+
+
+def _where(error) -> int:
+    return error.loc.start if error.loc is not None else -1
