@@ -79,6 +79,28 @@ def test_draws_are_the_float64_draws_rounded():
     np.testing.assert_array_equal(out[1], rng.uniform(np, (7,), 2).astype(F32))
 
 
+def test_a_uniform_draw_that_rounds_up_to_1_in_f32_stays_below_1():
+    """Found by a newcomer: rand's draw of seed 39870583, cell 0, is 1 - 8.2e-9, which
+    float32 rounds to 1.0: rand left [0, 1), floor(rand * 3) was 3, and gather stopped a
+    training run.  Such a draw is the largest float32 below 1; the other cells are the f64
+    draws rounded."""
+    f64 = rng.uniform(np, (3,), 39870583)
+    assert f64[0] >= 1 - 2.0 ** -25 and F32(f64[0]) == 1       # the case itself
+    below_one = np.nextafter(F32(1), F32(0))
+    u, idx, kept = _f32("let u = rand(tensor[3], 39870583)\nprint u\n"
+                        "print gather([[10], [20], [30]], floor(reshape(u, tensor[3x1]) * 3))\n"
+                        "print nn.dropout(ones(tensor[1x3]), 0.999999999, 39870583)\n"
+                        .replace("print nn", "import nn\nprint nn"))
+    assert u.dtype == F32 and u[0] == below_one and (u < 1).all()
+    np.testing.assert_array_equal(u[1:], f64[1:].astype(F32))
+    assert idx[0, 0] == 30
+    assert np.isfinite(kept).all()      # p rounds to 1 in f32: dropped, not 1 * 1/(1 - 1)
+    for backend in ("numpy", "auto"):
+        (again,) = goat.run_source("print rand(tensor[3], 39870583)\n", dtype="f32",
+                                   backend=backend)
+        np.testing.assert_array_equal(again, u)
+
+
 def test_save_writes_float32_and_load_reads_it_back(tmp_path):
     _f32('save([[0.1, 0.2]] / 3.0, "w.npy")\n', tmp_path)
     w = np.load(tmp_path / "w.npy")

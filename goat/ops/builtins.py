@@ -496,6 +496,17 @@ def _draw(name, method, doc, cell_flops):
         xp = be.xp
         draw = getattr(rng, method)
 
+        if method == "uniform" and be.dtype != xp.float64:
+            # a draw from 1 - 2**-25 up rounds to 1.0 in float32: [0, 1) holds in every
+            # precision (floor(rand(...) * N) is an index below N) with those draws as the
+            # largest float32 below 1, and every other the f64 draw rounded
+            below_one = xp.nextafter(xp.asarray(1, dtype=be.dtype), xp.asarray(0, dtype=be.dtype))
+
+            def run(seed):
+                return xp.minimum(be.cast(draw(xp, tuple(target),
+                                               rng.check_seed(_scalar(be, seed)))), below_one)
+            return run
+
         def run(seed):
             return be.cast(draw(xp, tuple(target), rng.check_seed(_scalar(be, seed))))
         return run
