@@ -974,7 +974,9 @@ def test_the_advice_for_softplus_and_concatenation_is_right():
     # (no log1p: far below 0 it is exact to 1e-16 absolute, not relative)
     np.testing.assert_allclose(got[0], np.logaddexp(0, x), rtol=1e-15, atol=1e-16)
     assert got[1].tolist() == [[1, 2, 3]]
-    assert "concatenation" in error("let a = [[1.0]]\nprint concat(a, a)\n").message
+    assert error("let a = [[1.0]]\nprint cat(a, a, 1)\n").message == (
+        "unknown function 'cat'; write concat(a, b, axis) (two at a time)")
+    assert run("let a = [[1.0]]\nprint concat(a, a + 1, 1)\n")[0].tolist() == [[1, 2]]
 
 
 @pytest.mark.parametrize("text, line, message", [

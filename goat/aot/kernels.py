@@ -759,6 +759,35 @@ def narrow_backward(k: Kernel):
     _narrow_copy(k, k.out_shape, k.in_shapes[0][k.attrs[0] % len(k.out_shape)], True)
 
 
+def _copy_runs(k: Kernel, outer: int, src, src_run: int, src_at: int, dst, dst_run: int,
+               dst_at: int, length: int):
+    """For o below ``outer``: ``length`` cells from src[o * src_run + src_at] to
+    dst[o * dst_run + dst_at] (row-major runs along an axis and the axes after it)."""
+    def block(o):
+        s = k.b.add(k.b.mul(o, k.int(src_run)), k.int(src_at))
+        t = k.b.add(k.b.mul(o, k.int(dst_run)), k.int(dst_at))
+        k.loop(length, lambda j: k.store(k.load(src, k.b.add(s, j)), dst, k.b.add(t, j)))
+    k.loop(outer, block)
+
+
+def concat(k: Kernel):
+    """a's cells then b's along the axis: for each index before it, a's run, then b's."""
+    outer, na, inner = _narrow_parts(k.in_shapes[0], k.attrs[0])
+    nb = k.in_shapes[1][k.attrs[0] % len(k.out_shape)]
+    n = (na + nb) * inner
+    _copy_runs(k, outer, k.ins[0], na * inner, 0, k.out, n, 0, na * inner)
+    _copy_runs(k, outer, k.ins[1], nb * inner, 0, k.out, n, na * inner, nb * inner)
+
+
+def concat_part(k: Kernel):
+    """The first (which 0) or last (which 1) cells of g along the axis, as concat_part's
+    shape has them."""
+    outer, n, inner = _narrow_parts(k.in_shapes[0], k.attrs[0])
+    m = k.out_shape[k.attrs[0] % len(k.out_shape)]
+    start = 0 if k.attrs[1] == 0 else n - m
+    _copy_runs(k, outer, k.ins[0], n * inner, start * inner, k.out, m * inner, 0, m * inner)
+
+
 def gather(k: Kernel):
     table, idx = k.in_shapes
     v, c = table

@@ -1128,6 +1128,88 @@ register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
                 d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])), None)))
 
 
+# ------------------------------------------------------------- concat (joined along an axis)
+
+def _concat_shape(a, b, axis):
+    r = len(a)
+    for which, x in (("first", a), ("second", b)):
+        if not x:
+            raise ShapeError("concat joins tensors of rank 1 or more; its %s argument is a "
+                             "scalar" % which)
+    if len(b) != r:
+        raise ShapeError("concat needs tensors of the same rank, got %s (rank %d) and %s "
+                         "(rank %d)" % (format_shape(a), r, format_shape(b), len(b)))
+    if not -r <= axis < r:
+        raise ShapeError("concat's axis %s is outside %s, of rank %d (%s)"
+                         % (format_huge(axis), format_shape(a), r, _axes(r)))
+    ax = axis % r
+    out = []
+    for j, (x, y) in enumerate(zip(a, b)):
+        if j == ax:
+            out.append(x + y if type(x) is int and type(y) is int else None)
+        elif x is None or x == y:
+            out.append(y)
+        elif y is None:
+            out.append(x)
+        else:
+            raise ShapeError("cannot concat shapes %s and %s along axis %d: dimensions %s and "
+                             "%s (axis %d) differ, and only axis %d may"
+                             % (format_shape(a), format_shape(b), ax, format_dim(x),
+                                format_dim(y), j, ax))
+    return tuple(out)
+
+
+def _concat(be, axis):
+    concatenate = be.xp.concatenate
+
+    def run(a, b):
+        return concatenate((a, b), axis=axis)
+    return run
+
+
+def _concat_part(be, axis, which, target):
+    target = tuple(target)
+
+    def run(g):
+        ax = axis % g.ndim
+        m = target[ax]
+        start = 0 if which == 0 else g.shape[ax] - m
+        return g[(slice(None),) * ax + (slice(start, start + m),)].copy()
+    return run
+
+
+def _concat_vjp(d, g, out, a, b, axis):
+    return tuple(d.b.op(REGISTRY["concat_part"], (g,), d.loc, (axis, which, _target_of(x)),
+                        shape=x.shape, check=False) for which, x in ((0, a), (1, b)))
+
+
+def _concat_part_vjp(d, g, out, whole, axis, which, target):
+    # the part back in its place among zeros: narrow_backward at the part's start
+    ax = axis % len(whole.shape)
+    start = d.const(0.0) if which == 0 else d.sub(d.size(whole, ax), d.size(out, ax))
+    return (d.b.op(REGISTRY["narrow_backward"], (g, start), d.loc, (axis, _target_of(whole)),
+                   shape=whole.shape, check=False),)
+
+
+# checks_at_run_time: a ? size of one operand is checked against the other's when it runs
+register(Op(name="concat", arity=3, checks_at_run_time=True,
+            params=(("a", "value"), ("b", "value"), ("axis", "int")),
+            signature="concat(a, b, axis) -> a and b joined along axis",
+            doc="a's cells, then b's, along axis (NumPy's concatenate((a, b), axis), PyTorch's "
+                "cat): the other sizes agree; axis is a whole number the program fixes",
+            shape=_concat_shape, evaluate=_concat, lowering=lower.concat, cost=_taken_cost,
+            vjp=_concat_vjp))
+
+register(Op(name="concat_part", callable_by_name=False,
+            arity=4, params=(("g", "value"), ("axis", "int"), ("which", "int"),
+                             ("shape", "type")),
+            signature="(concat_part(g, axis, which, tensor[S]))",
+            doc="the first (which 0) or last (which 1) S[axis] cells of g along axis: "
+                "concat's derivative for each operand",
+            shape=lambda g, axis, which, target: tuple(target), evaluate=_concat_part,
+            cost=_taken_cost, lowering=lower.concat_part, vjp=_concat_part_vjp))
+
+
 def _onehot_shape(idx, target):
     _column_of_indices("onehot", idx)
     target = tuple(target)

@@ -2495,10 +2495,11 @@ _FUNCTION_HABITS = {
     "sgd": "there is no SGD function: write w -= lr * g (optim.adamw is AdamW)",
     "linear": "write x @ w + b", "dense": "write x @ w + b",
 }
-for _name in ("concat", "concatenate", "cat", "stack", "hstack", "vstack"):
-    _FUNCTION_HABITS[_name] = ("there is no concatenation: place each part with a matrix product "
-                               "(a @ P + b @ Q, P and Q matrices of 0 and 1), or keep the parts "
-                               "apart")
+for _name, _axis in (("concatenate", "axis"), ("cat", "axis"), ("hstack", "1"),
+                     ("vstack", "0")):
+    _FUNCTION_HABITS[_name] = "write concat(a, b, %s) (two at a time)" % _axis
+_FUNCTION_HABITS["stack"] = ("write concat(a, b, 0) of a and b reshaped with a leading 1 "
+                             "(reshape(a, tensor[1x2x3]))")
 
 
 def _elsewhere(member, mod_name, scope) -> str:
