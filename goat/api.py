@@ -818,10 +818,16 @@ def _load_now(source: Source, timings: dict | None = None, lets: dict | None = N
                 raise
             raise GoatError("the program is too large or nested too deeply to parse"
                             + PLAIN_NOTE, path=source.path) from None
-    with _phase(timings, "check"):
-        # a let that cannot be set: reported with the program's errors, the others first
-        errors = give_lets(module, lets) + errors
-        program = _check_module(module, errors=errors)
+    syntax_errors = bool(errors)
+    try:
+        with _phase(timings, "check"):
+            # a let that cannot be set: reported with the program's errors, the others first
+            errors = give_lets(module, lets) + errors
+            program = _check_module(module, errors=errors)
+    except GoatError:
+        if syntax_errors and timings is not None:
+            timings["failed"] = "parse"     # the file could not be read: the parse failed
+        raise
     program.given = tuple(sorted(lets.items())) if lets else ()
     return program
 
