@@ -852,3 +852,36 @@ def test_a_loaded_file_reusing_its_own_name_for_a_loop_variable_is_refused(tmp_p
     assert info.value.message.startswith("'f' is already defined on line 1, outside this block")
     status, _, err = cli("run", "f2.mg", cwd=str(tmp_path))
     assert status == 1 and "'f' is already defined on line 1" in err
+
+
+@pytest.mark.parametrize("text, still_open", [
+    ("let m = [[1, 2],", ["["]),
+    ("for i in 0..2 {\n  print (i", ["{", "("]),
+    ("for i in 0..2 {\n  print (i\n}", []),               # the } ends the ( and its block
+    ("for i in 0..2 {\n  if (i < 1 {", ["{", "{"]),       # a { ends the ( left open
+    ("print [[1, 2)]", []),                               # no later line mends a ) for a [
+    ("print (1 + 2", ["("]),
+    ("print 1)", []),
+    ("def f(x: tensor[2]) {\n  return x\n}", []),
+])
+def test_open_brackets_matches_them_as_the_lexer_does(text, still_open):
+    from goat.lexer.lexer import open_brackets
+    assert open_brackets(text) == still_open
+
+
+def test_a_bracket_left_open_in_a_block_does_not_keep_the_repl_reading():
+    """print (i before a block's }: the } closes the block, the input ends and says what is
+    wrong; a ) that closes a [ ends the input too (no later line could mend it)."""
+    session = ("for i in 0..2 {\n  print (i\n}\nprint 5\n"
+               "print [[1, 2)]\nprint 3\n")
+    status, out, err = cli("repl", stdin=session.encode())
+    assert (status, err) == (1, "")
+    assert out.replace("0x…", "X") == (
+        "goat> for i in 0..2 {\n  ...   print (i\n  ... }\n"
+        "<input 1>:3: error: '}' does not close the '(' opened on line 2\n3 | }\n  | ^\n"
+        "goat> print 5\nUnranked Memref base@ = X rank = 0 offset = 0 sizes = [] "
+        "strides = [] data = \n[5]\n"
+        "goat> print [[1, 2)]\n<input 3>:1: error: ')' does not close the '[' opened on line 1\n"
+        "1 | print [[1, 2)]\n  |             ^\n"
+        "goat> print 3\nUnranked Memref base@ = X rank = 0 offset = 0 sizes = [] "
+        "strides = [] data = \n[3]\n")

@@ -595,14 +595,26 @@ def open_brackets(text: str) -> list:
     """The brackets and blocks still open at the end of ``text``, outermost first (comments and
     strings skipped).
 
-    The REPL reads another line while this is not empty.
+    The REPL reads another line while this is not empty.  The brackets are matched as
+    :func:`tokenize` matches them: a ``{`` or a block's ``}`` ends the ``(`` and ``[`` left open
+    inside the block (``print f(i`` before a ``}`` is that statement's error, and the ``}``
+    closes the block), and a ``)`` or ``]`` that closes another kind of bracket is an error no
+    further line can mend: nothing is open then, so the REPL reads no more and says so.
     """
     stack = []
     for piece in _PIECES.findall(text):
         c = piece[0]
         if c in "([{":
+            if c == "{":
+                while stack and stack[-1] != "{":
+                    stack.pop()
             stack.append(c)
         elif c in ")]}":
             if stack and stack[-1] == _CLOSE[c]:
                 stack.pop()
+            elif c == "}" and "{" in stack:
+                while stack.pop() != "{":
+                    pass
+            elif stack:
+                return []
     return stack
