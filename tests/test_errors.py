@@ -1604,3 +1604,67 @@ def test_the_repl_and_a_single_error_still_raise_the_first_syntax_error():
         with pytest.raises(goat.GoatError) as info:
             parse(Source("<t>", src))
         assert info.value.message.startswith(message)
+
+
+MATMUL_ERROR = "print [[1, 2]] @ [[1]]\n"
+
+
+@pytest.mark.parametrize("src, expected", [
+    # a header with no {: the lines indented under it, and the } under the header, are its
+    # block (no second error for that })
+    ("for i in 0..3\n  print i\n}\n" + MATMUL_ERROR,
+     [(1, "syntax error: expected '{'"), (4, "cannot matrix-multiply")]),
+    # ... inside a def: the } under the for is the for's, the def's own } closes the def
+    ("def f(x: tensor[2]) -> tensor[2] {\n  for i in 0..3\n    print i\n  }\n  return x\n}\n"
+     + MATMUL_ERROR,
+     [(2, "syntax error: expected '{'"), (7, "cannot matrix-multiply")]),
+    # ... Python's blocks: each header its own error, the block ends where the indent does
+    ("var s = 0\nif s < 1:\n    s = s + 1\nelse:\n    s = s - 1\n" + MATMUL_ERROR,
+     [(2, "syntax error"), (4, "syntax error"), (6, "cannot matrix-multiply")]),
+    # ... a header with no block under it: the next line is the program's
+    ("for i in 0..3 print i\nprint z\n",
+     [(1, "syntax error"), (2, "unknown name 'z'")]),
+    # a { on the line after its header: one error, saying where the { goes, and the block
+    # is checked
+    ("for i in 0..3\n{\n  print i + [[1, 2]] @ [[1]]\n}\n" + MATMUL_ERROR,
+     [(2, "syntax error: a block's '{' goes at the end of its header's line (for i in 0..3 {)"),
+      (3, "cannot matrix-multiply"), (5, "cannot matrix-multiply")]),
+    ("if 1 < 2\n{\n  print 1\n}\nelse\n{\n  print 2\n}\n" + MATMUL_ERROR,
+     [(2, "syntax error: a block's '{' goes at the end of its header's line (if 1 < 2 {)"),
+      (6, "syntax error: a block's '{' goes at the end of its header's line (else {)"),
+      (9, "cannot matrix-multiply")]),
+    # ... a header that does not read with its { either: its own error, its block dropped
+    ("for i in 0..\n{\n  print i\n}\n" + MATMUL_ERROR,
+     [(1, "syntax error"), (5, "cannot matrix-multiply")]),
+])
+def test_a_header_without_its_brace_is_one_error(src, expected):
+    """Found by a breaker: a block's header with no { (or its { on the next line) was one
+    error, and the } that ended its block (or the lone {) a second."""
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    got = [(e.line, e.message) for e in info.value.errors]
+    assert len(got) == len(expected), got
+    for (line, message), (want_line, start) in zip(got, expected):
+        assert line == want_line and message.startswith(start), got
+
+
+def test_what_a_dropped_block_assigns_is_unknown_after_it():
+    """Found by a breaker: the body of a loop whose header could not be read was dropped,
+    and a grad after it then said the loss did not depend on w (the update was in that
+    body).  What the dropped statements assign is unknown after the block, as a statement's
+    that could not be read is; a name it does not assign is still checked."""
+    src = ("var w = [1.0, 2.0]\n"
+           "for step in 0..: {\n"
+           "  w = w - 0.1 * grad(sum(w * w), w)\n"
+           "}\n"
+           "print grad(sum(w * w), w)\n"       # w unknown: not checked, no second error
+           "print [[1, 2]] @ [[1]]\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    assert [e.line for e in info.value.errors] == [2, 6]
+    # the same with an else after an if whose header could not be read
+    src = ("var w = [1.0, 2.0]\nif w <: {\n  print 1\n} else {\n  w = w * 2\n}\n"
+           "print w @ [[1]]\nprint [[1, 2]] @ [[1]]\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    assert [e.line for e in info.value.errors] == [2, 8]

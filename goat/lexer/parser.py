@@ -1011,16 +1011,53 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
     top = []
     stack = []              # (Header, the list its statements go to)
     current = top
+    dropped = {}            # id of a dropped block's list: the Broken that stands for it
 
     def wrong(error):
         if errors is None:
             raise error
         errors.append(error)
 
-    for stmt in stmts:
+    def close():
+        """Pop the innermost block; a broken one's dropped statements leave what they assign
+        unknown after it (the Broken's names), as a statement that could not be read does."""
+        nonlocal current
+        header, parent = stack.pop()
+        broken = dropped.pop(id(current), None)
+        if broken is not None:
+            names = []
+            _assigned_in(current, names)
+            broken.names = tuple(dict.fromkeys(broken.names + tuple(names)))
+        current = parent
+        return header
+
+    for i, stmt in enumerate(stmts):
         t = type(stmt)
+        if stack and stack[-1][0].kind == "unbraced":
+            # a block with no { ends at the first line indented no deeper than its header; a
+            # } is its own unless it stands further left (an outer block's)
+            column, mine = _column(stmt), False
+            while stack and stack[-1][0].kind == "unbraced":
+                head = _column(stack[-1][0])
+                if t is not ast.Close and column > head:
+                    break
+                close()
+                if t is ast.Close and column >= head:
+                    mine = True
+                    break
+            if mine:
+                continue
         if t is ast.Header:
             kind = stmt.kind
+            if kind == "unbraced":
+                current.append(stmt.stmt)
+                after = stmts[i + 1] if i + 1 < len(stmts) else None
+                if after is not None and _column(after) > _column(stmt) \
+                        and _line(after) > _line(stmt):
+                    stack.append((stmt, current))
+                    current = []
+                    dropped[id(current)] = stmt.stmt
+                continue
             if kind in ("else", "elif"):
                 try:
                     target = _open_else(current, stmt)
@@ -1028,8 +1065,11 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
                     wrong(e)
                     target = None
                 if target is None:          # after a block that could not be read
+                    broken = _last_broken(current)
                     stack.append((stmt, current))
                     current = []
+                    if broken is not None:
+                        dropped[id(current)] = broken
                 elif kind == "elif":
                     target.append(stmt.stmt)
                     stack.append((stmt, current))
@@ -1040,12 +1080,16 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
                 continue
             current.append(stmt.stmt)
             stack.append((stmt, current))
-            current = [] if kind == "broken" else stmt.stmt.body
+            if kind == "broken":
+                current = []
+                dropped[id(current)] = stmt.stmt
+            else:
+                current = stmt.stmt.body
         elif t is ast.Close:
             if not stack:
                 wrong(GoatError("unmatched '}': no block is open here", stmt.loc))
                 continue
-            header, current = stack.pop()
+            header = close()
             if header.kind in ("for", "if", "elif", "def", "else"):
                 owner = header.stmt
                 if owner is not None:
@@ -1054,7 +1098,43 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
             current.append(stmt)
     if stack and errors is None:
         raise GoatError("this block is never closed with '}'", stack[-1][0].loc)
+    while stack:            # (its error reported: the lexer's, or the header's own)
+        close()
     return top
+
+
+def _last_broken(stmts: list):
+    """The ast.Broken an ``else`` after ``stmts`` continues (the last statement, or the end of
+    its else-if chain), or None."""
+    last = stmts[-1] if stmts else None
+    while type(last) is ast.If and len(last.orelse) == 1:
+        last = last.orelse[0]
+    return last if type(last) is ast.Broken else None
+
+
+def _column(stmt) -> int:
+    return stmt.loc.source.position(stmt.loc.start)[1]
+
+
+def _line(stmt) -> int:
+    return stmt.loc.source.position(stmt.loc.start)[0]
+
+
+def _assigned_in(stmts: list, out: list) -> None:
+    """Append to ``out`` the names the statements assign (a var's ``=``, ``+=``, ``a, b =``),
+    in blocks inside them too: those a block dropped for its header's error would change."""
+    for s in stmts:
+        t = type(s)
+        if t is ast.Assign:
+            out.append(s.name)
+        elif t is ast.LetTuple and s.kind == "assign":
+            out.extend(n for n in s.names if n != "_")
+        elif t is ast.Broken:
+            out.extend(s.names)
+        elif t is ast.For or t is ast.If:
+            _assigned_in(s.body, out)
+            if t is ast.If:
+                _assigned_in(s.orelse, out)
 
 
 def _open_else(current: list, header) -> list | None:
@@ -1098,10 +1178,20 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
     append = stmts.append
     blocks = False
     dangling = False        # the statement before failed ending in =: this one is its value
+    unbraced = None         # (its tokens, its error's index) when the statement before was a
+    #                         block's header with no { that failed
     for tokens in tokenize(source):
         if errors is None:
             stmt = _parse_statement(build, tokens, start)
         else:
+            if unbraced is not None and len(tokens) == 2 and tokens[0].type == "LBRACE":
+                # for i in 0..3 / { on a line of its own: one error, the block kept
+                stmt = _brace_on_its_own_line(build, unbraced, tokens, start, errors)
+                unbraced = None
+                stmts[-1] = stmt
+                blocks = True
+                continue
+            unbraced = None
             try:
                 stmt = _parse_statement(build, tokens, start)
             except GoatError as e:
@@ -1122,7 +1212,15 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                 last = [t for t in tokens[:-1] if t.type != "ERROR"]
                 dangling = bool(last) and len(tokens) > 1 and last[-1].type in _CONTINUED
                 build.named.clear()
-                append(ast.Broken(_names_of(tokens), build._loc(tokens[0])))
+                broken = ast.Broken(_names_of(tokens), build._loc(tokens[0]))
+                if tokens[0].type in _HEADS:
+                    # a block's header with no { (for i in 0..3, if a < b:): the lines
+                    # indented under it are its block (_assemble)
+                    unbraced = (tokens, len(errors) - 1) if errors and errors[-1] is e else None
+                    blocks = True
+                    append(ast.Header("unbraced", broken, broken.loc))
+                else:
+                    append(broken)
                 continue
         dangling = False
         if type(stmt) is ast.Header or type(stmt) is ast.Close:
@@ -1134,6 +1232,31 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
         if errors is not None and len(errors) > first:
             errors[first:] = sorted(errors[first:], key=_where)
     return ast.Module(source, stmts)
+
+
+_HEADS = frozenset(("FOR", "IF", "ELSE", "DEF"))
+
+
+def _brace_on_its_own_line(build, unbraced, tokens, start, errors):
+    """The statement for a block's header that failed for want of its ``{`` (``unbraced``: its
+    tokens and its error's index in ``errors``) and the ``{`` on the line after it: the header
+    with that { when it reads so (its error then says where the { goes), else a broken header
+    whose block is dropped (the header's own error stands; the lone { is no second one)."""
+    head, at = unbraced
+    brace = tokens[0]
+    loc = Loc(build.source, brace.start_pos, brace.end_pos)
+    try:
+        stmt = _parse_statement(build, head[:-1] + tokens, start)
+    except GoatError:
+        build.named.clear()
+        broken = ast.Broken(_names_of(head), build._loc(head[0]))
+        return ast.Header("broken", broken, broken.loc)
+    if type(stmt) is not ast.Header:        # (a header with its { is one)
+        raise GoatError("internal: a header with its '{' read as no block", loc)
+    errors[at] = GoatError(
+        "syntax error: a block's '{' goes at the end of its header's line (%s {), not on a "
+        "line of its own" % build.source.text[head[0].start_pos:head[-2].end_pos], loc)
+    return stmt
 
 
 def _where(error) -> int:
