@@ -26,8 +26,12 @@
 #if defined(__FAST_MATH__)
 #error "rng.c must not be compiled with -ffast-math: goat's random draws would change bits"
 #endif
-#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
-#error "rng.c needs double arithmetic without excess precision (FLT_EVAL_METHOD == 0)"
+/* float and double each evaluated in its own type: 0 (C99), or 16 or 32 (ISO/IEC TS 18661-3:
+ * only types narrower than _Float16/_Float32 are widened -- GCC says 16 where the processor
+ * has AVX512-FP16 and -march=native is given) */
+#if !defined(FLT_EVAL_METHOD) || (FLT_EVAL_METHOD != 0 && FLT_EVAL_METHOD != 16 \
+                                  && FLT_EVAL_METHOD != 32)
+#error "rng.c needs float and double arithmetic without excess precision (FLT_EVAL_METHOD 0)"
 #endif
 
 #define SEED_LIMIT 9007199254740992.0           /* 2**53 */

@@ -7,7 +7,7 @@
  * rng.c must be compiled without floating-point contraction or value-changing
  * optimisations (-ffp-contract=off; never -ffast-math): it turns contraction off itself
  * where the compiler allows (GCC, Clang) and refuses to compile under -ffast-math or with
- * excess precision (FLT_EVAL_METHOD != 0).  It calls sqrt (link with -lm), never log/cos.
+ * excess precision (FLT_EVAL_METHOD other than 0, 16 or 32).  It calls sqrt (link with -lm), never log/cos.
  */
 #ifndef GOAT_RNG_H
 #define GOAT_RNG_H
