@@ -1668,3 +1668,35 @@ def test_what_a_dropped_block_assigns_is_unknown_after_it():
     with pytest.raises(goat.GoatErrors) as info:
         goat.check_source(src)
     assert [e.line for e in info.value.errors] == [2, 8]
+
+
+@pytest.mark.parametrize("src, expected", [
+    ("print [[1, 2)]\nprint z\n",                        # a ) typed for a ]
+     [(1, "')' does not close the '[' opened on line 1"), (2, "unknown name 'z'")]),
+    ("let t: tensor[3x3) = zeros()\nprint z\n",
+     [(1, "')' does not close the '['"), (2, "unknown name 'z'")]),
+    ("let a = [1, 2]\nprint sum(a[1)\nprint z\n",        # a ] forgotten inside a ( )
+     [(2, "')' does not close the '['"), (3, "unknown name 'z'")]),
+    ("for i in 0..2 {\n  print i)\n  print [[1, 2]] @ [[1]] + i\n}\nprint z\n",   # a ) in a block
+     [(2, "unmatched ')': no bracket is open here"), (3, "cannot matrix-multiply"),
+      (5, "unknown name 'z'")]),
+    ("print (1; print 2 + [1]\nprint z\n",                # a ; inside ( ): it ends all the same
+     [(1, "';' cannot appear inside the '(' opened on line 1"), (2, "unknown name 'z'")]),
+    ("let x = [1, 2]]\nprint x + [1]\n",
+     [(1, "unmatched ']'")]),
+])
+def test_a_bracket_that_does_not_match_is_its_statements_error(src, expected):
+    """Found by a breaker: a ) or ] that closed another bracket, or a ; inside ( ), stopped
+    the reading of the whole file.  It is its statement's error, the brackets mended as the
+    likeliest slip has it, and the statements after it are read and checked."""
+    try:
+        goat.check_source(src)
+    except goat.GoatErrors as e:
+        got = [(x.line, x.message) for x in e.errors]
+    except goat.GoatError as e:
+        got = [(e.line, e.message)]
+    else:
+        raise AssertionError("no error")
+    assert len(got) == len(expected), got
+    for (line, message), (want_line, start) in zip(got, expected):
+        assert line == want_line and message.startswith(start), got

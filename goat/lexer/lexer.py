@@ -370,21 +370,31 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         error = GoatError("'%s' does not close the '%s' opened on line %d"
                                           % (piece, opener, source.position(at)[0]),
                                           Loc(source, start_, end_))
-                        if piece != "}" or not any(c == "{" for c, _ in stack):
-                            structural(error)
-                        # print f(i  on the line before a block's }: that statement's error,
-                        # and the } closes its block
-                        local(error)
-                        out.pop()
-                        while stack[-1][0] != "{":
-                            stack.pop()
+                        if piece == "}":
+                            if not any(c == "{" for c, _ in stack):
+                                structural(error)
+                            # print f(i  on the line before a block's }: that statement's
+                            # error, and the } closes its block
+                            local(error)
+                            out.pop()
+                            while stack[-1][0] != "{":
+                                stack.pop()
+                        else:
+                            # a ) or ] that does not match: the statement's own error, its
+                            # brackets mended as the likeliest slip has it
+                            _mismatched_close(piece, stack, source, start_, end_, local, error)
+                            i += 1
+                            continue
                     stack.pop()
             elif piece == ";":
                 if stack and stack[-1][0] != "{":
+                    # print (1; print 2: the ; ends the statement all the same, in error
                     opener, at = stack[-1]
-                    structural(GoatError(
+                    local(GoatError(
                         "';' cannot appear inside the '%s' opened on line %d"
                         % (opener, source.position(at)[0]), Loc(source, start_, end_)))
+                    while stack and stack[-1][0] != "{":
+                        stack.pop()
                 if out:
                     out.append(Tok("_NL", ";", start_, end_))
                     statements.append(out)
@@ -591,15 +601,39 @@ _SMALL_LITERAL = 40
 _SMALL_LITERALS = {}    # text -> its value, for literals of at most _SMALL_LITERAL characters
 
 
+def _mismatched_close(piece, stack, source, start, end, local, error):
+    """A ``)`` or ``]`` that does not close the bracket open before it (``stack``'s last) is
+    its statement's error (``local``), and is taken as closing: the bracket of its own kind
+    open in the statement, those inside it forgotten (``f(a[1)``); else the bracket open last,
+    mistyped (``[[1, 2)]``, ``tensor[3x3)``); with none open in the statement (``print i)`` in a
+    block), nothing."""
+    own = _CLOSE[piece]
+    inner = False
+    for k in range(len(stack) - 1, -1, -1):
+        c = stack[k][0]
+        if c == "{":
+            break
+        inner = True
+        if c == own:
+            del stack[k:]
+            local(error)
+            return
+    if inner:
+        stack.pop()
+        local(error)
+        return
+    local(GoatError("unmatched '%s': no bracket is open here" % piece, Loc(source, start, end)))
+
+
 def open_brackets(text: str) -> list:
     """The brackets and blocks still open at the end of ``text``, outermost first (comments and
     strings skipped).
 
     The REPL reads another line while this is not empty.  The brackets are matched as
-    :func:`tokenize` matches them: a ``{`` or a block's ``}`` ends the ``(`` and ``[`` left open
-    inside the block (``print f(i`` before a ``}`` is that statement's error, and the ``}``
-    closes the block), and a ``)`` or ``]`` that closes another kind of bracket is an error no
-    further line can mend: nothing is open then, so the REPL reads no more and says so.
+    :func:`tokenize` matches them: a ``{``, a block's ``}`` or a ``;`` ends the ``(`` and ``[``
+    left open inside the block (``print f(i`` before a ``}`` is that statement's error, and
+    the ``}`` closes the block), and a ``)`` or ``]`` that closes another kind of bracket is
+    taken as :func:`_mismatched_close` takes it (an error, the brackets mended).
     """
     stack = []
     for piece in _PIECES.findall(text):
@@ -615,6 +649,15 @@ def open_brackets(text: str) -> list:
             elif c == "}" and "{" in stack:
                 while stack.pop() != "{":
                     pass
-            elif stack:
-                return []
+            elif c == "}":
+                return []           # a } with no block open: the parser says so
+            else:                   # mended as _mismatched_close mends them
+                base = len(stack) - stack[::-1].index("{") if "{" in stack else 0
+                if _CLOSE[c] in stack[base:]:
+                    del stack[len(stack) - 1 - stack[::-1].index(_CLOSE[c]):]
+                elif len(stack) > base:
+                    stack.pop()
+        elif c == ";":
+            while stack and stack[-1] != "{":
+                stack.pop()
     return stack
