@@ -1700,3 +1700,17 @@ def test_a_bracket_that_does_not_match_is_its_statements_error(src, expected):
     assert len(got) == len(expected), got
     for (line, message), (want_line, start) in zip(got, expected):
         assert line == want_line and message.startswith(start), got
+
+
+def test_a_def_written_without_its_keyword_is_one_error():
+    """Found by a breaker: f(a: tensor[2]) = a * 2 was a syntax error, and each call of f
+    after it a second one (unknown function 'f').  The error says a function is defined with
+    def, and the calls are not reported again."""
+    src = ("f(a: tensor[2]) = a * 2\nprint f([1, 2])\n"
+           "g(a: tensor[2]) -> tensor[2] {\n  return a\n}\nprint g([1, 2])\nprint z\n")
+    with pytest.raises(goat.GoatErrors) as info:
+        goat.check_source(src)
+    got = [(e.line, e.message) for e in info.value.errors]
+    assert [line for line, _ in got] == [1, 3, 7], got
+    assert got[0][1].endswith("; a function is defined with def: def f(...)")
+    assert got[1][1].endswith("; a function is defined with def: def g(...)")

@@ -793,6 +793,8 @@ def _hint(tokens, tok) -> str:
                 "in the order of the parameters" % tokens[i - 1].value)
     if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
         return "; a new name needs let: let %s = ..." % tokens[0].value
+    if tok.type == "LPAR" and i == 1 and _def_without_keyword(tokens):
+        return "; a function is defined with def: def %s(...)" % tokens[0].value
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
         return "; a new name needs let: let %s = ..." % tok.value
     return ""
@@ -932,11 +934,29 @@ def _room_for(key) -> bool:
 _ASSIGN_OPS = frozenset(PUNCTUATION[op] for op in COMPOUND_ASSIGN)
 
 
+def _def_without_keyword(tokens) -> bool:
+    """f(a: tensor[2]) = a * 2, or f(a: tensor[2]) { ...: a def written without its def."""
+    if len(tokens) < 3 or tokens[0].type != "NAME" or tokens[1].type != "LPAR":
+        return False
+    depth = 0
+    for k, t in enumerate(tokens[1:], 1):
+        if t.type in ("LPAR", "LSQB"):
+            depth += 1
+        elif t.type in ("RPAR", "RSQB"):
+            depth -= 1
+            if depth == 0:
+                after = tokens[k + 1].type if k + 1 < len(tokens) else None
+                return after in ("_EQUAL", "LBRACE", "ARROW")
+    return False
+
+
 def _names_of(tokens) -> tuple:
     """The names a statement that could not be read seems to define (let a, b = ...; a loop's
     variable, used by the lines after a Python-style header, for i in range(n):)."""
     if len(tokens) > 1 and tokens[0].type == "FOR" and tokens[1].type == "NAME":
         return (tokens[1].value,)
+    if _def_without_keyword(tokens):
+        return (tokens[0].value,)
     if tokens and tokens[0].type == "NAME":
         # an assignment (h = ..., h += ..., a, b = ...): the var's value is not known after it
         names = []
@@ -1203,7 +1223,8 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                     build.named.clear()
                     blocks = True
                     loc = build._loc(tokens[0])
-                    names = _names_of(tokens) if tokens[0].type == "DEF" else ()
+                    names = _names_of(tokens) if tokens[0].type == "DEF" or \
+                        _def_without_keyword(tokens) else ()
                     append(ast.Header("broken", ast.Broken(names, loc), loc))
                     continue
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
