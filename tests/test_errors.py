@@ -1714,3 +1714,13 @@ def test_a_def_written_without_its_keyword_is_one_error():
     assert [line for line, _ in got] == [1, 3, 7], got
     assert got[0][1].endswith("; a function is defined with def: def f(...)")
     assert got[1][1].endswith("; a function is defined with def: def g(...)")
+
+
+@pytest.mark.parametrize("src", ["import nn\nprint nn.\n", "import nn\nprint nn. linear\n"])
+def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
+    """Found by a newcomer: nn. then Enter in the REPL said only "unexpected character '.'"."""
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(src)
+    assert info.value.line == 2 and info.value.message == (
+        "unexpected character '.'; a dot is followed, with no space, by the name of a "
+        "module's def: nn.linear (in the REPL, Tab after the dot lists them)")

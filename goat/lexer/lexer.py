@@ -312,6 +312,10 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
                     hint = ("; goat has no methods or fields: call a function on the value "
                             "(row_sum(x), transpose(x), ...)")
+                elif out and out[-1].type == "NAME" and out[-1].end_pos == start_:
+                    # nn. or nn. linear: a module's member is named right after its dot
+                    hint = ("; a dot is followed, with no space, by the name of a module's "
+                            "def: nn.linear (in the REPL, Tab after the dot lists them)")
                 local(GoatError("unexpected character '.'" + hint, Loc(source, start_, end_)))
                 i += 1
                 continue
