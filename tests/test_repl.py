@@ -479,7 +479,9 @@ def test_a_partly_typed_module_member_shows_the_candidates():
     assert s.hint("print nn.softmax_") == "nn.softmax_…  (nn.softmax_rows, nn.softmax_rows_back)"
     assert s.hint("nn.zz") == "error: module nn has no def or let named 'zz'"
     assert s.hint("nn.gelu(x") == "nn.gelu(x…  :  tensor[1x2]"
-    assert s.hint("x.") == "error: unexpected character '.'"
+    assert s.hint("x.") == ("error: unexpected character '.'; a dot is followed, with no "
+                            "space, by the name of a module's def: nn.linear (in the REPL, Tab "
+                            "after the dot lists them)")
     assert s.hint("ro").startswith("ro…  (row_max, ")
     # inside an open call and inside a block too (they had shown nothing, and an error)
     assert s.hint("exp(nn.ge") == "nn.ge…  (nn.gelu)"

@@ -775,7 +775,7 @@ class Session:
         error ``e`` is then its own: a '.' with nothing after it, or no such member); None
         otherwise."""
         member = _PARTIAL_MEMBER.search(body)
-        if member and (e.message == "unexpected character '.'" or e.message.startswith(
+        if member and (e.message.startswith("unexpected character '.'") or e.message.startswith(
                 "module %s has no def or let named" % member.group(1))):
             word = member.group()       # nn. or nn.ge, as Tab completes it
             matches = sorted(n for n, _ in self.members() if n.startswith(word) and n != word)
