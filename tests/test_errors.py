@@ -1724,3 +1724,49 @@ def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
     assert info.value.line == 2 and info.value.message == (
         "unexpected character '.'; a dot is followed, with no space, by the name of a "
         "module's def: nn.linear (in the REPL, Tab after the dot lists them)")
+
+
+@pytest.mark.parametrize("src, expected", [
+    # the if's } forgotten: the } under the for closes the for, and the if is the error
+    ("var s = 0\nfor i in 0..3 {\n  if i > 1 {\n    s = s + i\n\n  s = s * 2\n}\nprint z\n",
+     [(3, "'{' is never closed: the '}' on line 7 is indented as the block on line 2, and "
+          "closes that one"), (8, "unknown name 'z'")]),
+    # an else's, inside a def: the def's } still closes the def
+    ("def f(x: tensor[2]) -> tensor[2] {\n  var s = x\n  for i in 0..3 {\n    if i > 1 {\n"
+     "      s = s + x\n    } else {\n      s = s * 2\n\n  }\n  return s\n}\nprint z\n",
+     [(6, "'{' is never closed: the '}' on line 9 is indented as the block on line 3"),
+      (12, "unknown name 'z'")]),
+    # two forgotten: each its error
+    ("for i in 0..3 {\n  for j in 0..3 {\n    if i > j {\n      print i\n\n}\nprint z\n",
+     [(2, "'{' is never closed: the '}' on line 6 is indented as the block on line 1"),
+      (3, "'{' is never closed: the '}' on line 6 is indented as the block on line 1"),
+      (7, "unknown name 'z'")]),
+    # braces in strings and comments are not counted; a } not first on its line tells nothing
+    ('for i in 0..3 {  # {\n  if i > 1 {\n    print "{i}"\n\n}\nprint z\n',
+     [(2, "'{' is never closed: the '}' on line 5"), (6, "unknown name 'z'")]),
+    # the indentation does not explain it: the innermost { left open, as before
+    ("for i in 0..3 {\n  if i > 1 {\n    print i\n  }\nprint z\n",
+     [(1, "'{' is never closed")]),
+])
+def test_a_forgotten_brace_is_found_by_the_indentation_of_the_braces_after_it(src, expected):
+    """Found by a breaker: a block's } forgotten inside another was reported at the
+    outermost block (the } meant for it closed the inner one), and everything after was
+    dropped with it.  The } lined up with the outer header closes it; the inner block is the
+    error, and the lines after are checked."""
+    try:
+        goat.check_source(src)
+    except goat.GoatErrors as e:
+        got = [(x.line, x.message) for x in e.errors]
+    except goat.GoatError as e:
+        got = [(e.line, e.message)]
+    else:
+        raise AssertionError("no error")
+    assert len(got) == len(expected), got
+    for (line, message), (want_line, start) in zip(got, expected):
+        assert line == want_line and message.startswith(start), got
+
+
+def test_a_valid_program_however_indented_is_not_repaired():
+    src = ("var s = 0\nfor i in 0..3 {\n    if i > 1 {\n        s = s + i\n}\n}\n"
+           "  for j in 0..2 {\ns = s + j\n      }\nprint s\n")
+    assert goat.run_source(src)[0] == 3        # 2, then 0 + 1

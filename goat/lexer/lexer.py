@@ -252,6 +252,9 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     headers = {}            # the offset of a block's { -> the index of its header statement
     i = 0
     n = len(pieces)
+    # a block's } forgotten, told by the indentation of the }s after it: a } there first
+    # closes the blocks it is not indented as (their headers' error)
+    missing = _missing_closes(piece_text, pieces, ends)
 
     def local(error):
         # an error of this statement alone (the brackets around are not in doubt): an ERROR
@@ -362,6 +365,30 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     headers[start_] = len(statements)
                 stack.append((piece, start_))
             elif piece in _CLOSE:
+                todo = missing.get(start_, ())
+                if not (len(stack) > len(todo) and all(
+                        stack[-1 - j] == ("{", at) for j, at in enumerate(todo))):
+                    todo = ()           # (brackets the indentation did not count are open)
+                else:
+                    outer = source.position(stack[-1 - len(todo)][1])[0]
+                for at in todo:
+                    # this block's } forgotten: closed here, before the } that lines up with
+                    # an outer block's header; its header's error
+                    if out:
+                        out.append(Tok("_NL", "", start_, start_))
+                        statements.append(out)
+                        out = []
+                    statements.append([Tok("RBRACE", "", start_, start_),
+                                       Tok("_NL", "", start_, start_)])
+                    stack.pop()
+                    k = headers[at]
+                    if all(j != k for j, _ in errors):
+                        errors.append((k, GoatError(
+                            "'{' is never closed: the '}' on line %d is indented as the block "
+                            "on line %d, and closes that one"
+                            % (source.position(start_)[0], outer),
+                            Loc(source, at, at + 1))))
+                        errors.sort(key=lambda e: e[0])
                 if not stack:
                     if piece != "}":        # (a } with no block open: the parser says so)
                         local(GoatError("unmatched '%s': no bracket is open here" % piece,
@@ -457,6 +484,66 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     for k, error in errors:
         statements[k] = Unreadable(statements[k], error)
     return statements
+
+
+def _missing_closes(text: str, pieces: list, ends: list) -> dict:
+    """Where a block's ``}`` was forgotten, as the indentation of the ``}`` after it shows:
+    {the offset of a ``}``: the offsets of the ``{`` it closes first, innermost first}.
+
+    Only where the ``{`` outnumber the ``}`` (a valid program, however indented, has none),
+    and only when those places explain every ``{`` left open: a ``}`` first on its line,
+    indented less than the header of the block it would close and as deep as an outer one's,
+    closes the blocks in between first.  (A header's indentation: that of the line its
+    statement starts on.)"""
+    if text.count("{") <= text.count("}"):     # (a cheap first look: strings hold some)
+        return {}
+
+    def scan(repair):
+        stack = []                  # (offset of a {, the indentation of its header)
+        fixes = {}
+        depth = 0                   # ( and [ open: a newline inside them starts no statement
+        indent = None               # the current statement's first line's indentation
+        first = True                # nothing yet on this line
+        line_start = 0
+        for piece, end in zip(pieces, ends):
+            c = piece[0]
+            start = end - len(piece)
+            if c == "\n":
+                first = True
+                line_start = end
+                continue
+            if c in " \t\f\r" or c == "#":
+                continue
+            if first and depth == 0:
+                indent = start - line_start
+            at_line_start, first = first, False
+            if c in "([":
+                depth += 1
+            elif c in ")]":
+                depth = max(0, depth - 1)
+            elif piece == "{":
+                stack.append((start, indent))
+                depth = 0
+            elif piece == "}":
+                depth = 0
+                if not stack:
+                    return None     # a } with nothing open: no forgotten one to find
+                if repair and at_line_start:
+                    col = start - line_start
+                    while (len(stack) > 1 and col < stack[-1][1]
+                           and any(ind == col for _, ind in stack[:-1])):
+                        fixes.setdefault(start, []).append(stack.pop()[0])
+                stack.pop()
+                indent = start - line_start if at_line_start else indent
+        return stack, fixes
+
+    first_pass = scan(False)
+    if first_pass is None or not first_pass[0]:
+        return {}
+    second = scan(True)
+    if second is None or second[0]:
+        return {}           # the indentation does not explain each { left open
+    return second[1]
 
 
 class Unreadable(list):
