@@ -1,4 +1,5 @@
 """Shared helpers: run a program through the Python API or the real command line."""
+import itertools
 import os
 import subprocess
 import sys
@@ -55,3 +56,29 @@ def assert_same_on_the_gpu_test_back_end(text):
         outs.append((out.getvalue(), [np.asarray(v).tobytes() for v in ev.printed]))
     assert outs[0] == outs[1]
     assert be.counter.stray_downloads == 0
+
+
+def printed_numbers(text):
+    """The numbers of each value a run printed in the memref format (``text``, its standard
+    output), as a flat list of floats per value."""
+    out = []
+    for block in text.split("Unranked Memref")[1:]:
+        lines = block.split("data = \n", 1)[1].splitlines()
+        data = " ".join(itertools.takewhile(lambda line: line.startswith(("[", " ")), lines))
+        out.append([float(v) for v in data.replace("[", " ").replace("]", " ")
+                    .replace(",", " ").split()])
+    return out
+
+
+def assert_compiled_equal(numbers, want, program):
+    """A compiled run's printed ``numbers`` are ``want`` (goat run's value, or a reference),
+    bit for bit -- within 1e-12 where ``program`` takes a tanh and NumPy's tanh is not C's on
+    this processor (NumPy 2.4 without AVX-512, docs/aot.md)."""
+    import numpy as np
+    from goat.aot.numpy_libs import c_functions_differ
+    want = np.asarray(want).ravel()
+    if ("tanh(" in program or "gelu(" in program) and "tanh" in c_functions_differ():
+        assert np.allclose(np.array(numbers), want, rtol=1e-12, atol=1e-15)
+    else:
+        assert np.array_equal(np.array(numbers), want)
+

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import assert_same_on_the_gpu_test_back_end, error, run
+from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end, error,
+                      printed_numbers, run)
 
 RNG = np.random.default_rng(36)
 
@@ -131,16 +132,10 @@ def test_grad_through_concat_in_a_loop_is_pytorchs_or_finite_differences_and_com
                        env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"),
                                 GOAT_PRINT_DIGITS="17"))
     assert r.returncode == 0, r.stderr
-    blocks = [b.split("data = \n")[1] for b in r.stdout.split("Unranked Memref")[1:]]
+    blocks = printed_numbers(r.stdout)
     assert len(blocks) == 2
-    from goat.aot.numpy_libs import c_functions_differ
-    for block, want in zip(blocks, (gw, gu)):
-        numbers = [float(v) for v in block.replace("[", " ").replace("]", " ")
-                   .replace(",", " ").split() if v.strip()]
-        if "tanh" in c_functions_differ():      # NumPy's tanh is not C's here (docs/aot.md)
-            assert np.allclose(numbers, want.ravel(), rtol=1e-12, atol=1e-15)
-        else:
-            assert np.array_equal(numbers, want.ravel())
+    for numbers, want in zip(blocks, (gw, gu)):
+        assert_compiled_equal(numbers, want, _PROGRAM)
 
 
 def test_the_second_derivative_goes_through_concats_derivative():

@@ -1537,6 +1537,25 @@ def test_a_type_whose_bracket_is_not_closed_is_one_error(src, message):
     assert not hasattr(e, "errors") and e.message == message
 
 
+def _reported(src):
+    """(line, message) of each error goat.check_source reports for ``src``."""
+    try:
+        goat.check_source(src)
+    except goat.GoatErrors as e:
+        return [(x.line, x.message) for x in e.errors]
+    except goat.GoatError as e:
+        return [(e.line, e.message)]
+    raise AssertionError("no error")
+
+
+def _expect(src, expected):
+    """The errors of ``src`` are those of ``expected``: (line, the message's start) each."""
+    got = _reported(src)
+    assert len(got) == len(expected), got
+    for (line, message), (want_line, start) in zip(got, expected):
+        assert line == want_line and message.startswith(start), got
+
+
 @pytest.mark.parametrize("src, expected", [
     # a loop's header that cannot be read: its block is left out, the lines after are checked
     ("let x = [1, 2, 3]\nprint x + [1, 2]\nfor i in 0..: {\n    print y\n}\nprint z\n",
@@ -1585,12 +1604,7 @@ def test_a_blocks_header_that_cannot_be_read_does_not_hide_the_other_errors(src,
     """Found by a breaker: an unreadable for/if/else-if header, a stray else or }, or a
     bracket left open inside a block stopped the reading of the whole file, and the errors
     around it (syntax and shape alike) went unreported."""
-    with pytest.raises(goat.GoatErrors) as info:
-        goat.check_source(src)
-    got = [(e.line, e.message) for e in info.value.errors]
-    assert len(got) == len(expected), got
-    for (line, message), (want_line, start) in zip(got, expected):
-        assert line == want_line and message.startswith(start), got
+    _expect(src, expected)
 
 
 def test_the_repl_and_a_single_error_still_raise_the_first_syntax_error():
@@ -1640,12 +1654,7 @@ MATMUL_ERROR = "print [[1, 2]] @ [[1]]\n"
 def test_a_header_without_its_brace_is_one_error(src, expected):
     """Found by a breaker: a block's header with no { (or its { on the next line) was one
     error, and the } that ended its block (or the lone {) a second."""
-    with pytest.raises(goat.GoatErrors) as info:
-        goat.check_source(src)
-    got = [(e.line, e.message) for e in info.value.errors]
-    assert len(got) == len(expected), got
-    for (line, message), (want_line, start) in zip(got, expected):
-        assert line == want_line and message.startswith(start), got
+    _expect(src, expected)
 
 
 def test_what_a_dropped_block_assigns_is_unknown_after_it():
@@ -1689,17 +1698,7 @@ def test_a_bracket_that_does_not_match_is_its_statements_error(src, expected):
     """Found by a breaker: a ) or ] that closed another bracket, or a ; inside ( ), stopped
     the reading of the whole file.  It is its statement's error, the brackets mended as the
     likeliest slip has it, and the statements after it are read and checked."""
-    try:
-        goat.check_source(src)
-    except goat.GoatErrors as e:
-        got = [(x.line, x.message) for x in e.errors]
-    except goat.GoatError as e:
-        got = [(e.line, e.message)]
-    else:
-        raise AssertionError("no error")
-    assert len(got) == len(expected), got
-    for (line, message), (want_line, start) in zip(got, expected):
-        assert line == want_line and message.startswith(start), got
+    _expect(src, expected)
 
 
 def test_a_def_written_without_its_keyword_is_one_error():
@@ -1753,17 +1752,7 @@ def test_a_forgotten_brace_is_found_by_the_indentation_of_the_braces_after_it(sr
     outermost block (the } meant for it closed the inner one), and everything after was
     dropped with it.  The } lined up with the outer header closes it; the inner block is the
     error, and the lines after are checked."""
-    try:
-        goat.check_source(src)
-    except goat.GoatErrors as e:
-        got = [(x.line, x.message) for x in e.errors]
-    except goat.GoatError as e:
-        got = [(e.line, e.message)]
-    else:
-        raise AssertionError("no error")
-    assert len(got) == len(expected), got
-    for (line, message), (want_line, start) in zip(got, expected):
-        assert line == want_line and message.startswith(start), got
+    _expect(src, expected)
 
 
 def test_a_valid_program_however_indented_is_not_repaired():

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import ROOT, assert_same_on_the_gpu_test_back_end
+from conftest import (ROOT, assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
+                      printed_numbers)
 
 RNG = np.random.default_rng(7)
 
@@ -359,17 +360,6 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
         .replace('load("w1.npy")', "randn(tensor[2x2], 2)"))
 
 
-def _assert_compiled_equal(numbers, g, program):
-    """A compiled run's printed ``numbers`` are goat run's ``g``, bit for bit -- within 1e-12
-    where ``program`` takes a tanh and NumPy's tanh is not C's on this processor (NumPy 2.4
-    without AVX-512, docs/aot.md)."""
-    from goat.aot.numpy_libs import c_functions_differ
-    if "tanh(" in program and "tanh" in c_functions_differ():
-        assert np.allclose(np.array(numbers), g.ravel(), rtol=1e-12, atol=1e-15)
-    else:
-        assert np.array_equal(np.array(numbers), g.ravel())
-
-
 @pytest.mark.parametrize("name", ["rnn, an invariant hoisted", "a counter, an if and a mask",
                                   "nested loops", "a loop in a def called twice",
                                   "a window i..i + 2", "values hoisted in nested loops",
@@ -386,11 +376,8 @@ def test_compiled_gradients_are_goat_runs_bit_for_bit(tmp_path, name):
             for extra in ([], ["--aot"])]
     assert runs[1].returncode == 0, runs[1].stderr
     got = goat.run_file(str(tmp_path / "p.mg"))[-2:]
-    shown = runs[1].stdout.split("data = \n")[1:]
-    for g, text in zip(got, shown):
-        numbers = [float(x) for x in text.replace("[", " ").replace("]", " ").replace(",", " ")
-                   .split()[:g.size]]
-        _assert_compiled_equal(numbers, g, body)
+    for g, numbers in zip(got, printed_numbers(runs[1].stdout)):
+        assert_compiled_equal(numbers, g, body)
 
 
 def test_aot_needs_the_number_of_iterations(tmp_path):
@@ -542,10 +529,8 @@ def test_a_long_compiled_loop_writes_its_tape_in_place(tmp_path):
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     (g,) = goat.run_file(str(tmp_path / "p.mg"))
-    shown = r.stdout.split("data = \n")[1]
-    numbers = [float(x) for x in shown.replace("[", " ").replace("]", " ").replace(",", " ")
-               .split()]
-    _assert_compiled_equal(numbers, g, program)
+    (numbers,) = printed_numbers(r.stdout)
+    assert_compiled_equal(numbers, g, program)
 
 
 _HOISTED = ("let w = randn(tensor[32x32], 1) * 0.2\nvar h = randn(tensor[2x32], 2)\n"

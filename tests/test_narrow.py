@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import assert_same_on_the_gpu_test_back_end, error, run
+from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end, error,
+                      printed_numbers, run)
 
 RNG = np.random.default_rng(35)
 
@@ -144,14 +145,8 @@ def test_grad_through_narrow_in_a_loop_is_finite_differences_and_compiles_bit_fo
                        env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"),
                                 GOAT_PRINT_DIGITS="17"))
     assert r.returncode == 0, r.stderr
-    shown = r.stdout.split("data = \n")[1]
-    numbers = [float(v) for v in shown.replace("[", " ").replace("]", " ").replace(",", " ")
-               .split()]
-    from goat.aot.numpy_libs import c_functions_differ
-    if "tanh" in c_functions_differ():      # NumPy's tanh is not C's here (docs/aot.md)
-        assert np.allclose(numbers, g.ravel(), rtol=1e-12, atol=1e-15)
-    else:
-        assert np.array_equal(numbers, g.ravel())
+    (numbers,) = printed_numbers(r.stdout)
+    assert_compiled_equal(numbers, g, _PROGRAM)
 
 
 def test_the_derivative_of_narrows_derivative_is_narrow():

@@ -330,3 +330,27 @@ class Module:
     def __init__(self, source, stmts: list):
         self.source = source
         self.stmts = stmts
+
+
+def assigned_names(stmts, out, memo=None):
+    """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``.
+    ``memo`` (a dict) keeps each block's names, for a caller that asks again for the blocks
+    inside (each if of an else-if chain asks for the rest: quadratic without it)."""
+    for s in stmts:
+        t = type(s)
+        if t is Assign:
+            out.append(s.name)
+        elif t is LetTuple and s.kind == "assign":
+            out.extend(n for n in s.names if n != "_")
+        elif t is Broken:           # a statement that could not be read: what it names
+            out.extend(s.names)
+        elif t is For or t is If:
+            names = memo.get(s) if memo is not None else None
+            if names is None:
+                names = []
+                assigned_names(s.body, names, memo)
+                if t is If:
+                    assigned_names(s.orelse, names, memo)
+                if memo is not None:
+                    memo[s] = names
+            out.extend(names)

@@ -1046,7 +1046,7 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
         broken = dropped.pop(id(current), None)
         if broken is not None:
             names = []
-            _assigned_in(current, names)
+            ast.assigned_names(current, names)
             broken.names = tuple(dict.fromkeys(broken.names + tuple(names)))
         current = parent
         return header
@@ -1138,23 +1138,6 @@ def _column(stmt) -> int:
 
 def _line(stmt) -> int:
     return stmt.loc.source.position(stmt.loc.start)[0]
-
-
-def _assigned_in(stmts: list, out: list) -> None:
-    """Append to ``out`` the names the statements assign (a var's ``=``, ``+=``, ``a, b =``),
-    in blocks inside them too: those a block dropped for its header's error would change."""
-    for s in stmts:
-        t = type(s)
-        if t is ast.Assign:
-            out.append(s.name)
-        elif t is ast.LetTuple and s.kind == "assign":
-            out.extend(n for n in s.names if n != "_")
-        elif t is ast.Broken:
-            out.extend(s.names)
-        elif t is ast.For or t is ast.If:
-            _assigned_in(s.body, out)
-            if t is ast.If:
-                _assigned_in(s.orelse, out)
 
 
 def _open_else(current: list, header) -> list | None:

@@ -2724,28 +2724,7 @@ def _var_targets(stmt, n, scope) -> list:
     return [stmt.name] + ["v%d" % (i + 1) for i in range(1, n)]
 
 
-def _assigned(stmts, out, memo=None):
-    """Append the names ``stmts`` assign (in nested blocks too, not in defs) to ``out``.
-    ``memo`` (a dict) keeps each block's names, for a caller that asks again for the blocks
-    inside (each if of an else-if chain asks for the rest: quadratic without it)."""
-    for s in stmts:
-        t = type(s)
-        if t is ast.Assign:
-            out.append(s.name)
-        elif t is ast.LetTuple and s.kind == "assign":
-            out.extend(n for n in s.names if n != "_")
-        elif t is ast.Broken:           # a statement that could not be read: what it names
-            out.extend(s.names)
-        elif t is ast.For or t is ast.If:
-            names = memo.get(s) if memo is not None else None
-            if names is None:
-                names = []
-                _assigned(s.body, names, memo)
-                if t is ast.If:
-                    _assigned(s.orelse, names, memo)
-                if memo is not None:
-                    memo[s] = names
-            out.extend(names)
+_assigned = ast.assigned_names     # (in nested blocks too, not in defs)
 
 
 def _unbound(node):
