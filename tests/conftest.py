@@ -58,6 +58,13 @@ def assert_same_on_the_gpu_test_back_end(text):
     assert be.counter.stray_downloads == 0
 
 
+def literal(a):
+    """A goat list literal holding exactly the doubles of the NumPy array ``a``."""
+    import numpy as np
+    return np.array2string(a, separator=", ", threshold=10 ** 6, floatmode="unique",
+                           max_line_width=10 ** 6)
+
+
 def printed_numbers(text):
     """The numbers of each value a run printed in the memref format (``text``, its standard
     output), as a flat list of floats per value."""

@@ -10,14 +10,9 @@ import pytest
 
 import goat
 from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end, error,
-                      printed_numbers, run)
+                      literal as _literal, printed_numbers, run)
 
 RNG = np.random.default_rng(36)
-
-
-def _literal(a):
-    return np.array2string(a, separator=", ", threshold=10 ** 6, floatmode="unique",
-                           max_line_width=10 ** 6)
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 2), (2, 1, 3, 2)])
