@@ -1743,6 +1743,16 @@ def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
     # braces in strings and comments are not counted; a } not first on its line tells nothing
     ('for i in 0..3 {  # {\n  if i > 1 {\n    print "{i}"\n\n}\nprint z\n',
      [(2, "'{' is never closed: the '}' on line 5"), (6, "unknown name 'z'")]),
+    # a } in a string or a comment is no brace (a breaker's: the count had taken them)
+    ('for i in 0..3 {  # loop }\n  if i > 1 {\n    print "i = {i} }}"\n  print i\n}\n'
+     'print z\n',
+     [(2, "'{' is never closed: the '}' on line 5"), (6, "unknown name 'z'")]),
+    # a } too many inside a def, indented deeper than the def: that } is the error, the def
+    # is read to its own } and its calls are checked
+    ("def f(x: tensor[2]) -> tensor[2] {\n  let y = x * 2\n  }\n  return y\n}\n"
+     "print f([1, 2]) @ [[1]]\nprint z\n",
+     [(3, "this '}' closes no block: the block opened on line 1 ends at the '}' on line 5, "
+          "indented as its header"), (6, "cannot matrix-multiply"), (7, "unknown name 'z'")]),
     # the indentation does not explain it: the innermost { left open, as before
     ("for i in 0..3 {\n  if i > 1 {\n    print i\n  }\nprint z\n",
      [(1, "'{' is never closed")]),

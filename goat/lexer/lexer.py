@@ -254,7 +254,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     n = len(pieces)
     # a block's } forgotten, told by the indentation of the }s after it: a } there first
     # closes the blocks it is not indented as (their headers' error)
-    missing = _missing_closes(piece_text, pieces, ends)
+    missing, extra = _mended_blocks(text, pieces, ends, start)
 
     def local(error):
         # an error of this statement alone (the brackets around are not in doubt): an ERROR
@@ -365,6 +365,23 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     headers[start_] = len(statements)
                 stack.append((piece, start_))
             elif piece in _CLOSE:
+                if start_ in extra:
+                    # a } too many, indented deeper than the header of the block it would
+                    # close: its own error, and the block goes on to its } of the right indent
+                    at, end = extra[start_]
+                    if out:
+                        out.append(Tok("_NL", "", start_, start_))
+                        statements.append(out)
+                        out = []
+                    local(GoatError("this '}' closes no block: the block opened on line %d ends "
+                                    "at the '}' on line %d, indented as its header"
+                                    % (source.position(at)[0], source.position(end)[0]),
+                                    Loc(source, start_, end_)))
+                    out.append(Tok("_NL", "", end_, end_))
+                    statements.append(out)
+                    out = []
+                    i += 1
+                    continue
                 todo = missing.get(start_, ())
                 if not (len(stack) > len(todo) and all(
                         stack[-1 - j] == ("{", at) for j, at in enumerate(todo))):
@@ -486,37 +503,59 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     return statements
 
 
-def _missing_closes(text: str, pieces: list, ends: list) -> dict:
-    """Where a block's ``}`` was forgotten, as the indentation of the ``}`` after it shows:
-    {the offset of a ``}``: the offsets of the ``{`` it closes first, innermost first}.
+_HEAD_WORDS = frozenset(("for", "if", "else", "def"))
 
-    Only where the ``{`` outnumber the ``}`` (a valid program, however indented, has none),
-    and only when those places explain every ``{`` left open: a ``}`` first on its line,
+
+def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
+    """Where a block's ``}`` was forgotten, or one too many written, as the indentation of the
+    ``}`` after it shows: ({the offset of a ``}``: the offsets of the ``{`` it closes first,
+    innermost first}, {the offset of a ``}`` that closes nothing: (the line of the block it
+    stands in, the line of the ``}`` that closes that block)}).
+
+    Only where the ``{`` and ``}`` do not pair up (a valid program, however indented, is read
+    as written), and only when the places found pair up every one: a ``}`` first on its line,
     indented less than the header of the block it would close and as deep as an outer one's,
-    closes the blocks in between first.  (A header's indentation: that of the line its
-    statement starts on.)"""
-    if text.count("{") <= text.count("}"):     # (a cheap first look: strings hold some)
-        return {}
+    closes the blocks in between first; where there are too many, one indented deeper than
+    the header of the block it would close closes nothing.  (A header's indentation: that of
+    the line its statement starts on.)  ``pieces`` end at ``ends``, the first at offset
+    ``first`` of ``text``."""
+    opens = closes = 0
+    for piece in pieces:
+        if piece == "{":
+            opens += 1
+        elif piece == "}":
+            closes += 1
+    if opens == closes:
+        return {}, {}
+    too_few = opens > closes
 
     def scan(repair):
         stack = []                  # (offset of a {, the indentation of its header)
-        fixes = {}
+        missing, extra = {}, {}
+        skipped = {}                # offset of a { -> the extra } met inside its block
         depth = 0                   # ( and [ open: a newline inside them starts no statement
         indent = None               # the current statement's first line's indentation
-        first = True                # nothing yet on this line
-        line_start = 0
+        at_start = True             # nothing yet on this line
+        line_start = text.rfind("\n", 0, first) + 1
+        head = None                 # the current statement's first word, while it has no {
+        unbraced = {}               # the offset of a { (None: none) -> the indentations of the
+        #                             headers with no { inside its block (the parser's to pair)
         for piece, end in zip(pieces, ends):
             c = piece[0]
             start = end - len(piece)
             if c == "\n":
-                first = True
+                if depth == 0 and head in _HEAD_WORDS:
+                    unbraced.setdefault(stack[-1][0] if stack else None, set()).add(indent)
+                head = None if depth == 0 else head
+                at_start = True
                 line_start = end
                 continue
             if c in " \t\f\r" or c == "#":
                 continue
-            if first and depth == 0:
+            if at_start and depth == 0:
                 indent = start - line_start
-            at_line_start, first = first, False
+                head = piece
+            first_on_line, at_start = at_start, False
             if c in "([":
                 depth += 1
             elif c in ")]":
@@ -524,26 +563,39 @@ def _missing_closes(text: str, pieces: list, ends: list) -> dict:
             elif piece == "{":
                 stack.append((start, indent))
                 depth = 0
+                head = None
             elif piece == "}":
                 depth = 0
-                if not stack:
-                    return None     # a } with nothing open: no forgotten one to find
-                if repair and at_line_start:
-                    col = start - line_start
+                head = None
+                col = start - line_start
+                if first_on_line and col in unbraced.get(stack[-1][0] if stack else None, ()):
+                    continue        # under a header with no {: the parser pairs them
+                if repair and first_on_line and too_few:
                     while (len(stack) > 1 and col < stack[-1][1]
                            and any(ind == col for _, ind in stack[:-1])):
-                        fixes.setdefault(start, []).append(stack.pop()[0])
-                stack.pop()
-                indent = start - line_start if at_line_start else indent
-        return stack, fixes
+                        missing.setdefault(start, []).append(stack.pop()[0])
+                elif repair and first_on_line and stack and col > stack[-1][1]:
+                    skipped.setdefault(stack[-1][0], []).append(start)
+                    continue
+                if not stack:
+                    return None     # a } with nothing open
+                at = stack.pop()[0]
+                for one in skipped.pop(at, ()):
+                    extra[one] = (at, start)
+                if first_on_line:
+                    indent = col
+        if skipped:
+            return None
+        return stack, missing, extra
 
-    first_pass = scan(False)
-    if first_pass is None or not first_pass[0]:
-        return {}
-    second = scan(True)
-    if second is None or second[0]:
-        return {}           # the indentation does not explain each { left open
-    return second[1]
+    if too_few:
+        plain = scan(False)
+        if plain is None or not plain[0]:
+            return {}, {}
+    mended = scan(True)
+    if mended is None or mended[0]:
+        return {}, {}       # the indentation does not pair up every { and }
+    return mended[1], mended[2]
 
 
 class Unreadable(list):

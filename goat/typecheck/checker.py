@@ -2766,11 +2766,16 @@ def _checkable_without_broken(stmt) -> bool:
 
 
 def _holds_broken(stmt) -> bool:
-    """Does a block statement hold a statement that could not be read?"""
+    """Does a block statement hold a statement that could not be read and leaves something
+    unknown: a name it would define or assign, or a def's last statement (its return)?  (One
+    that names nothing -- a stray }, a print -- changes nothing the rest of the block or a
+    caller sees: the block is checked without it, and what it defines stays known.)"""
+    if not _checkable_without_broken(stmt):
+        return True
     stack = [stmt]
     while stack:
         s = stack.pop()
-        if type(s) is ast.Broken:
+        if type(s) is ast.Broken and s.names:
             return True
         for name in ("body", "orelse"):
             inner = getattr(s, name, None)
