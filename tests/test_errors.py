@@ -1635,6 +1635,24 @@ MATMUL_ERROR = "print [[1, 2]] @ [[1]]\n"
     # ... Python's blocks: each header its own error, the block ends where the indent does
     ("var s = 0\nif s < 1:\n    s = s + 1\nelse:\n    s = s - 1\n" + MATMUL_ERROR,
      [(2, "syntax error"), (4, "syntax error"), (6, "cannot matrix-multiply")]),
+    # ... the header reads with a { in place of its end: its block is checked
+    ("for i in 0..3\n    print i\n    print j\n}\nprint k\n",
+     [(1, "syntax error: expected '{'"), (3, "unknown name 'j'"), (5, "unknown name 'k'")]),
+    # ... an else after a } (the } is the if's, the one under the else the else's)
+    ("let x = 2\nif x > 1 {\n    print 1\n} else\n    print zz\n}\nprint yy\n",
+     [(4, "syntax error"), (5, "unknown name 'zz'"), (7, "unknown name 'yy'")]),
+    ("let x = 2\nif x > 1 {\n    print 1\n} else if x > 0\n    print zz\n}\nprint yy\n",
+     [(4, "syntax error"), (5, "unknown name 'zz'"), (7, "unknown name 'yy'")]),
+    # ... its lines not indented: the } at its indentation ends it
+    ('let s = 1\nif s > 1\nprint "big"\n}\nprint zz\n',
+     [(2, "syntax error"), (5, "unknown name 'zz'")]),
+    ('let s = 1\nif s > 1\nprint "big"\n} else if s > 0\nprint 1\n} else {\nprint 2\n}\n'
+     'print zz\n',
+     [(2, "syntax error"), (4, "syntax error"), (9, "unknown name 'zz'")]),
+    # ... on one line with its }: that } is its own, not the def's
+    ("def f(x: scalar) {\n    var acc = x\n    for k in 0..2 acc = acc * 2 }\n    return acc\n"
+     "}\nprint z\n",
+     [(3, "syntax error"), (6, "unknown name 'z'")]),
     # ... a header with no block under it: the next line is the program's
     ("for i in 0..3 print i\nprint z\n",
      [(1, "syntax error"), (2, "unknown name 'z'")]),

@@ -296,13 +296,17 @@ class ExprStmt(Stmt):
 class Header(Stmt):
     """A block's opening line, as the parser reads it one statement at a time: ``kind`` is
     for, if, elif, else or def; ``stmt`` the For/If/Def to fill with the block's statements.
-    parser.py assembles blocks from headers and Close statements; no Header leaves the parser."""
-    __slots__ = ("kind", "stmt")
+    parser.py assembles blocks from headers and Close statements; no Header leaves the parser.
+    ``soft``: for a header written without its ``{`` (its error reported), the Broken that
+    stands for it where no block can be found under it; its block ends where the indentation
+    or a ``}`` says."""
+    __slots__ = ("kind", "stmt", "soft")
 
     def __init__(self, kind: str, stmt, loc: Loc):
         self.kind = kind
         self.stmt = stmt
         self.loc = loc
+        self.soft = None
 
 
 class Close(Stmt):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..diagnostics import GoatError, Loc, Source
 from . import ast
-from .lexer import MAX_RANK, Unreadable, tokenize
+from .lexer import MAX_RANK, Tok, Unreadable, tokenize
 from .tokens import COMPOUND_ASSIGN, DESCRIPTIONS, KEYWORDS, PUNCTUATION, STATEMENT_KEYWORDS
 
 EXPRESSION_START = {"NAME", "NUMBER", "LPAR", "MINUS", "ARRAY", "LSQB", "NOT"}
@@ -1032,6 +1032,7 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
     stack = []              # (Header, the list its statements go to)
     current = top
     dropped = {}            # id of a dropped block's list: the Broken that stands for it
+    by_brace = set()        # the headers with no { whose block (not indented) ends at a }
 
     def wrong(error):
         if errors is None:
@@ -1053,12 +1054,12 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
 
     for i, stmt in enumerate(stmts):
         t = type(stmt)
-        if stack and stack[-1][0].kind == "unbraced":
+        if stack and _soft(stack[-1][0]) and stack[-1][0] not in by_brace:
             # a block with no { ends at the first line indented no deeper than its header; a
             # } is its own unless it stands further left (an outer block's)
-            column, mine = _column(stmt), False
-            while stack and stack[-1][0].kind == "unbraced":
-                head = _column(stack[-1][0])
+            column, mine = _indent(stmt), False
+            while stack and _soft(stack[-1][0]) and stack[-1][0] not in by_brace:
+                head = _indent(stack[-1][0])
                 if t is not ast.Close and column > head:
                     break
                 close()
@@ -1069,14 +1070,20 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
                 continue
         if t is ast.Header:
             kind = stmt.kind
+            if _soft(stmt):
+                block = _has_block(stmts, i, stack)
+                if block is None:
+                    # no block under it: the header stands alone, as the statement that it
+                    # is not (its error reported), and the lines after are the program's
+                    current.append(stmt.stmt if kind == "unbraced" else stmt.soft)
+                    continue
+                if block == "brace":        # its lines not indented: it ends at its }
+                    by_brace.add(stmt)
             if kind == "unbraced":
                 current.append(stmt.stmt)
-                after = stmts[i + 1] if i + 1 < len(stmts) else None
-                if after is not None and _column(after) > _column(stmt) \
-                        and _line(after) > _line(stmt):
-                    stack.append((stmt, current))
-                    current = []
-                    dropped[id(current)] = stmt.stmt
+                stack.append((stmt, current))
+                current = []
+                dropped[id(current)] = stmt.stmt
                 continue
             if kind in ("else", "elif"):
                 try:
@@ -1132,12 +1139,52 @@ def _last_broken(stmts: list):
     return last if type(last) is ast.Broken else None
 
 
-def _column(stmt) -> int:
-    return stmt.loc.source.position(stmt.loc.start)[1]
+def _soft(header) -> bool:
+    """Is ``header`` one written without its { (its block ends where the indentation says)?"""
+    return header.kind == "unbraced" or header.soft is not None
+
+
+def _indent(stmt) -> int:
+    """The indentation of the line ``stmt`` starts on (its blanks, counted as characters)."""
+    text, at = stmt.loc.source.text, stmt.loc.start
+    start = text.rfind("\n", 0, at) + 1
+    end = start
+    while end < at and text[end] in " \t\f\r":
+        end += 1
+    return end - start
 
 
 def _line(stmt) -> int:
     return stmt.loc.source.position(stmt.loc.start)[0]
+
+
+def _has_block(stmts: list, i: int, stack: list):
+    """The block of the header ``stmts[i]``, written without its {: "indent" where lines
+    indented deeper stand under it, or a } on its own line (for k in 0..2 x = x * 2 }); "brace"
+    where its lines are not indented but a } at its indentation would close nothing else (none
+    at the top level; one indented deeper than the header of the block ``stack`` has open); None
+    where it has none."""
+    header = stmts[i]
+    after = stmts[i + 1] if i + 1 < len(stmts) else None
+    if after is None:
+        return None
+    if _line(after) == _line(header):
+        return "indent" if type(after) is ast.Close else None
+    if type(after) is not ast.Close and _indent(after) > _indent(header):
+        return "indent"
+    depth = 0
+    for s in stmts[i + 1:]:
+        t = type(s)
+        if t is ast.Header and not _soft(s):
+            depth += 1
+        elif t is ast.Close:
+            if depth == 0:
+                if _indent(s) == _indent(header) and (
+                        not stack or _indent(s) > _indent(stack[-1][0])):
+                    return "brace"
+                return None
+            depth -= 1
+    return None
 
 
 def _open_else(current: list, header) -> list | None:
@@ -1189,7 +1236,7 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
         else:
             if unbraced is not None and len(tokens) == 2 and tokens[0].type == "LBRACE":
                 # for i in 0..3 / { on a line of its own: one error, the block kept
-                stmt = _brace_on_its_own_line(build, unbraced, tokens, start, errors)
+                stmt = _brace_on_its_own_line(build, unbraced, tokens, stmts[-1], errors)
                 unbraced = None
                 stmts[-1] = stmt
                 blocks = True
@@ -1219,10 +1266,16 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                 broken = ast.Broken(_names_of(tokens), build._loc(tokens[0]))
                 if tokens[0].type in _HEADS:
                     # a block's header with no { (for i in 0..3, if a < b:): the lines
-                    # indented under it are its block (_assemble)
+                    # indented under it are its block (_assemble), checked where the header
+                    # reads with a { in place of its end (or of its Python colon)
                     unbraced = (tokens, len(errors) - 1) if errors and errors[-1] is e else None
                     blocks = True
-                    append(ast.Header("unbraced", broken, broken.loc))
+                    header = _with_brace(build, tokens, start)
+                    if header is None:
+                        header = ast.Header("unbraced", broken, broken.loc)
+                    else:
+                        header.soft = broken
+                    append(header)
                 else:
                     append(broken)
                 continue
@@ -1241,26 +1294,41 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
 _HEADS = frozenset(("FOR", "IF", "ELSE", "DEF"))
 
 
-def _brace_on_its_own_line(build, unbraced, tokens, start, errors):
+def _with_brace(build, tokens, start):
+    """The Header that a block's header written without its ``{`` (``tokens``, which failed)
+    reads as with one at its end, in place of a Python colon there; None if it does not."""
+    body = tokens[:-1]
+    if body and body[-1].type == "_COLON":
+        body = body[:-1]
+    if not body:
+        return None
+    end = body[-1].end_pos
+    try:
+        stmt = _parse_statement(build, body + [Tok("LBRACE", "{", end, end),
+                                               Tok("_NL", "", end, end)], start)
+    except GoatError:
+        build.named.clear()
+        return None
+    return stmt if type(stmt) is ast.Header else None
+
+
+def _brace_on_its_own_line(build, unbraced, tokens, header, errors):
     """The statement for a block's header that failed for want of its ``{`` (``unbraced``: its
-    tokens and its error's index in ``errors``) and the ``{`` on the line after it: the header
-    with that { when it reads so (its error then says where the { goes), else a broken header
-    whose block is dropped (the header's own error stands; the lone { is no second one)."""
+    tokens and its error's index in ``errors``; ``header``: what it was read as) and the ``{``
+    on the line after it: the header with that { when it reads so (its error then says where
+    the { goes), else a broken header whose block is dropped (the header's own error stands;
+    the lone { is no second one)."""
     head, at = unbraced
     brace = tokens[0]
     loc = Loc(build.source, brace.start_pos, brace.end_pos)
-    try:
-        stmt = _parse_statement(build, head[:-1] + tokens, start)
-    except GoatError:
-        build.named.clear()
-        broken = ast.Broken(_names_of(head), build._loc(head[0]))
+    if header.kind == "unbraced" or head[-2].type == "_COLON":
+        broken = header.stmt if header.kind == "unbraced" else header.soft
         return ast.Header("broken", broken, broken.loc)
-    if type(stmt) is not ast.Header:        # (a header with its { is one)
-        raise GoatError("internal: a header with its '{' read as no block", loc)
+    header.soft = None
     errors[at] = GoatError(
         "syntax error: a block's '{' goes at the end of its header's line (%s {), not on a "
         "line of its own" % build.source.text[head[0].start_pos:head[-2].end_pos], loc)
-    return stmt
+    return header
 
 
 def _where(error) -> int:
