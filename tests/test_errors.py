@@ -179,6 +179,9 @@ def test_syntax_errors(src, line, message):
 
 def test_unclosed_bracket_is_reported_where_it_opened():
     e = error("let a = [[1]]\nprint exp(a\nlet b = a\nprint b")
+    assert (e.line, e.message) == (2, "'(' is never closed: a ')' is missing before line 3, "
+                                      "which starts another statement (let)")
+    e = error("let a = [[1]]\nprint exp(a")
     assert (e.line, e.message) == (2, "'(' is never closed")
 
 
@@ -1014,12 +1017,17 @@ def test_an_independent_error_after_such_a_statement_is_still_reported(text, lin
 
 def test_a_paren_left_open_over_later_lines_is_named():
     """It had said only "expected an operator, '(', ')' or ',', found 'let'" on line 4; a '{'
-    left open was already named."""
-    e = error("import nn\nlet x = [[1.0, 2]]\nlet y = nn.softmax_rows(x\nlet z = 1\nprint y\n"
-              "print x)\n")
-    assert (e.line, e.message) == (4, "syntax error: expected an operator, '(', ')' or ',', "
-                                      "found 'let'; the '(' opened on line 3 is still open "
-                                      "here: is a ')' missing?")
+    left open was already named.  A line that starts with a statement's keyword cannot go on
+    an expression: the ( is the error of its own statement, and the lines after are read and
+    checked (a breaker found the rest of the file swallowed)."""
+    assert _reported("import nn\nlet x = [[1.0, 2]]\nlet y = nn.softmax_rows(x\nlet z = 1\n"
+                     "print y\nprint x)\nprint zz\n") == [
+        (3, "'(' is never closed: a ')' is missing before line 4, which starts another "
+            "statement (let)"),
+        (6, "unmatched ')': no bracket is open here"), (7, "unknown name 'zz'")]
+    assert _reported("let m = [[1, 2],\n\n  # two rows\nprint m\n") == [
+        (1, "'[' is never closed: a ']' is missing before line 4, which starts another "
+            "statement (print)")]
     # on the bracket's own line the plain message stays
     assert error("let y = transpose([[1.0]] [[2.0]])\n").message.endswith(
         "; there is no indexing: take rows with gather(x, indices), select with a matrix "
@@ -1707,8 +1715,20 @@ def test_what_a_dropped_block_assigns_is_unknown_after_it():
     ("for i in 0..2 {\n  print i)\n  print [[1, 2]] @ [[1]] + i\n}\nprint z\n",   # a ) in a block
      [(2, "unmatched ')': no bracket is open here"), (3, "cannot matrix-multiply"),
       (5, "unknown name 'z'")]),
-    ("print (1; print 2 + [1]\nprint z\n",                # a ; inside ( ): it ends all the same
+    ("print (1; print 2 + [1]\nprint z\n",      # a ; then a statement: it ends the first
      [(1, "';' cannot appear inside the '(' opened on line 1"), (2, "unknown name 'z'")]),
+    ("print (1; 2)\nprint z\n",                  # a ; for a , : one error, the ) its own
+     [(1, "';' cannot appear inside the '(' opened on line 1"), (2, "unknown name 'z'")]),
+    ("print [1; 2]\nprint (1,\n2;\n3)\nprint z\n",
+     [(1, "';' cannot appear inside the '['"), (3, "';' cannot appear inside the '(' opened "
+                                                    "on line 2"), (5, "unknown name 'z'")]),
+    # a let's ] forgotten before a block: the let's name is unknown after it, not undefined
+    ("let m = [[1, 2], [3, 4]\nfor i in 0..2 {\n    print i + [[1, 2]] @ [[1]]\n}\nprint m\n"
+     "print z\n",
+     [(1, "'[' is never closed: a ']' is missing before line 2, which starts another "
+          "statement (for)"), (3, "cannot matrix-multiply"), (6, "unknown name 'z'")]),
+    ("let m = [[1, 2], [3, 4] for i in 0..2 {\n    print i\n}\nprint m\nprint z\n",
+     [(1, "a block '{' cannot open inside the '[' opened on line 1"), (5, "unknown name 'z'")]),
     ("let x = [1, 2]]\nprint x + [1]\n",
      [(1, "unmatched ']'")]),
 ])

@@ -864,8 +864,12 @@ def test_a_loaded_file_reusing_its_own_name_for_a_loop_variable_is_refused(tmp_p
     ("print [[1, 2)]", []),                               # no later line mends a ) for a [
     ("print (1 + 2", ["("]),
     ("print 1)", []),
-    ("print sum(a[1)", []),                               # the ) ends the [ left open in it
-    ("for i in 0..2 {\n  print (1; print [2", ["{", "["]),   # the ; ends the (
+    ("print sum(a[1)", []),                 # an error whatever follows: read no more
+    ("for i in 0..2 {\n  print (1; print [2", []),
+    ("print ) (", []),
+    ("let a = row_sum([[1, 2]]\nprint a", []),          # a statement's keyword ends the (
+    ("for i in 0..2 {\n  let a = (1 +\n  print a", ["{"]),
+    ("let a = (1 +\n  2", ["("]),
     ("def f(x: tensor[2]) {\n  return x\n}", []),
 ])
 def test_open_brackets_matches_them_as_the_lexer_does(text, still_open):

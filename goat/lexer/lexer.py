@@ -24,7 +24,7 @@ import numpy as np
 
 from ..diagnostics import GoatError, Loc, Source
 from ..typecheck.shapes import MAX_RANK     # a literal may have as many dimensions as NumPy allows
-from .tokens import KEYWORDS, PUNCTUATION, TYPE_WORDS
+from .tokens import KEYWORDS, PUNCTUATION, STATEMENT_KEYWORDS, TYPE_WORDS
 
 _PIECES = re.compile(r"""
     [ \t\f\r]+                                  # blanks
@@ -436,11 +436,15 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     stack.pop()
             elif piece == ";":
                 if stack and stack[-1][0] != "{":
-                    # print (1; print 2: the ; ends the statement all the same, in error
+                    # the statement's error: print (1; 2), a ; for a , -- or, a statement
+                    # after it (print (1; print 2), the ( left open
                     opener, at = stack[-1]
                     local(GoatError(
                         "';' cannot appear inside the '%s' opened on line %d"
                         % (opener, source.position(at)[0]), Loc(source, start_, end_)))
+                    if _next_word(pieces, i + 1) not in STATEMENT_KEYWORDS:
+                        i += 1
+                        continue
                     while stack and stack[-1][0] != "{":
                         stack.pop()
                 if out:
@@ -466,6 +470,18 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 i += 1
                 continue
         elif kind == _NEWLINE:
+            if stack and stack[-1][0] != "{" and _next_word(pieces, i + 1) in STATEMENT_KEYWORDS:
+                # let a = row_sum([[1, 2]] / print a: no expression goes on with a statement's
+                # keyword, so the ( was never closed: this statement's error, the next its own
+                opener, at = stack[-1]
+                if out and out[-1].type != "ERROR":
+                    k = _next_index(pieces, i + 1)
+                    local(GoatError(
+                        "'%s' is never closed: a '%s' is missing before line %d, which starts "
+                        "another statement (%s)" % (opener, _OPEN[opener], source.position(
+                            ends[k] - len(pieces[k]))[0], pieces[k]), Loc(source, at, at + 1)))
+                while stack and stack[-1][0] != "{":
+                    stack.pop()
             if out and (not stack or stack[-1][0] == "{"):
                 out.append(Tok("_NL", "\n", start_, end_))
                 statements.append(out)
@@ -744,6 +760,23 @@ _SMALL_LITERAL = 40
 _SMALL_LITERALS = {}    # text -> its value, for literals of at most _SMALL_LITERAL characters
 
 
+def _next_index(pieces: list, j: int) -> int | None:
+    """The index of the next piece from ``pieces[j]`` on that is not a blank, a newline or a
+    comment (None: there is none)."""
+    n = len(pieces)
+    while j < n:
+        if pieces[j][0] not in " \t\f\r\n#":
+            return j
+        j += 1
+    return None
+
+
+def _next_word(pieces: list, j: int) -> str | None:
+    """The next piece from ``pieces[j]`` on that is not a blank, a newline or a comment."""
+    k = _next_index(pieces, j)
+    return None if k is None else pieces[k]
+
+
 def _mismatched_close(piece, stack, source, start, end, local, error):
     """A ``)`` or ``]`` that does not close the bracket open before it (``stack``'s last) is
     its statement's error (``local``), and is taken as closing: the bracket of its own kind
@@ -773,15 +806,21 @@ def open_brackets(text: str) -> list:
     strings skipped).
 
     The REPL reads another line while this is not empty.  The brackets are matched as
-    :func:`tokenize` matches them: a ``{``, a block's ``}`` or a ``;`` ends the ``(`` and ``[``
-    left open inside the block (``print f(i`` before a ``}`` is that statement's error, and
-    the ``}`` closes the block), and a ``)`` or ``]`` that closes another kind of bracket is
-    taken as :func:`_mismatched_close` takes it (an error, the brackets mended).
+    :func:`tokenize` matches them: a ``{``, a block's ``}`` or a line that starts with a
+    statement's keyword ends the ``(`` and ``[`` left open before it (``print f(i`` before a
+    ``}`` is that statement's error, and the ``}`` closes the block); and a bracket that
+    closes another kind or none, or a ``;`` inside ``(`` or ``[``, is an error no later line
+    can mend: nothing is open then, so the REPL reads no more and says so.
     """
     stack = []
-    for piece in _PIECES.findall(text):
+    pieces = _PIECES.findall(text)
+    for k, piece in enumerate(pieces):
         c = piece[0]
-        if c in "([{":
+        if c == "\n" and stack and stack[-1] != "{" and \
+                _next_word(pieces, k + 1) in STATEMENT_KEYWORDS:
+            while stack and stack[-1] != "{":
+                stack.pop()
+        elif c in "([{":
             if c == "{":
                 while stack and stack[-1] != "{":
                     stack.pop()
@@ -792,15 +831,8 @@ def open_brackets(text: str) -> list:
             elif c == "}" and "{" in stack:
                 while stack.pop() != "{":
                     pass
-            elif c == "}":
-                return []           # a } with no block open: the parser says so
-            else:                   # mended as _mismatched_close mends them
-                base = len(stack) - stack[::-1].index("{") if "{" in stack else 0
-                if _CLOSE[c] in stack[base:]:
-                    del stack[len(stack) - 1 - stack[::-1].index(_CLOSE[c]):]
-                elif len(stack) > base:
-                    stack.pop()
-        elif c == ";":
-            while stack and stack[-1] != "{":
-                stack.pop()
+            else:
+                return []
+        elif c == ";" and stack and stack[-1] != "{":
+            return []
     return stack

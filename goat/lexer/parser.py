@@ -1253,8 +1253,9 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                     build.named.clear()
                     blocks = True
                     loc = build._loc(tokens[0])
-                    names = _names_of(tokens) if tokens[0].type == "DEF" or \
-                        _def_without_keyword(tokens) else ()
+                    # (a let's ] forgotten before a block: let m = [[1, 2] / for ... {)
+                    names = () if tokens[0].type in _HEADS and tokens[0].type != "DEF" \
+                        else _names_of(tokens)
                     append(ast.Header("broken", ast.Broken(names, loc), loc))
                     continue
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
