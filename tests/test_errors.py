@@ -1329,11 +1329,24 @@ def test_brackets_that_do_not_match_come_after_the_errors_before_them():
     with pytest.raises(goat.GoatErrors) as info:
         goat.run_source('let b = 3 . 4\nfor i in 0...3 {\n    print i\n}\nprint 1 +\n')
     assert [e.line for e in info.value.errors] == [1, 2, 5]
-    # so does a bracket left open, after the unknown character that may have caused it
+    # a bracket left open after an unknown character that may have caused it (a terminal's
+    # colour code pasted): the character is the statement's error
     with pytest.raises(goat.GoatErrors) as info:
-        goat.run_source("print 1 + \x1b[31m 2\n")
-    assert [e.message for e in info.value.errors] == ["unexpected character U+001B",
-                                                      "'[' is never closed"]
+        goat.run_source("print zz\nprint 1 + \x1b[31m 2\n")
+    assert [(e.line, e.message) for e in info.value.errors] == [
+        (1, "unknown name 'zz'"), (2, "unexpected character U+001B")]
+    # brackets that do not match, so that nothing after them can be read: the errors before
+    # them are reported too (a breaker found them lost)
+    for text, line, message in [
+            ("print zz\nprint (1 }\nprint yy\n", 2, "'}' does not close the '(' opened on line 2"),
+            ("print zz\nlet t: tensor[[2]] = zeros()\nprint yy\n", 2, "malformed type"),
+            ("for i in 0..2 {\n    print zz\n    let t: tensor[[2]] = zeros()\n}\n", 3,
+             "malformed type")]:
+        with pytest.raises(goat.GoatErrors) as info:
+            goat.run_source(text)
+        got = [(e.line, e.message) for e in info.value.errors]
+        assert len(got) == 2 and got[0][1] == "unknown name 'zz'", got
+        assert got[1][0] == line and got[1][1].startswith(message), got
 
 
 def test_a_let_holding_a_whole_number_is_a_size():

@@ -265,237 +265,243 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
         out.append(Tok("ERROR", "", error.loc.start, error.loc.end))
 
     def structural(error):
-        # brackets that do not match: nothing after can be read; the errors of the statements
-        # before come first (an unknown character may well have caused this one)
-        if errors:
-            from ..diagnostics import GoatErrors
-            every = [e for _, e in errors] + [error]
-            raise GoatErrors(every[:20], max(0, len(every) - 20))
-        raise error
+        raise _Stop(error)
 
-    while i < n:
-        piece = pieces[i]
-        kind = kind_of(piece[0], _OTHER)
-        if kind == _BLANK or kind == _COMMENT:
-            i += 1
-            continue
-        end_ = ends[i]
-        start_ = end_ - len(piece)
-        if kind == _WORD:
-            if piece in TYPE_WORDS:
-                try:
-                    tok = _type_token(source, piece, start_, end_)
-                    if tok.end_pos > limit:
-                        raise GoatError("'tensor' must be followed by its dimensions, as in "
-                                        "tensor[2x3]", Loc(source, start_, end_))
-                except GoatError as e:
-                    if (e.message.startswith("'tensor' must be followed") and
-                            text[end_:end_ + 80].lstrip(" \t").startswith("[")):
-                        # tensor[1x2) -- its [ is not closed on the line: the bracket's own
-                        # error says so, once (not also that no dimensions follow)
-                        tok = Tok("NAME", piece, start_, end_)
-                        out.append(tok)
-                        i += 1
+    try:
+        while i < n:
+            piece = pieces[i]
+            kind = kind_of(piece[0], _OTHER)
+            if kind == _BLANK or kind == _COMMENT:
+                i += 1
+                continue
+            end_ = ends[i]
+            start_ = end_ - len(piece)
+            if kind == _WORD:
+                if piece in TYPE_WORDS:
+                    try:
+                        tok = _type_token(source, piece, start_, end_)
+                        if tok.end_pos > limit:
+                            raise GoatError("'tensor' must be followed by its dimensions, as in "
+                                            "tensor[2x3]", Loc(source, start_, end_))
+                    except GoatError as e:
+                        if (e.message.startswith("'tensor' must be followed") and
+                                text[end_:end_ + 80].lstrip(" \t").startswith("[")):
+                            # tensor[1x2) -- its [ is not closed on the line: the bracket's own
+                            # error says so, once (not also that no dimensions follow)
+                            tok = Tok("NAME", piece, start_, end_)
+                            out.append(tok)
+                            i += 1
+                            continue
+                        covered = text[end_:e.loc.end]
+                        if any(c in covered.strip()[1:-1] for c in "[](){}"):
+                            # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
+                            # ends cannot be told, nor whether those brackets match
+                            structural(e)
+                        local(e)
+                        # past the type as far as the error covers it (to its ])
+                        i = max(i + 1, bisect_left(ends, min(e.loc.end, limit), i) + 1)
                         continue
-                    covered = text[end_:e.loc.end]
-                    if any(c in covered.strip()[1:-1] for c in "[](){}"):
-                        # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
-                        # ends cannot be told, nor whether those brackets match
+                    i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
+                else:
+                    tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
+            elif kind == _NUMBER and piece != "..":
+                if piece == ".":
+                    hint = ""
+                    if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
+                        hint = ("; goat has no methods or fields: call a function on the value "
+                                "(row_sum(x), transpose(x), ...)")
+                    elif out and out[-1].type == "NAME" and out[-1].end_pos == start_:
+                        # nn. or nn. linear: a module's member is named right after its dot
+                        hint = ("; a dot is followed, with no space, by the name of a module's "
+                                "def: nn.linear (in the REPL, Tab after the dot lists them)")
+                    local(GoatError("unexpected character '.'" + hint, Loc(source, start_, end_)))
+                    i += 1
+                    continue
+                if float(piece) == _INF:
+                    local(GoatError("the number %s is too large for a 64-bit float (the largest is "
+                                    "1.79769e+308, as %%g prints it)" % _shown_number(piece),
+                                    Loc(source, start_, end_)))
+                    i += 1
+                    continue
+                tok = Tok("NUMBER", piece, start_, end_)
+            elif kind == _STRINGK:
+                if not _STRING.fullmatch(piece):
+                    local(GoatError('this string is never closed: end it with " on the same line',
+                                    Loc(source, start_, start_ + 1)))
+                    i += 1
+                    continue
+                tok = Tok("STRING", piece, start_, end_)
+            elif (kind == _PUNCT and piece in punctuation) or piece == "..":
+                if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
+                    # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
+                    local(GoatError("a range is written with two dots: 0..3 (three read as .. .3)",
+                                    Loc(source, start_, end_ + 1)))
+                    i += 1
+                    continue
+                if piece == "[":
+                    try:
+                        tok = _try_array(source, start_)
+                    except GoatError as e:      # nested too deep: with the errors before it
                         structural(e)
-                    local(e)
-                    # past the type as far as the error covers it (to its ])
-                    i = max(i + 1, bisect_left(ends, min(e.loc.end, limit), i) + 1)
-                    continue
-                i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
-            else:
-                tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
-        elif kind == _NUMBER and piece != "..":
-            if piece == ".":
-                hint = ""
-                if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
-                    hint = ("; goat has no methods or fields: call a function on the value "
-                            "(row_sum(x), transpose(x), ...)")
-                elif out and out[-1].type == "NAME" and out[-1].end_pos == start_:
-                    # nn. or nn. linear: a module's member is named right after its dot
-                    hint = ("; a dot is followed, with no space, by the name of a module's "
-                            "def: nn.linear (in the REPL, Tab after the dot lists them)")
-                local(GoatError("unexpected character '.'" + hint, Loc(source, start_, end_)))
-                i += 1
-                continue
-            if float(piece) == _INF:
-                local(GoatError("the number %s is too large for a 64-bit float (the largest is "
-                                "1.79769e+308, as %%g prints it)" % _shown_number(piece),
-                                Loc(source, start_, end_)))
-                i += 1
-                continue
-            tok = Tok("NUMBER", piece, start_, end_)
-        elif kind == _STRINGK:
-            if not _STRING.fullmatch(piece):
-                local(GoatError('this string is never closed: end it with " on the same line',
-                                Loc(source, start_, start_ + 1)))
-                i += 1
-                continue
-            tok = Tok("STRING", piece, start_, end_)
-        elif (kind == _PUNCT and piece in punctuation) or piece == "..":
-            if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
-                # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
-                local(GoatError("a range is written with two dots: 0..3 (three read as .. .3)",
-                                Loc(source, start_, end_ + 1)))
-                i += 1
-                continue
-            if piece == "[":
-                try:
-                    tok = _try_array(source, start_)
-                except GoatError as e:      # nested too deep: with the errors before it
-                    structural(e)
-                if tok is not None and tok.end_pos <= limit:
-                    out.append(tok)
-                    i = bisect_left(ends, tok.end_pos, i) + 1
-                    continue
-            if piece in _OPEN:
-                if piece == "{" and stack and stack[-1][0] != "{":
-                    # if (a < b { -- the header's own error: the ( and [ it opened end here
-                    opener, at = stack[-1]
-                    local(GoatError(
-                        "a block '{' cannot open inside the '%s' opened on line %d"
-                        % (opener, source.position(at)[0]), Loc(source, start_, end_)))
-                    while stack and stack[-1][0] != "{":
-                        stack.pop()
-                if piece == "{":
-                    headers[start_] = len(statements)
-                stack.append((piece, start_))
-            elif piece in _CLOSE:
-                if start_ in extra:
-                    # a } too many, indented deeper than the header of the block it would
-                    # close: its own error, and the block goes on to its } of the right indent
-                    at, end = extra[start_]
-                    if out:
-                        out.append(Tok("_NL", "", start_, start_))
+                    if tok is not None and tok.end_pos <= limit:
+                        out.append(tok)
+                        i = bisect_left(ends, tok.end_pos, i) + 1
+                        continue
+                if piece in _OPEN:
+                    if piece == "{" and stack and stack[-1][0] != "{":
+                        # if (a < b { -- the header's own error: the ( and [ it opened end here
+                        opener, at = stack[-1]
+                        local(GoatError(
+                            "a block '{' cannot open inside the '%s' opened on line %d"
+                            % (opener, source.position(at)[0]), Loc(source, start_, end_)))
+                        while stack and stack[-1][0] != "{":
+                            stack.pop()
+                    if piece == "{":
+                        headers[start_] = len(statements)
+                    stack.append((piece, start_))
+                elif piece in _CLOSE:
+                    if start_ in extra:
+                        # a } too many, indented deeper than the header of the block it would
+                        # close: its own error, and the block goes on to its } of the right indent
+                        at, end = extra[start_]
+                        if out:
+                            out.append(Tok("_NL", "", start_, start_))
+                            statements.append(out)
+                            out = []
+                        local(GoatError("this '}' closes no block: the block opened on line %d ends "
+                                        "at the '}' on line %d, indented as its header"
+                                        % (source.position(at)[0], source.position(end)[0]),
+                                        Loc(source, start_, end_)))
+                        out.append(Tok("_NL", "", end_, end_))
                         statements.append(out)
                         out = []
-                    local(GoatError("this '}' closes no block: the block opened on line %d ends "
-                                    "at the '}' on line %d, indented as its header"
-                                    % (source.position(at)[0], source.position(end)[0]),
-                                    Loc(source, start_, end_)))
+                        i += 1
+                        continue
+                    todo = missing.get(start_, ())
+                    if not (len(stack) > len(todo) and all(
+                            stack[-1 - j] == ("{", at) for j, at in enumerate(todo))):
+                        todo = ()           # (brackets the indentation did not count are open)
+                    else:
+                        outer = source.position(stack[-1 - len(todo)][1])[0]
+                    for at in todo:
+                        # this block's } forgotten: closed here, before the } that lines up with
+                        # an outer block's header; its header's error
+                        if out:
+                            out.append(Tok("_NL", "", start_, start_))
+                            statements.append(out)
+                            out = []
+                        statements.append([Tok("RBRACE", "", start_, start_),
+                                           Tok("_NL", "", start_, start_)])
+                        stack.pop()
+                        k = headers[at]
+                        if all(j != k for j, _ in errors):
+                            errors.append((k, GoatError(
+                                "'{' is never closed: the '}' on line %d is indented as the block "
+                                "on line %d, and closes that one"
+                                % (source.position(start_)[0], outer),
+                                Loc(source, at, at + 1))))
+                            errors.sort(key=lambda e: e[0])
+                    if not stack:
+                        if piece != "}":        # (a } with no block open: the parser says so)
+                            local(GoatError("unmatched '%s': no bracket is open here" % piece,
+                                            Loc(source, start_, end_)))
+                            i += 1
+                            continue
+                    else:
+                        opener, at = stack[-1]
+                        if _CLOSE[piece] != opener:
+                            error = GoatError("'%s' does not close the '%s' opened on line %d"
+                                              % (piece, opener, source.position(at)[0]),
+                                              Loc(source, start_, end_))
+                            if piece == "}":
+                                if not any(c == "{" for c, _ in stack):
+                                    structural(error)
+                                # print f(i  on the line before a block's }: that statement's
+                                # error, and the } closes its block
+                                local(error)
+                                out.pop()
+                                while stack[-1][0] != "{":
+                                    stack.pop()
+                            else:
+                                # a ) or ] that does not match: the statement's own error, its
+                                # brackets mended as the likeliest slip has it
+                                _mismatched_close(piece, stack, source, start_, end_, local, error)
+                                i += 1
+                                continue
+                        stack.pop()
+                elif piece == ";":
+                    if stack and stack[-1][0] != "{":
+                        # the statement's error: print (1; 2), a ; for a , -- or, a statement
+                        # after it (print (1; print 2), the ( left open
+                        opener, at = stack[-1]
+                        local(GoatError(
+                            "';' cannot appear inside the '%s' opened on line %d"
+                            % (opener, source.position(at)[0]), Loc(source, start_, end_)))
+                        if _next_word(pieces, i + 1) not in STATEMENT_KEYWORDS:
+                            i += 1
+                            continue
+                        while stack and stack[-1][0] != "{":
+                            stack.pop()
+                    if out:
+                        out.append(Tok("_NL", ";", start_, end_))
+                        statements.append(out)
+                        out = []
+                    i += 1
+                    continue
+                tok = Tok(punctuation[piece], piece, start_, end_)
+                if piece == "{":            # the block's header ends here
+                    out.append(tok)
                     out.append(Tok("_NL", "", end_, end_))
                     statements.append(out)
                     out = []
                     i += 1
                     continue
-                todo = missing.get(start_, ())
-                if not (len(stack) > len(todo) and all(
-                        stack[-1 - j] == ("{", at) for j, at in enumerate(todo))):
-                    todo = ()           # (brackets the indentation did not count are open)
-                else:
-                    outer = source.position(stack[-1 - len(todo)][1])[0]
-                for at in todo:
-                    # this block's } forgotten: closed here, before the } that lines up with
-                    # an outer block's header; its header's error
+                if piece == "}":            # ends the statement before it, and is one of its own
                     if out:
                         out.append(Tok("_NL", "", start_, start_))
                         statements.append(out)
-                        out = []
-                    statements.append([Tok("RBRACE", "", start_, start_),
-                                       Tok("_NL", "", start_, start_)])
-                    stack.pop()
-                    k = headers[at]
-                    if all(j != k for j, _ in errors):
-                        errors.append((k, GoatError(
-                            "'{' is never closed: the '}' on line %d is indented as the block "
-                            "on line %d, and closes that one"
-                            % (source.position(start_)[0], outer),
-                            Loc(source, at, at + 1))))
-                        errors.sort(key=lambda e: e[0])
-                if not stack:
-                    if piece != "}":        # (a } with no block open: the parser says so)
-                        local(GoatError("unmatched '%s': no bracket is open here" % piece,
-                                        Loc(source, start_, end_)))
-                        i += 1
-                        continue
-                else:
+                    statements.append([tok, Tok("_NL", "", end_, end_)])
+                    out = []
+                    i += 1
+                    continue
+            elif kind == _NEWLINE:
+                if stack and stack[-1][0] != "{" and _next_word(pieces, i + 1) in STATEMENT_KEYWORDS:
+                    # let a = row_sum([[1, 2]] / print a: no expression goes on with a statement's
+                    # keyword, so the ( was never closed: this statement's error, the next its own
                     opener, at = stack[-1]
-                    if _CLOSE[piece] != opener:
-                        error = GoatError("'%s' does not close the '%s' opened on line %d"
-                                          % (piece, opener, source.position(at)[0]),
-                                          Loc(source, start_, end_))
-                        if piece == "}":
-                            if not any(c == "{" for c, _ in stack):
-                                structural(error)
-                            # print f(i  on the line before a block's }: that statement's
-                            # error, and the } closes its block
-                            local(error)
-                            out.pop()
-                            while stack[-1][0] != "{":
-                                stack.pop()
-                        else:
-                            # a ) or ] that does not match: the statement's own error, its
-                            # brackets mended as the likeliest slip has it
-                            _mismatched_close(piece, stack, source, start_, end_, local, error)
-                            i += 1
-                            continue
-                    stack.pop()
-            elif piece == ";":
-                if stack and stack[-1][0] != "{":
-                    # the statement's error: print (1; 2), a ; for a , -- or, a statement
-                    # after it (print (1; print 2), the ( left open
-                    opener, at = stack[-1]
-                    local(GoatError(
-                        "';' cannot appear inside the '%s' opened on line %d"
-                        % (opener, source.position(at)[0]), Loc(source, start_, end_)))
-                    if _next_word(pieces, i + 1) not in STATEMENT_KEYWORDS:
-                        i += 1
-                        continue
+                    if out and out[-1].type != "ERROR":
+                        k = _next_index(pieces, i + 1)
+                        local(GoatError(
+                            "'%s' is never closed: a '%s' is missing before line %d, which starts "
+                            "another statement (%s)" % (opener, _OPEN[opener], source.position(
+                                ends[k] - len(pieces[k]))[0], pieces[k]), Loc(source, at, at + 1)))
                     while stack and stack[-1][0] != "{":
                         stack.pop()
-                if out:
-                    out.append(Tok("_NL", ";", start_, end_))
+                if out and (not stack or stack[-1][0] == "{"):
+                    out.append(Tok("_NL", "\n", start_, end_))
                     statements.append(out)
                     out = []
                 i += 1
                 continue
-            tok = Tok(punctuation[piece], piece, start_, end_)
-            if piece == "{":            # the block's header ends here
-                out.append(tok)
-                out.append(Tok("_NL", "", end_, end_))
-                statements.append(out)
-                out = []
+            else:
+                shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
+                local(GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
+                                Loc(source, start_, end_)))
                 i += 1
                 continue
-            if piece == "}":            # ends the statement before it, and is one of its own
-                if out:
-                    out.append(Tok("_NL", "", start_, start_))
-                    statements.append(out)
-                statements.append([tok, Tok("_NL", "", end_, end_)])
-                out = []
-                i += 1
-                continue
-        elif kind == _NEWLINE:
-            if stack and stack[-1][0] != "{" and _next_word(pieces, i + 1) in STATEMENT_KEYWORDS:
-                # let a = row_sum([[1, 2]] / print a: no expression goes on with a statement's
-                # keyword, so the ( was never closed: this statement's error, the next its own
-                opener, at = stack[-1]
-                if out and out[-1].type != "ERROR":
-                    k = _next_index(pieces, i + 1)
-                    local(GoatError(
-                        "'%s' is never closed: a '%s' is missing before line %d, which starts "
-                        "another statement (%s)" % (opener, _OPEN[opener], source.position(
-                            ends[k] - len(pieces[k]))[0], pieces[k]), Loc(source, at, at + 1)))
-                while stack and stack[-1][0] != "{":
-                    stack.pop()
-            if out and (not stack or stack[-1][0] == "{"):
-                out.append(Tok("_NL", "\n", start_, end_))
-                statements.append(out)
-                out = []
+            out.append(tok)
             i += 1
-            continue
-        else:
-            shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
-            local(GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
-                            Loc(source, start_, end_)))
-            i += 1
-            continue
-        out.append(tok)
-        i += 1
+    except _Stop as stop:
+        # brackets that do not match: nothing after can be read; the statements before are
+        # (their errors first: an unknown character may well have caused this one), and this
+        # one is the last
+        if not errors or errors[-1][0] != len(statements):
+            errors.append((len(statements), stop.error))
+        out.append(Tok("_NL", "", limit, limit))
+        statements.append(out)
+        for k, error in errors:
+            statements[k] = Unreadable(statements[k], error)
+        return statements
     if stack:
         # the innermost bracket left open is the error: of the statement it is in, or, for
         # a block's {, of its header (whose block the parser then leaves out)
@@ -507,7 +513,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 errors.append((k, error))
                 errors.sort(key=lambda e: e[0])
         elif errors and errors[-1][0] == len(statements):
-            structural(error)       # after the statement's own error (which may be its cause)
+            pass                    # after the statement's own error (which may be its cause)
         else:
             local(error)
             out.pop()
@@ -612,6 +618,14 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+class _Stop(Exception):
+    """Brackets that do not match so that nothing after them can be read: ``error``."""
+
+    def __init__(self, error):
+        super().__init__(error.message)
+        self.error = error
 
 
 class Unreadable(list):
