@@ -1777,10 +1777,21 @@ def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
 
 
 @pytest.mark.parametrize("src, expected", [
-    # the if's } forgotten: the } under the for closes the for, and the if is the error
+    # the if's } forgotten: its block ends at the line indented as its header, the } under
+    # the for closes the for, and the if is the error
     ("var s = 0\nfor i in 0..3 {\n  if i > 1 {\n    s = s + i\n\n  s = s * 2\n}\nprint z\n",
-     [(3, "'{' is never closed: the '}' on line 7 is indented as the block on line 2, and "
-          "closes that one"), (8, "unknown name 'z'")]),
+     [(3, "'{' is never closed: line 6 is indented no deeper than its header, so the block "
+          "ends before it"), (8, "unknown name 'z'")]),
+    # ... the } right after the if's block: it closes the for
+    ("var s = 0\nfor i in 0..3 {\n  if i > 1 {\n    s = s + i\n}\nprint z\n",
+     [(3, "'{' is never closed: the '}' on line 5 is indented as the block on line 2, and "
+          "closes that one"), (6, "unknown name 'z'")]),
+    # the last } of the file forgotten (a breaker's: every line after was left out)
+    ("for i in 0..3 {\n    print i\nprint zz\nprint [[1, 2]] @ [[1]]\n",
+     [(1, "'{' is never closed: line 3 is indented no deeper than its header"),
+      (3, "unknown name 'zz'"), (4, "cannot matrix-multiply")]),
+    ("for i in 0..3 {\n    print i\nfor j in 0..2 {\n  print j\n}\nprint zz\n",
+     [(1, "'{' is never closed: line 3"), (6, "unknown name 'zz'")]),
     # an else's, inside a def: the def's } still closes the def
     ("def f(x: tensor[2]) -> tensor[2] {\n  var s = x\n  for i in 0..3 {\n    if i > 1 {\n"
      "      s = s + x\n    } else {\n      s = s * 2\n\n  }\n  return s\n}\nprint z\n",
@@ -1797,7 +1808,7 @@ def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
     # a } in a string or a comment is no brace (a breaker's: the count had taken them)
     ('for i in 0..3 {  # loop }\n  if i > 1 {\n    print "i = {i} }}"\n  print i\n}\n'
      'print z\n',
-     [(2, "'{' is never closed: the '}' on line 5"), (6, "unknown name 'z'")]),
+     [(2, "'{' is never closed: line 4 is indented no deeper"), (6, "unknown name 'z'")]),
     # a } too many inside a def, indented deeper than the def: that } is the error, the def
     # is read to its own } and its calls are checked
     ("def f(x: tensor[2]) -> tensor[2] {\n  let y = x * 2\n  }\n  return y\n}\n"
@@ -1805,7 +1816,7 @@ def test_a_dot_with_no_name_after_it_says_what_follows_a_dot(src):
      [(3, "this '}' closes no block: the block opened on line 1 ends at the '}' on line 5, "
           "indented as its header"), (6, "cannot matrix-multiply"), (7, "unknown name 'z'")]),
     # the indentation does not explain it: the innermost { left open, as before
-    ("for i in 0..3 {\n  if i > 1 {\n    print i\n  }\nprint z\n",
+    ("for i in 0..3 {\nprint i\nprint z\n",
      [(1, "'{' is never closed")]),
 ])
 def test_a_forgotten_brace_is_found_by_the_indentation_of_the_braces_after_it(src, expected):

@@ -276,6 +276,33 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 continue
             end_ = ends[i]
             start_ = end_ - len(piece)
+            if missing and start_ in missing:
+                todo = missing[start_]
+                if len(stack) >= len(todo) and all(
+                        stack[-1 - j] == ("{", at) for j, at in enumerate(todo)):
+                    # blocks whose } was forgotten, as the indentation shows: closed here,
+                    # each its header's error
+                    if out:
+                        out.append(Tok("_NL", "", start_, start_))
+                        statements.append(out)
+                        out = []
+                    line = source.position(start_)[0]
+                    if piece == "}":
+                        why = ("the '}' on line %d is indented as the block on line %d, and "
+                               "closes that one" % (line, source.position(
+                                   stack[-1 - len(todo)][1])[0]))
+                    else:
+                        why = ("line %d is indented no deeper than its header, so the block "
+                               "ends before it" % line)
+                    for at in todo:
+                        statements.append([Tok("RBRACE", "", start_, start_),
+                                           Tok("_NL", "", start_, start_)])
+                        stack.pop()
+                        k = headers[at]
+                        if all(j != k for j, _ in errors):
+                            errors.append((k, GoatError("'{' is never closed: " + why,
+                                                        Loc(source, at, at + 1))))
+                            errors.sort(key=lambda e: e[0])
             if kind == _WORD:
                 if piece in TYPE_WORDS:
                     try:
@@ -377,30 +404,6 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         out = []
                         i += 1
                         continue
-                    todo = missing.get(start_, ())
-                    if not (len(stack) > len(todo) and all(
-                            stack[-1 - j] == ("{", at) for j, at in enumerate(todo))):
-                        todo = ()           # (brackets the indentation did not count are open)
-                    else:
-                        outer = source.position(stack[-1 - len(todo)][1])[0]
-                    for at in todo:
-                        # this block's } forgotten: closed here, before the } that lines up with
-                        # an outer block's header; its header's error
-                        if out:
-                            out.append(Tok("_NL", "", start_, start_))
-                            statements.append(out)
-                            out = []
-                        statements.append([Tok("RBRACE", "", start_, start_),
-                                           Tok("_NL", "", start_, start_)])
-                        stack.pop()
-                        k = headers[at]
-                        if all(j != k for j, _ in errors):
-                            errors.append((k, GoatError(
-                                "'{' is never closed: the '}' on line %d is indented as the block "
-                                "on line %d, and closes that one"
-                                % (source.position(start_)[0], outer),
-                                Loc(source, at, at + 1))))
-                            errors.sort(key=lambda e: e[0])
                     if not stack:
                         if piece != "}":        # (a } with no block open: the parser says so)
                             local(GoatError("unmatched '%s': no bracket is open here" % piece,
@@ -552,7 +555,8 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     too_few = opens > closes
 
     def scan(repair):
-        stack = []                  # (offset of a {, the indentation of its header)
+        stack = []                  # [offset of a {, the indentation of its header, whether a
+        #                             statement indented deeper has begun in its block]
         missing, extra = {}, {}
         skipped = {}                # offset of a { -> the extra } met inside its block
         depth = 0                   # ( and [ open: a newline inside them starts no statement
@@ -577,13 +581,20 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
             if at_start and depth == 0:
                 indent = start - line_start
                 head = piece
+                if repair and too_few and piece != "}":
+                    # a block's lines indented under its header, then one that is not: its }
+                    # was forgotten before that line
+                    while stack and stack[-1][2] and indent <= stack[-1][1]:
+                        missing.setdefault(start, []).append(stack.pop()[0])
+                    if stack and indent > stack[-1][1]:
+                        stack[-1][2] = True
             first_on_line, at_start = at_start, False
             if c in "([":
                 depth += 1
             elif c in ")]":
                 depth = max(0, depth - 1)
             elif piece == "{":
-                stack.append((start, indent))
+                stack.append([start, indent, False])
                 depth = 0
                 head = None
             elif piece == "}":
@@ -594,7 +605,7 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
                     continue        # under a header with no {: the parser pairs them
                 if repair and first_on_line and too_few:
                     while (len(stack) > 1 and col < stack[-1][1]
-                           and any(ind == col for _, ind in stack[:-1])):
+                           and any(e[1] == col for e in stack[:-1])):
                         missing.setdefault(start, []).append(stack.pop()[0])
                 elif repair and first_on_line and stack and col > stack[-1][1]:
                     skipped.setdefault(stack[-1][0], []).append(start)
