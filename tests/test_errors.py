@@ -1831,3 +1831,15 @@ def test_a_valid_program_however_indented_is_not_repaired():
     src = ("var s = 0\nfor i in 0..3 {\n    if i > 1 {\n        s = s + i\n}\n}\n"
            "  for j in 0..2 {\ns = s + j\n      }\nprint s\n")
     assert goat.run_source(src)[0] == 3        # 2, then 0 + 1
+
+
+@pytest.mark.parametrize("text", ["f(a: tensor[2]) = a * 2\n", "f(a) = a * 2\n",
+                                  "f(a: tensor[2]) -> tensor[2] {\n    return a\n}\n"])
+def test_the_repl_says_a_function_is_defined_with_def_too(text):
+    """Found by a breaker: in a file, f(a: tensor[2]) = a * 2 said that a function is defined
+    with def; the REPL, which reads f(a: as a call, did not."""
+    from goat.diagnostics import Source
+    from goat.lexer.parser import parse
+    with pytest.raises(goat.GoatError) as info:
+        parse(Source("<input 1>", text), interactive=True)
+    assert info.value.message.endswith("; a function is defined with def: def f(...)")

@@ -793,7 +793,10 @@ def _hint(tokens, tok) -> str:
                 "in the order of the parameters" % tokens[i - 1].value)
     if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
         return "; a new name needs let: let %s = ..." % tokens[0].value
-    if tok.type == "LPAR" and i == 1 and _def_without_keyword(tokens):
+    if _def_without_keyword(tokens) and (
+            (tok.type == "LPAR" and i == 1) or tok.type in ("_EQUAL", "ARROW", "LBRACE")
+            or (tok.type == "_COLON" and _open_parens(tokens[:i]) == 1)):
+        # f(a: tensor[2]) = a * 2 (the REPL reads f(a: as a call, and stops at the :)
         return "; a function is defined with def: def %s(...)" % tokens[0].value
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
         return "; a new name needs let: let %s = ..." % tok.value
