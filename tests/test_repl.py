@@ -893,3 +893,16 @@ def test_a_bracket_left_open_in_a_block_does_not_keep_the_repl_reading():
         "1 | print [[1, 2)]\n  |             ^\n"
         "goat> print 3\nUnranked Memref base@ = X rank = 0 offset = 0 sizes = [] "
         "strides = [] data = \n[3]\n")
+
+
+def test_a_piped_block_written_without_its_brace_fails_as_one_input():
+    """Found by a breaker: for step in 0..3: failed, and the indented line under it then ran
+    once on its own, changing w.  The header and the lines indented under it (or a { on a
+    line of its own, and its block) are one input, which fails as a whole."""
+    session = ("var w = [1.0, 2.0]\nfor step in 0..3:\n    w = w - 0.25\nprint w\n"
+               "for i in 0..2\n{\n  w = w * 2\n}\nprint w\n")
+    status, out, err = cli("repl", stdin=session.encode())
+    assert (status, err) == (1, "")
+    assert "goat> for step in 0..3:\n  ...     w = w - 0.25\n<input 2>:1: error: syntax error" in out
+    assert "goat> for i in 0..2\n  ... {\n  ...   w = w * 2\n  ... }\n<input 4>:1: error" in out
+    assert out.count("[1,  2]\n") == 2         # w as it was, both times

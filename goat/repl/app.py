@@ -179,6 +179,10 @@ def else_state(text: str):
     return state
 
 
+# a block's header written without its { (for i in 0..3:, if x < 1, while ...), alone
+_HEADER_WITHOUT_BRACE = re.compile(r"[ \t]*(?:for|if|else|elif|def|while)\b[^{}\n]*\Z")
+
+
 def awaits_else(text: str) -> bool:
     """Does the last line of ``text`` close an if that an else may still follow?"""
     return else_state(text) == "closing"
@@ -876,8 +880,22 @@ class PipedRepl(Repl):
 
     def loop(self) -> int:
         text = ""
+        header = False          # text is a block's header written without its {
         for line in self.lines:
             line = line.rstrip("\r\n")
+            if header:
+                if line.strip() and (line[:1] in " \t" or line.lstrip()[:1] in "{}"):
+                    # for i in 0..3: / its indented lines (or a { on a line of its own): one
+                    # input, which fails as a whole -- none of its lines runs alone
+                    text += "\n" + line
+                    if not open_brackets(text):
+                        continue
+                    header = False
+                    continue
+                header = False
+                if self._run(text) == "quit":
+                    return self._status()
+                text = ""
             if text and not open_brackets(text) and awaits_else(text) \
                     and not line.lstrip().startswith("else"):
                 if self._run(text) == "quit":           # the if had no else: run it
@@ -885,6 +903,9 @@ class PipedRepl(Repl):
                 text = ""
             text = line if not text else text + "\n" + line
             if open_brackets(text) or awaits_else(text):
+                continue
+            if _HEADER_WITHOUT_BRACE.match(text):
+                header = True
                 continue
             if self._run(text) == "quit":
                 return self._status()
