@@ -52,6 +52,11 @@ def test_check_does_not_run_and_shows_shapes(tmp_path):
     assert status == 0 and err == ""
     assert out.splitlines() == ["def f(m: tensor[2x3]) -> tensor[2x1]", "a : tensor[2x3]",
                                 "b : tensor[2x1]", "c : scalar"]
+    # a number the program fixes shows its value: a size a type may name (a newcomer saw
+    # let D = 64 as a plain scalar)
+    path = write(tmp_path, "d.mg", "let D = 64\nlet lr = 3e-4\nlet x: tensor[2xD] = zeros()\n")
+    assert cli("check", "--shapes", path)[1].splitlines() == [
+        "D : scalar = 64", "lr : scalar = 0.0003", "x : tensor[2x64]"]
 
 
 def test_check_reports_errors(tmp_path):

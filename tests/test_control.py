@@ -1606,7 +1606,7 @@ def test_check_shapes_outline_of_one_line_blocks():
                                 "if s > 1 { let u = s } else { let v = 0 }\n")
     assert program.outline == [(0, "var s : scalar"), (0, "for i in 0..3"), (1, "t : scalar"),
                                (0, "if s > 1"), (1, "u : scalar"), (0, "else"),
-                               (1, "v : scalar")]
+                               (1, "v : scalar = 0")]
 
 
 def test_check_shapes_outline_ignores_a_comment_after_the_brace():

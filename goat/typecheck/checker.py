@@ -1022,7 +1022,11 @@ class Checker:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
-            self._outline("%s : %s" % (stmt.name, format_type(node.shape)))
+            value = _unbound(node)
+            # a number the program fixes (let D = 64) shows it: a size a type may name
+            self._outline("%s : %s%s" % (stmt.name, format_type(node.shape),
+                                         " = %g" % value.value if value.kind == CONST
+                                         and node.shape == () else ""))
             return node
         if t is ast.Print:
             if type(stmt.expr) is ast.Tuple:        # print(a, b), as Python writes it
