@@ -544,12 +544,7 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     the header of the block it would close closes nothing.  (A header's indentation: that of
     the line its statement starts on.)  ``pieces`` end at ``ends``, the first at offset
     ``first`` of ``text``."""
-    opens = closes = 0
-    for piece in pieces:
-        if piece == "{":
-            opens += 1
-        elif piece == "}":
-            closes += 1
+    opens, closes = pieces.count("{"), pieces.count("}")
     if opens == closes:
         return {}, {}
     too_few = opens > closes
