@@ -1843,3 +1843,27 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
     with pytest.raises(goat.GoatError) as info:
         parse(Source("<input 1>", text), interactive=True)
     assert info.value.message.endswith("; a function is defined with def: def f(...)")
+
+
+@pytest.mark.parametrize("src, expected", [
+    # an assignment ends a ( left open before it, as a statement's keyword does
+    ("var h = [[0, 0]]\nvar s = [[0]]\nh = tanh(h + 1\ns += row_sum(hh)\nprint s\n",
+     [(3, "'(' is never closed: a ')' is missing before line 4, which starts another "
+          "statement (s)"), (4, "unknown name 'hh'")]),
+    ("var h = [[0, 0]]\nvar s = [[0]]\nfor t in 0..3 {\n  h = tanh(h + 1\n  s += row_sum(hh)\n}\n",
+     [(4, "'(' is never closed: a ')' is missing before line 5"), (5, "unknown name 'hh'")]),
+    # a row's ( typed for its [ in a matrix over several lines: read as the [ (closing the
+    # matrix there left the next row and its ] as more errors)
+    ("let x = [[1, 0],\n(0, 1],\n[1, 1]]\nprint x\nprint zz\n",
+     [(2, "']' does not close the '(' opened on line 2"), (5, "unknown name 'zz'")]),
+    # ... and a ] forgotten inside a call: the ) closes both
+    ("let a = [[1, 2]]\nprint row_sum(a[1)\nprint zz\n",
+     [(2, "')' does not close the '['"), (3, "unknown name 'zz'")]),
+    # a } too many at the header's indentation, the block's lines going on indented after it
+    ('for step in 0..3 {\n}\n    print "a {step}"\n}\nprint zz\n',
+     [(2, "this '}' closes no block: the block opened on line 1 ends at the '}' on line 4"),
+      (5, "unknown name 'zz'")]),
+])
+def test_a_second_round_of_slips_is_one_error_each(src, expected):
+    """Found by a second breaker: each of these gave a follow-on error or hid one after it."""
+    _expect(src, expected)

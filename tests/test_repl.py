@@ -865,7 +865,8 @@ def test_a_loaded_file_reusing_its_own_name_for_a_loop_variable_is_refused(tmp_p
     ("print (1 + 2", ["("]),
     ("print 1)", []),
     ("print sum(a[1)", []),                 # an error whatever follows: read no more
-    ("for i in 0..2 {\n  print (1; print [2", []),
+    ("for i in 0..2 {\n  print (1; print [2", ["{", "["]),   # in a block: mended, read on
+    ("for i in 0..2 {\n  print (i]", ["{"]),
     ("print ) (", []),
     ("let a = row_sum([[1, 2]]\nprint a", []),          # a statement's keyword ends the (
     ("for i in 0..2 {\n  let a = (1 +\n  print a", ["{"]),
@@ -906,3 +907,17 @@ def test_a_piped_block_written_without_its_brace_fails_as_one_input():
     assert "goat> for step in 0..3:\n  ...     w = w - 0.25\n<input 2>:1: error: syntax error" in out
     assert "goat> for i in 0..2\n  ... {\n  ...   w = w * 2\n  ... }\n<input 4>:1: error" in out
     assert out.count("[1,  2]\n") == 2         # w as it was, both times
+
+
+def test_a_slip_inside_a_block_and_an_indented_one_line_def_in_piped_input():
+    """Found by a second breaker: a ) or ] or ; slip inside a block ended the REPL's input
+    there (its } then an input of its own), and an indented one-line def took the lines
+    after it into its input."""
+    session = ("for i in 0..2 {\n  print (i]\n}\nprint 7\n"
+               "  def f(x: scalar) = x * 2\n  print f(1)\n  print zz\n  print f(3)\n")
+    status, out, err = cli("repl", stdin=session.encode())
+    assert (status, err) == (1, "")
+    assert ("goat> for i in 0..2 {\n  ...   print (i]\n  ... }\n<input 1>:2: error: ']' does "
+            "not close the '(' opened on line 2\n") in out
+    assert "[7]" in out and "[2]" in out and "[6]" in out
+    assert out.count("error") == 2

@@ -428,7 +428,8 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                             else:
                                 # a ) or ] that does not match: the statement's own error, its
                                 # brackets mended as the likeliest slip has it
-                                _mismatched_close(piece, stack, source, start_, end_, local, error)
+                                _mismatched_close(piece, stack, source, start_, end_, local, error,
+                                                  pieces, i)
                                 i += 1
                                 continue
                         stack.pop()
@@ -440,7 +441,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         local(GoatError(
                             "';' cannot appear inside the '%s' opened on line %d"
                             % (opener, source.position(at)[0]), Loc(source, start_, end_)))
-                        if _next_word(pieces, i + 1) not in STATEMENT_KEYWORDS:
+                        if not _starts_statement(pieces, i + 1):
                             i += 1
                             continue
                         while stack and stack[-1][0] != "{":
@@ -468,7 +469,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     i += 1
                     continue
             elif kind == _NEWLINE:
-                if stack and stack[-1][0] != "{" and _next_word(pieces, i + 1) in STATEMENT_KEYWORDS:
+                if stack and stack[-1][0] != "{" and _starts_statement(pieces, i + 1):
                     # let a = row_sum([[1, 2]] / print a: no expression goes on with a statement's
                     # keyword, so the ( was never closed: this statement's error, the next its own
                     opener, at = stack[-1]
@@ -561,8 +562,9 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
         head = None                 # the current statement's first word, while it has no {
         unbraced = {}               # the offset of a { (None: none) -> the indentations of the
         #                             headers with no { inside its block (the parser's to pair)
-        for piece, end in zip(pieces, ends):
+        for index, piece in enumerate(pieces):
             c = piece[0]
+            end = ends[index]
             start = end - len(piece)
             if c == "\n":
                 if depth == 0 and head in _HEAD_WORDS:
@@ -602,7 +604,11 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
                     while (len(stack) > 1 and col < stack[-1][1]
                            and any(e[1] == col for e in stack[:-1])):
                         missing.setdefault(start, []).append(stack.pop()[0])
-                elif repair and first_on_line and stack and col > stack[-1][1]:
+                elif repair and first_on_line and stack and (
+                        col > stack[-1][1]
+                        or (col == stack[-1][1] and _indented_after(pieces, ends, index) > col)):
+                    # a } too many: deeper than the header of the block it would close, or
+                    # as deep but with the block's lines going on indented after it
                     skipped.setdefault(stack[-1][0], []).append(start)
                     continue
                 if not stack:
@@ -624,6 +630,25 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+def _indented_after(pieces: list, ends: list, i: int) -> int:
+    """The indentation of the next line that holds a statement after ``pieces[i]``, a ``}``
+    that ends its own line (-1 where something follows the ``}`` on its line, or the next is
+    a ``}`` too, or nothing follows)."""
+    n = len(pieces)
+    k = i + 1
+    while k < n and pieces[k][0] in " \t\f\r#":
+        k += 1
+    if k >= n or pieces[k] != "\n":
+        return -1
+    k = _next_index(pieces, k)
+    if k is None or pieces[k] == "}":
+        return -1
+    j = k - 1
+    while pieces[j][0] in " \t\f\r":      # back over the line's blanks to its newline
+        j -= 1
+    return (ends[k] - len(pieces[k])) - ends[j]
 
 
 class _Stop(Exception):
@@ -791,34 +816,93 @@ def _next_index(pieces: list, j: int) -> int | None:
     return None
 
 
-def _next_word(pieces: list, j: int) -> str | None:
-    """The next piece from ``pieces[j]`` on that is not a blank, a newline or a comment."""
+_ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/="))
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _starts_statement(pieces: list, j: int) -> bool:
+    """Does what follows ``pieces[j]`` (past blanks, newlines and comments) start a statement
+    that no expression goes on with: a statement's keyword (let, print, for, ...), or an
+    assignment (h = ..., s += ..., a, b = ...; goat has no keyword arguments)?"""
     k = _next_index(pieces, j)
-    return None if k is None else pieces[k]
+    if k is None:
+        return False
+    if pieces[k] in STATEMENT_KEYWORDS:
+        return True
+    n = len(pieces)
+    while k < n and _NAME.match(pieces[k]) and pieces[k] not in KEYWORDS:
+        k += 1
+        while k < n and pieces[k][0] in " \t\f\r":
+            k += 1
+        if k < n and pieces[k] in _ASSIGNS:
+            return True
+        if k >= n or pieces[k] != ",":
+            return False
+        k += 1
+        while k < n and pieces[k][0] in " \t\f\r":
+            k += 1
+    return False
 
 
-def _mismatched_close(piece, stack, source, start, end, local, error):
-    """A ``)`` or ``]`` that does not close the bracket open before it (``stack``'s last) is
-    its statement's error (``local``), and is taken as closing: the bracket of its own kind
-    open in the statement, those inside it forgotten (``f(a[1)``); else the bracket open last,
-    mistyped (``[[1, 2)]``, ``tensor[3x3)``); with none open in the statement (``print i)`` in a
-    block), nothing."""
+def _mismatched_close(piece, stack, source, start, end, local, error, pieces, i):
+    """A ``)`` or ``]`` (``pieces[i]``) that does not close the bracket open before it
+    (``stack``'s last) is its statement's error (``local``), and is taken as the slip the rest
+    of the statement bears out: closing the bracket of its own kind open in the statement,
+    those inside it forgotten (``f(a[1)``), or closing the bracket open last, mistyped
+    (``[[1, 2)]``, a row ``(0, 1],`` of a matrix); with none open in the statement (``print
+    i)`` in a block), nothing."""
     own = _CLOSE[piece]
-    inner = False
-    for k in range(len(stack) - 1, -1, -1):
-        c = stack[k][0]
-        if c == "{":
-            break
-        inner = True
-        if c == own:
-            del stack[k:]
-            local(error)
-            return
-    if inner:
-        stack.pop()
-        local(error)
+    base = len(stack)
+    while base > 0 and stack[base - 1][0] != "{":
+        base -= 1
+    inner = [c for c, _ in stack[base:]]
+    if not inner:
+        local(GoatError("unmatched '%s': no bracket is open here" % piece,
+                        Loc(source, start, end)))
         return
-    local(GoatError("unmatched '%s': no bracket is open here" % piece, Loc(source, start, end)))
+    local(error)
+    del stack[base + _mended(inner, own, pieces, i):]
+
+
+def _mended(inner: list, own: str, pieces: list, i: int) -> int:
+    """How many of a statement's open brackets ``inner`` (( and [, outermost first) stay open
+    after ``pieces[i]``, a ``)`` or ``]`` that does not close the last of them (``own``: the
+    opener of its kind): those before the last of its kind, the rest forgotten, where the rest
+    of the statement bears that out or does not bear out a mistyped last one; else all but
+    the last."""
+    forgotten = len(inner) - 1 - inner[::-1].index(own) if own in inner else None
+    if forgotten is not None and (_pairs_up(pieces, i + 1, inner[:forgotten])
+                                  or not _pairs_up(pieces, i + 1, inner[:-1])):
+        return forgotten
+    return len(inner) - 1
+
+
+def _pairs_up(pieces: list, j: int, open_: list) -> bool:
+    """Do the brackets of ``pieces[j:]`` close ``open_`` (the ( and [ a statement has open)
+    and the statement end there, a statement or the end of the file following it?"""
+    st = list(open_)
+    for k in range(j, min(len(pieces), j + _PAIRING_LOOK)):
+        p = pieces[k]
+        c = p[0]
+        if c == "(" or c == "[":
+            st.append(c)
+        elif c == ")" or c == "]":
+            if not st or st[-1] != _CLOSE[c]:
+                return False
+            st.pop()
+        elif p in ("{", "}", ";"):
+            return not st
+        elif c == "\n":
+            follows = _next_index(pieces, k + 1)
+            starts = follows is None or pieces[follows] == "}" or _starts_statement(pieces, k + 1)
+            if not st:
+                return starts
+            if starts:
+                return False
+    return False
+
+
+_PAIRING_LOOK = 4000        # pieces _pairs_up reads ahead, at the most
 
 
 def open_brackets(text: str) -> list:
@@ -828,8 +912,9 @@ def open_brackets(text: str) -> list:
     The REPL reads another line while this is not empty.  The brackets are matched as
     :func:`tokenize` matches them: a ``{``, a block's ``}`` or a line that starts with a
     statement's keyword ends the ``(`` and ``[`` left open before it (``print f(i`` before a
-    ``}`` is that statement's error, and the ``}`` closes the block); and a bracket that
-    closes another kind or none, or a ``;`` inside ``(`` or ``[``, is an error no later line
+    ``}`` is that statement's error, and the ``}`` closes the block); a bracket that closes
+    another kind or none, or a ``;`` inside ``(`` or ``[``, is mended as the lexer mends it
+    inside a block (whose ``}`` is still to come), and outside one is an error no later line
     can mend: nothing is open then, so the REPL reads no more and says so.
     """
     stack = []
@@ -837,7 +922,7 @@ def open_brackets(text: str) -> list:
     for k, piece in enumerate(pieces):
         c = piece[0]
         if c == "\n" and stack and stack[-1] != "{" and \
-                _next_word(pieces, k + 1) in STATEMENT_KEYWORDS:
+                _starts_statement(pieces, k + 1):
             while stack and stack[-1] != "{":
                 stack.pop()
         elif c in "([{":
@@ -851,8 +936,16 @@ def open_brackets(text: str) -> list:
             elif c == "}" and "{" in stack:
                 while stack.pop() != "{":
                     pass
-            else:
+            elif c == "}" or "{" not in stack:
                 return []
+            else:                   # in a block: mended as _mismatched_close mends them
+                base = len(stack) - stack[::-1].index("{")
+                if len(stack) > base:
+                    del stack[base + _mended(stack[base:], _CLOSE[c], pieces, k):]
         elif c == ";" and stack and stack[-1] != "{":
-            return []
+            if "{" not in stack:
+                return []
+            if _starts_statement(pieces, k + 1):
+                while stack[-1] != "{":
+                    stack.pop()
     return stack

@@ -1176,18 +1176,24 @@ def _has_block(stmts: list, i: int, stack: list):
     if type(after) is not ast.Close and _indent(after) > _indent(header):
         return "indent"
     depth = 0
-    for s in stmts[i + 1:]:
+    indent = _indent(header)
+    for k in range(i + 1, min(len(stmts), i + 1 + _LOOK_AHEAD)):
+        s = stmts[k]
         t = type(s)
         if t is ast.Header and not _soft(s):
             depth += 1
         elif t is ast.Close:
             if depth == 0:
-                if _indent(s) == _indent(header) and (
-                        not stack or _indent(s) > _indent(stack[-1][0])):
+                if _indent(s) == indent and (not stack or indent > _indent(stack[-1][0])):
                     return "brace"
                 return None
             depth -= 1
+        elif depth == 0 and (_indent(s) < indent or (t is ast.Header and _soft(s))):
+            return None     # the lines go back out, or another header without { begins
     return None
+
+
+_LOOK_AHEAD = 2000          # statements _has_block reads ahead for a }, at the most
 
 
 def _open_else(current: list, header) -> list | None:
@@ -1330,8 +1336,8 @@ def _brace_on_its_own_line(build, unbraced, tokens, header, errors):
         return ast.Header("broken", broken, broken.loc)
     header.soft = None
     errors[at] = GoatError(
-        "syntax error: a block's '{' goes at the end of its header's line (%s {), not on a "
-        "line of its own" % build.source.text[head[0].start_pos:head[-2].end_pos], loc)
+        "syntax error: a block's '{' goes at the end of its header's line (%s {)"
+        % build.source.text[head[0].start_pos:head[-2].end_pos], loc)
     return header
 
 

@@ -179,8 +179,10 @@ def else_state(text: str):
     return state
 
 
-# a block's header written without its { (for i in 0..3:, if x < 1, while ...), alone
-_HEADER_WITHOUT_BRACE = re.compile(r"[ \t]*(?:for|if|else|elif|def|while)\b[^{}\n]*\Z")
+# a block's header written without its { (for i in 0..3:, if x < 1, while ..., def f(x):),
+# alone (a one-line def f(x: scalar) = x * 2 is none)
+_HEADER_WITHOUT_BRACE = re.compile(
+    r"[ \t]*(?:(?:for|if|else|elif|while)\b[^{}\n]*|def\b[^{}\n=]*:[ \t]*(?:#[^\n]*)?)\Z")
 
 
 def awaits_else(text: str) -> bool:
