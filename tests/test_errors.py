@@ -1859,6 +1859,10 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
     # ... and a ] forgotten inside a call: the ) closes both
     ("let a = [[1, 2]]\nprint row_sum(a[1)\nprint zz\n",
      [(2, "')' does not close the '['"), (3, "unknown name 'zz'")]),
+    # a let without its let (Python's annotated assignment): one error, saying so
+    ("w: tensor[1x2] = [[1, 2]]\nw = w * 10\nprint w\nprint zz\n",
+     [(1, "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found ':'; a new name "
+          "needs let or var: let w: TYPE = ..."), (4, "unknown name 'zz'")]),
     # a } too many at the header's indentation, the block's lines going on indented after it
     ('for step in 0..3 {\n}\n    print "a {step}"\n}\nprint zz\n',
      [(2, "this '}' closes no block: the block opened on line 1 ends at the '}' on line 4"),

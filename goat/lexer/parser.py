@@ -800,6 +800,9 @@ def _hint(tokens, tok) -> str:
         return "; a function is defined with def: def %s(...)" % tokens[0].value
     if tok.type == "NAME" and i == 0 and len(tokens) > 1 and tokens[1].type == "_EQUAL":
         return "; a new name needs let: let %s = ..." % tok.value
+    if tok.type == "_COLON" and i == 1 and prev == "NAME":
+        # w: tensor[1x2] = ... (Python's annotated assignment)
+        return "; a new name needs let or var: let %s: TYPE = ..." % tokens[0].value
     return ""
 
 
@@ -960,6 +963,8 @@ def _names_of(tokens) -> tuple:
         return (tokens[1].value,)
     if _def_without_keyword(tokens):
         return (tokens[0].value,)
+    if len(tokens) > 1 and tokens[0].type == "NAME" and tokens[1].type == "_COLON":
+        return (tokens[0].value,)       # w: tensor[2] = ..., a let without its let
     if tokens and tokens[0].type == "NAME":
         # an assignment (h = ..., h += ..., a, b = ...): the var's value is not known after it
         names = []
