@@ -1859,6 +1859,11 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
     # ... and a ] forgotten inside a call: the ) closes both
     ("let a = [[1, 2]]\nprint row_sum(a[1)\nprint zz\n",
      [(2, "')' does not close the '['"), (3, "unknown name 'zz'")]),
+    # a ) typed for a type's ] in a def's parameters: the def's error, the file read on
+    ("def f(a: tensor[2), b: tensor[2]) = a + b\nprint f([1, 2], [3, 4])\nlet q = zz\n",
+     [(1, "')' does not close the '[' opened on line 1"), (3, "unknown name 'zz'")]),
+    ("def f(a: tensor[2x3),\n      b: tensor[2]) -> tensor[2] {\n  return b\n}\nprint zz\n",
+     [(1, "')' does not close the '['"), (5, "unknown name 'zz'")]),
     # a let without its let (Python's annotated assignment): one error, saying so
     ("w: tensor[1x2] = [[1, 2]]\nw = w * 10\nprint w\nprint zz\n",
      [(1, "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found ':'; a new name "

@@ -320,6 +320,15 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                             i += 1
                             continue
                         covered = text[end_:e.loc.end]
+                        slip = _type_closed_with_paren(text, end_, limit)
+                        if slip is not None:
+                            # def f(a: tensor[2), b: ...): the ) typed for the type's ],
+                            # that statement's error; it is read on after the )
+                            local(GoatError("')' does not close the '[' opened on line %d"
+                                            % source.position(slip[0])[0],
+                                            Loc(source, slip[1], slip[1] + 1)))
+                            i = bisect_left(ends, slip[1] + 1, i) + 1
+                            continue
                         if any(c in covered.strip()[1:-1] for c in "[](){}"):
                             # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
                             # ends cannot be told, nor whether those brackets match
@@ -630,6 +639,16 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+def _type_closed_with_paren(text: str, at: int, limit: int):
+    """(the offset of the [, of the )) where the type word ending at ``at`` is followed by
+    ``[`` and sizes closed with a ``)`` on the line (tensor[2x3) before more of the line);
+    None otherwise."""
+    m = re.compile(r"[ \t]*\[[^\[\](){}\n]*\)").match(text, at, limit)
+    if m is None:
+        return None
+    return text.index("[", at), m.end() - 1
 
 
 def _indented_after(pieces: list, ends: list, i: int) -> int:
