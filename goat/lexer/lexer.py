@@ -548,12 +548,15 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     stands in, the line of the ``}`` that closes that block)}).
 
     Only where the ``{`` and ``}`` do not pair up (a valid program, however indented, is read
-    as written), and only when the places found pair up every one: a ``}`` first on its line,
-    indented less than the header of the block it would close and as deep as an outer one's,
-    closes the blocks in between first; where there are too many, one indented deeper than
-    the header of the block it would close closes nothing.  (A header's indentation: that of
-    the line its statement starts on.)  ``pieces`` end at ``ends``, the first at offset
-    ``first`` of ``text``."""
+    as written), and only when the places found pair up every one.  Where there are too few,
+    a block whose lines are indented under its header ends before the first line indented no
+    deeper than the header, and a ``}`` first on its line, indented less than the header of
+    the block it would close and as deep as an outer one's, closes the blocks in between
+    first.  Where there are too many, a ``}`` indented deeper than the header of the block it
+    would close, or as deep with the block's lines going on indented after it, closes
+    nothing.  A ``}`` as deep as a header written without ``{`` is left to the parser, which
+    pairs them.  (A header's indentation: that of the line its statement starts on.)
+    ``pieces`` end at ``ends``, the first at offset ``first`` of ``text``."""
     opens, closes = pieces.count("{"), pieces.count("}")
     if opens == closes:
         return {}, {}
