@@ -42,7 +42,7 @@ def test_every_axis_is_numpys_concatenate(shape):
      "cannot concat shapes 1x2 and 1x3 along axis 0: dimensions 2 and 3 (axis 1) differ, and "
      "only axis 0 may"),
     ("print concat([[1, 2]], [[1, 2]], 2)",
-     "concat's axis 2 is outside 1x2, of rank 2 (axes 0 to 1, or -2 to -1 counting from the "
+     "concat's axis 2 is outside tensor[1x2], of rank 2 (axes 0 to 1, or -2 to -1 counting from the "
      "last)"),
     ("print concat([[1, 2]], [[1, 2]], 0.5)", "got 0.5"),
 ])
@@ -163,3 +163,36 @@ def test_f32_is_float32s_concatenate():
 def test_an_axis_may_be_a_negative_let():
     (v,) = run("let last = -1\nprint concat([[1], [2]], [[3], [4]], last)\n")
     assert v.tolist() == [[1, 3], [2, 4]]
+
+
+@pytest.mark.parametrize("call", ["concat([a, a], 0)", "concatenate([a, b], 0)",
+                                  "cat([a, b], 1)"])
+def test_a_list_of_tensors_as_numpy_and_pytorch_pass_them_says_how_concat_takes_them(call):
+    """Found by a breaker: concat([a, a], 0) said a list literal holds numbers only, and
+    suggested reshape."""
+    e = error("let a = [[1, 2]]\nlet b = a\nprint %s\n" % call)
+    assert e.line == 3 and e.message.endswith(
+        "; concat takes two tensors and an axis, not a list of them: concat(a, b, 0)")
+
+
+def test_an_axis_is_any_whole_number_known_before_the_run(tmp_path):
+    """Found by a breaker: let k = 2 - 2 was an axis, 2 - 2 written in the call was not, nor
+    a module's let; a var stays refused (it may change), and 0 / 0 says so (it had been an
+    internal error)."""
+    x = np.array([[1.0, 2.0]])
+    (tmp_path / "m.mg").write_text("let k = 1\n")
+    (tmp_path / "p.mg").write_text("import m\nlet x = [[1, 2]]\nprint concat(x, x, 2 - 2)\n"
+                                   "print concat(x, x, m.k)\nprint concat(x, x, 1 - 2)\n"
+                                   "print iota(tensor[2x3], m.k - 1)\n")
+    a, b, c, d = goat.run_file(str(tmp_path / "p.mg"))
+    assert np.array_equal(a, np.concatenate((x, x), 0))
+    assert np.array_equal(b, np.concatenate((x, x), 1)) and np.array_equal(c, b)
+    assert np.array_equal(d, [[0, 0, 0], [1, 1, 1]])
+    e = error("var k = 0\nlet x = [[1, 2]]\nprint concat(x, x, k + 0)\n")
+    assert (e.line, e.message) == (3, "k is a var, which may change, so it cannot be in "
+                                      "concat's axis: make it a let (let k = ...)")
+    e = error("let x = [[1, 2]]\nprint narrow(x, 0, 1, 0 / 0)\n")
+    assert e.message == "argument length of narrow must be a whole number, got -nan"
+    e = error("let x = [[1, 2]]\nprint concat(x, x, row_sum(x))\n")
+    assert e.message.startswith("argument axis of concat must be a whole number written in "
+                                "the program (or a let holding one)")

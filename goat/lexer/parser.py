@@ -694,6 +694,23 @@ def _open_parens(tokens) -> int:
     return sum(1 if t.type == "LPAR" else -1 if t.type == "RPAR" else 0 for t in tokens)
 
 
+_JOINS = frozenset(("concat", "concatenate", "cat", "stack", "hstack", "vstack"))
+
+
+def _opening_bracket(tokens, i: int) -> int:
+    """The index of the ``[`` or ``(`` still open at ``tokens[i]`` (-1: none)."""
+    depth = 0
+    for k in range(i - 1, -1, -1):
+        t = tokens[k].type
+        if t in ("RSQB", "RPAR"):
+            depth += 1
+        elif t in ("LSQB", "LPAR"):
+            if depth == 0:
+                return k
+            depth -= 1
+    return -1
+
+
 def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
@@ -732,6 +749,13 @@ def _hint(tokens, tok) -> str:
         return "; two commas in a row: a value is missing between them"
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
         return "; is a comma missing between two rows?"
+    if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):
+        opened = _opening_bracket(tokens, i)
+        if opened >= 2 and tokens[opened - 1].type == "LPAR" and tokens[opened - 2].type == \
+                "NAME" and tokens[opened - 2].value in _JOINS:
+            # concat([a, b], 0), as NumPy's concatenate and PyTorch's cat take them
+            return ("; concat takes two tensors and an axis, not a list of them: "
+                    "concat(a, b, 0)")
     if tok.type in ("NAME", "LPAR", "MINUS") and depth > 0 and prev in ("LSQB", "_COMMA") and (
             tok.type != "MINUS" or tokens[i + 1].type != "NUMBER"):
         name = tok.value if tok.type == "NAME" else "a"

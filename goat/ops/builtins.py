@@ -1008,7 +1008,7 @@ def _narrow_shape(x, start, axis, length):
         raise ShapeError("narrow needs a tensor of rank 1 or more, got a scalar")
     if not -r <= axis < r:
         raise ShapeError("narrow's axis %s is outside %s, of rank %d (%s)"
-                         % (format_huge(axis), format_shape(x), r, _axes(r)))
+                         % (format_huge(axis), format_type(x), r, _axes(r)))
     n = cells(start)
     if n is not None and n != 1:
         raise ShapeError("narrow's start must be a single number, got shape %s"
@@ -1141,7 +1141,7 @@ def _concat_shape(a, b, axis):
                          "(rank %d)" % (format_shape(a), r, format_shape(b), len(b)))
     if not -r <= axis < r:
         raise ShapeError("concat's axis %s is outside %s, of rank %d (%s)"
-                         % (format_huge(axis), format_shape(a), r, _axes(r)))
+                         % (format_huge(axis), format_type(a), r, _axes(r)))
     ax = axis % r
     out = []
     for j, (x, y) in enumerate(zip(a, b)):

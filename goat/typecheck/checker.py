@@ -2435,17 +2435,29 @@ class Checker:
                     continue
                 if type(a) is ast.Name and scope.find(a.name)[0] is None:
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
-                if type(a) is not ast.Number or a.value != int(a.value):
-                    if type(a) is ast.Unary and type(a.operand) is ast.Number:
-                        attrs.append(-int(a.operand.value))
-                        continue
-                    if type(a) is ast.Number:       # narrow(x, 0, 1, 2.5)
+                if type(a) is ast.Number:
+                    if a.value != int(a.value):     # narrow(x, 0, 1, 2.5)
                         raise GoatError("argument %s of %s must be a whole number, got %s"
                                         % (pname, e.name, _number_text(a.value)), a.loc)
+                    attrs.append(int(a.value))
+                    continue
+                # -1, 2 - 1, m.k: a number known before the run, as a let's may be (not
+                # from a var, which may change)
+                for name in sorted(_uses(a)):
+                    if isinstance(scope.find(name)[0], VarBinding):
+                        raise GoatError("%s is a var, which may change, so it cannot be in %s's "
+                                        "%s: make it a let (let %s = ...)"
+                                        % (name, e.name, pname, name), a.loc)
+                node = self.value(a, scope, b)
+                v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
+                if v is None:
                     raise GoatError("argument %s of %s must be a whole number written in the "
                                     "program (or a let holding one), such as 0"
                                     % (pname, e.name), a.loc)
-                attrs.append(int(a.value))
+                if not (abs(v) <= 2 ** 53 and v == int(v)):
+                    raise GoatError("argument %s of %s must be a whole number, got %s"
+                                    % (pname, e.name, _number_text(v)), a.loc)
+                attrs.append(int(v))
         return b.op(op, nodes + fields, e.loc, tuple(attrs))
 
 
@@ -2502,8 +2514,8 @@ _FUNCTION_HABITS = {
 for _name, _axis in (("concatenate", "axis"), ("cat", "axis"), ("hstack", "1"),
                      ("vstack", "0")):
     _FUNCTION_HABITS[_name] = "write concat(a, b, %s) (two at a time)" % _axis
-_FUNCTION_HABITS["stack"] = ("write concat(a, b, 0) of a and b reshaped with a leading 1 "
-                             "(reshape(a, tensor[1x2x3]))")
+_FUNCTION_HABITS["stack"] = ("write concat(a1, b1, 0), a1 and b1 being a and b reshaped with "
+                             "a leading 1 (of a 2x3 a: reshape(a, tensor[1x2x3]))")
 
 
 def _elsewhere(member, mod_name, scope) -> str:
@@ -2678,6 +2690,9 @@ def _sizes_written(args) -> list:
 
 
 def _number_text(v) -> str:
+    if v != v or abs(v) == float("inf"):            # 0 / 0, 1 / 0: as print shows them
+        from ..interp.printer import format_number
+        return format_number(v)
     return "%d" % v if v == int(v) and abs(v) < 1e15 else "%g" % v
 
 
