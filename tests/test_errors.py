@@ -1864,6 +1864,10 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
      [(1, "')' does not close the '[' opened on line 1"), (3, "unknown name 'zz'")]),
     ("def f(a: tensor[2x3),\n      b: tensor[2]) -> tensor[2] {\n  return b\n}\nprint zz\n",
      [(1, "')' does not close the '['"), (5, "unknown name 'zz'")]),
+    # a { doubled: the second opens nothing, and the block is checked
+    ("for i in 0..3 {{\n  print i + [[1, 2]] @ [[1]]\n}\nprint z\n",
+     [(1, "a block opens with one '{': this second one opens nothing"),
+      (2, "cannot matrix-multiply"), (4, "unknown name 'z'")]),
     # a let without its let (Python's annotated assignment): one error, saying so
     ("w: tensor[1x2] = [[1, 2]]\nw = w * 10\nprint w\nprint zz\n",
      [(1, "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found ':'; a new name "

@@ -871,6 +871,7 @@ def test_a_loaded_file_reusing_its_own_name_for_a_loop_variable_is_refused(tmp_p
     ("let a = row_sum([[1, 2]]\nprint a", []),          # a statement's keyword ends the (
     ("for i in 0..2 {\n  let a = (1 +\n  print a", ["{"]),
     ("let a = (1 +\n  2", ["("]),
+    ("for i in 0..2 {{\n  print i", ["{"]),                # the second { opens nothing
     ("def f(x: tensor[2]) {\n  return x\n}", []),
 ])
 def test_open_brackets_matches_them_as_the_lexer_does(text, still_open):

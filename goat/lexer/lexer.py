@@ -384,6 +384,19 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         i = bisect_left(ends, tok.end_pos, i) + 1
                         continue
                 if piece in _OPEN:
+                    if piece == "{" and _doubled(pieces, i):
+                        # for i in 0..3 {{: the second { opens nothing, its own error
+                        if out:
+                            out.append(Tok("_NL", "", start_, start_))
+                            statements.append(out)
+                            out = []
+                        local(GoatError("a block opens with one '{': this second one opens "
+                                        "nothing", Loc(source, start_, end_)))
+                        out.append(Tok("_NL", "", end_, end_))
+                        statements.append(out)
+                        out = []
+                        i += 1
+                        continue
                     if piece == "{" and stack and stack[-1][0] != "{":
                         # if (a < b { -- the header's own error: the ( and [ it opened end here
                         opener, at = stack[-1]
@@ -558,6 +571,8 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     pairs them.  (A header's indentation: that of the line its statement starts on.)
     ``pieces`` end at ``ends``, the first at offset ``first`` of ``text``."""
     opens, closes = pieces.count("{"), pieces.count("}")
+    if opens > closes:      # (a { doubled, {{, opens nothing: its own error)
+        opens -= sum(1 for k, piece in enumerate(pieces) if piece == "{" and _doubled(pieces, k))
     if opens == closes:
         return {}, {}
     too_few = opens > closes
@@ -603,7 +618,8 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
             elif c in ")]":
                 depth = max(0, depth - 1)
             elif piece == "{":
-                stack.append([start, indent, False])
+                if not _doubled(pieces, index):
+                    stack.append([start, indent, False])
                 depth = 0
                 head = None
             elif piece == "}":
@@ -642,6 +658,14 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+def _doubled(pieces: list, i: int) -> bool:
+    """Is ``pieces[i]``, a ``{``, the second of two on a line with only blanks between?"""
+    k = i - 1
+    while k >= 0 and pieces[k][0] in " \t\f\r":
+        k -= 1
+    return k >= 0 and pieces[k] == "{"
 
 
 def _type_closed_with_paren(text: str, at: int, limit: int):
@@ -949,6 +973,8 @@ def open_brackets(text: str) -> list:
                 stack.pop()
         elif c in "([{":
             if c == "{":
+                if _doubled(pieces, k):
+                    continue            # {{: the second opens nothing (the lexer says so)
                 while stack and stack[-1] != "{":
                     stack.pop()
             stack.append(c)
