@@ -1880,3 +1880,31 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
 def test_a_second_round_of_slips_is_one_error_each(src, expected):
     """Found by a second breaker: each of these gave a follow-on error or hid one after it."""
     _expect(src, expected)
+
+
+@pytest.mark.parametrize("src, expected", [
+    # a string in single or curly quotes: one error, its braces no block
+    ("let l = 1\nprint 'loss {l:.3f}'\nprint l + qq\nprint \u201closs {l}\u201d\n",
+     [(2, "unexpected character \"'\"; strings are written in double quotes"),
+      (3, "unknown name 'qq'"), (4, "unexpected character '\u201c'")]),
+    # a block whose } is forgotten is closed where the indentation says, and checked
+    ("var y = [1.0]\nfor i in 0..3 {\n    y = y * qq\nprint y\nprint zz\n",
+     [(2, "'{' is never closed: line 4 is indented no deeper than its header"),
+      (3, "unknown name 'qq'"), (5, "unknown name 'zz'")]),
+    # ... a def's: its calls are checked against it
+    ("def f(x: tensor[2]) -> tensor[2] {\n    return x * 2\nprint f([1, 2, 3])\n",
+     [(1, "'{' is never closed"), (3, "argument x of f must have shape 2, got 3")]),
+    # ... two of them, the last at the end of the file
+    ("for i in 0..3 {\n    print i\nprint qq\nfor j in 0..3 {\n    print j + zz\n",
+     [(1, "'{' is never closed: line 3"), (3, "unknown name 'qq'"),
+      (4, "'{' is never closed: its '}' is missing at the end of the file"),
+      (5, "unknown name 'zz'")]),
+    # ... with a ( left open in it too
+    ("var y = [[1.0]]\nfor i in 0..3 {\n    y = y + row_sum(y\n    print y\nprint y\nprint qq\n",
+     [(2, "'{' is never closed: line 5"), (3, "'(' is never closed"),
+      (6, "unknown name 'qq'")]),
+])
+def test_a_third_round_of_slips_is_one_error_each(src, expected):
+    """Found by a third breaker: each of these hid an error after it or added one."""
+    _expect(src, expected)
+

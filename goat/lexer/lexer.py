@@ -75,6 +75,9 @@ _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")     # a name (IDENT: --let's, lets=')
 _INF = float("inf")
+# quotes that open a string goat does not take, and the quotes that may close it
+_QUOTES = {"'": "'", "\u201c": "\u201d\u201c\"", "\u2018": "\u2019\u2018'"}
+
 _CHARACTER_HINTS = {
     "!": "; 'not x' negates a condition, and a != b compares",
     "^": "; there is no power operator: multiply, or write exp(p * log(x))",
@@ -267,6 +270,23 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     def structural(error):
         raise _Stop(error)
 
+    def close_forgotten(todo, where, why, inside):
+        # the blocks of the {s at ``todo`` (innermost first), whose } was forgotten, closed
+        # at ``where``: each a statement of its own with the error, after its block (so that
+        # the header and its block are read and checked), or inside it before an else
+        for at in todo:
+            error = [Tok("ERROR", "", at, at + 1), Tok("_NL", "", where, where)]
+            if inside:
+                errors.append((len(statements), GoatError("'{' is never closed: " + why,
+                                                           Loc(source, at, at + 1))))
+                statements.append(error)
+            statements.append([Tok("RBRACE", "", where, where), Tok("_NL", "", where, where)])
+            stack.pop()
+            if not inside:
+                errors.append((len(statements), GoatError("'{' is never closed: " + why,
+                                                           Loc(source, at, at + 1))))
+                statements.append(error)
+
     try:
         while i < n:
             piece = pieces[i]
@@ -294,15 +314,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     else:
                         why = ("line %d is indented no deeper than its header, so the block "
                                "ends before it" % line)
-                    for at in todo:
-                        statements.append([Tok("RBRACE", "", start_, start_),
-                                           Tok("_NL", "", start_, start_)])
-                        stack.pop()
-                        k = headers[at]
-                        if all(j != k for j, _ in errors):
-                            errors.append((k, GoatError("'{' is never closed: " + why,
-                                                        Loc(source, at, at + 1))))
-                            errors.sort(key=lambda e: e[0])
+                    close_forgotten(todo, start_, why, piece == "else")
             if kind == _WORD:
                 if piece in TYPE_WORDS:
                     try:
@@ -513,6 +525,17 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 shown = repr(piece) if piece.isprintable() and not piece.isspace() else "U+%04X" % ord(piece)
                 local(GoatError("unexpected character %s%s" % (shown, _CHARACTER_HINTS.get(piece, "")),
                                 Loc(source, start_, end_)))
+                closing = _QUOTES.get(piece)
+                if closing is not None:
+                    # 'loss {l}' or a curly-quoted string: one error, the string's text
+                    # (braces and all) passed over to its closing quote on the line
+                    last = text.find("\n", end_, limit)
+                    last = limit if last < 0 else last
+                    shut = min((at for at in (text.find(q, end_, last) for q in closing)
+                                if at >= 0), default=-1)
+                    if shut >= 0:
+                        i = bisect_left(ends, shut + 1, i) + 1
+                        continue
                 i += 1
                 continue
             out.append(tok)
@@ -528,6 +551,14 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
         for k, error in errors:
             statements[k] = Unreadable(statements[k], error)
         return statements
+    todo = missing.get(_END, ())
+    if todo and len(stack) >= len(todo) and all(
+            stack[-1 - j] == ("{", at) for j, at in enumerate(todo)):
+        if out:
+            out.append(Tok("_NL", "", limit, limit))
+            statements.append(out)
+            out = []
+        close_forgotten(todo, limit, "its '}' is missing at the end of the file", False)
     if stack:
         # the innermost bracket left open is the error: of the statement it is in, or, for
         # a block's {, of its header (whose block the parser then leaves out)
@@ -602,6 +633,8 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
                 continue
             if c in " \t\f\r" or c == "#":
                 continue
+            if at_start and depth > 0 and _starts_statement(pieces, index):
+                depth = 0           # a ( left open before it: the lexer ends it there too
             if at_start and depth == 0:
                 indent = start - line_start
                 head = piece
@@ -648,6 +681,10 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
                     indent = col
         if skipped:
             return None
+        if repair and too_few:
+            # the file ends inside blocks whose lines were indented under their headers
+            while stack and stack[-1][2]:
+                missing.setdefault(_END, []).append(stack.pop()[0])
         return stack, missing, extra
 
     if too_few:
@@ -658,6 +695,9 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+_END = -1                   # _mended_blocks' key for the end of the text
 
 
 def _doubled(pieces: list, i: int) -> bool:
