@@ -922,3 +922,13 @@ def test_a_slip_inside_a_block_and_an_indented_one_line_def_in_piped_input():
             "not close the '(' opened on line 2\n") in out
     assert "[7]" in out and "[2]" in out and "[6]" in out
     assert out.count("error") == 2
+
+
+def test_a_piped_line_that_starts_a_statement_is_not_taken_into_an_open_bracket():
+    """Found by a third breaker: let a = row_sum([[1, 2]] took the next line, let b = 3, into
+    its input, which failed, so b was never defined (and print b then failed too)."""
+    status, out, err = cli("repl", stdin=b"let a = row_sum([[1, 2]]\nlet b = 3\nprint b\n")
+    assert (status, err) == (1, "")
+    assert out.startswith("goat> let a = row_sum([[1, 2]]\n<input 1>:1: error: '(' is never "
+                          "closed\n")
+    assert "goat> let b = 3\nb : scalar\ngoat> print b\n" in out and out.endswith("[3]\n")

@@ -991,6 +991,12 @@ def _pairs_up(pieces: list, j: int, open_: list) -> bool:
 _PAIRING_LOOK = 4000        # pieces _pairs_up reads ahead, at the most
 
 
+def starts_statement(line: str) -> bool:
+    """Does ``line`` start with what no expression goes on with (a statement's keyword, or an
+    assignment), so that a ( or [ left open before it ends there?"""
+    return _starts_statement(_PIECES.findall(line), 0)
+
+
 def open_brackets(text: str) -> list:
     """The brackets and blocks still open at the end of ``text``, outermost first (comments and
     strings skipped).

@@ -39,7 +39,7 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, Text
 
 from .. import __version__
 from ..diagnostics import GoatError, Terminated, internal_error_line
-from ..lexer.lexer import open_brackets
+from ..lexer.lexer import open_brackets, starts_statement
 from ..lexer.pygments_lexer import GoatLexer
 from ..lexer.tokens import STATEMENT_KEYWORDS, TYPE_WORDS
 from .display import show
@@ -895,6 +895,12 @@ class PipedRepl(Repl):
                     header = False
                     continue
                 header = False
+                if self._run(text) == "quit":
+                    return self._status()
+                text = ""
+            if text and open_brackets(text)[-1:] in (["("], ["["]) and starts_statement(line):
+                # let a = row_sum([[1, 2]] / let b = 3: the ( was left open; that input
+                # fails alone, and the next line is an input of its own
                 if self._run(text) == "quit":
                     return self._status()
                 text = ""
