@@ -1887,6 +1887,14 @@ def test_a_second_round_of_slips_is_one_error_each(src, expected):
     ("let l = 1\nprint 'loss {l:.3f}'\nprint l + qq\nprint \u201closs {l}\u201d\n",
      [(2, "unexpected character \"'\"; strings are written in double quotes"),
       (3, "unknown name 'qq'"), (4, "unexpected character '\u201c'")]),
+    # a C comment: one error, its brace no block
+    ("let x = 1\n// note {\nprint qq\n",
+     [(2, "unexpected '//'; a comment starts with #"), (3, "unknown name 'qq'")]),
+    # a type's ] forgotten: that statement's error, the file read on
+    ("let w: tensor[2x2 = [[1, 2], [3, 4]]\nprint qq\n",
+     [(1, "'[' is never closed: a type's sizes end with ']'"), (2, "unknown name 'qq'")]),
+    ("def f(a: tensor[2, b: tensor[3]) = a\nprint qq\n",
+     [(1, "'[' is never closed: a type's sizes end with ']'"), (2, "unknown name 'qq'")]),
     # a block whose } is forgotten is closed where the indentation says, and checked
     ("var y = [1.0]\nfor i in 0..3 {\n    y = y * qq\nprint y\nprint zz\n",
      [(2, "'{' is never closed: line 4 is indented no deeper than its header"),

@@ -341,6 +341,15 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                                             Loc(source, slip[1], slip[1] + 1)))
                             i = bisect_left(ends, slip[1] + 1, i) + 1
                             continue
+                        open_at = _type_left_open(text, end_, limit)
+                        if open_at is not None:
+                            # let w: tensor[2x2 = ...: the type's ] forgotten, that statement's
+                            # error; it is read on after the sizes
+                            local(GoatError("'[' is never closed: a type's sizes end with ']' "
+                                            "(tensor[2x2])", Loc(source, open_at[0],
+                                                                 open_at[0] + 1)))
+                            i = bisect_left(ends, open_at[1], i) + 1
+                            continue
                         if any(c in covered.strip()[1:-1] for c in "[](){}"):
                             # brackets inside the type (tensor[[2]], tensor[2x3) + 1): where it
                             # ends cannot be told, nor whether those brackets match
@@ -379,6 +388,13 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     i += 1
                     continue
                 tok = Tok("STRING", piece, start_, end_)
+            elif piece == "/" and not out and text.startswith("//", start_):
+                # // note {: a C comment, its braces and brackets no code; one error
+                eol = text.find("\n", start_, limit)
+                local(GoatError("unexpected '//'; a comment starts with #",
+                                Loc(source, start_, start_ + 2)))
+                i = n if eol < 0 else bisect_left(ends, eol + 1, i)
+                continue
             elif (kind == _PUNCT and piece in punctuation) or piece == "..":
                 if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
                     # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
@@ -706,6 +722,20 @@ def _doubled(pieces: list, i: int) -> bool:
     while k >= 0 and pieces[k][0] in " \t\f\r":
         k -= 1
     return k >= 0 and pieces[k] == "{"
+
+
+_OPEN_TYPE = re.compile(r"[ \t]*\[([ \t]*[0-9A-Za-z_?]+(?:[ \t]*[x,][ \t]*[0-9A-Za-z_?]+)*)"
+                        r"[ \t]*(?=[=:)\n{;]|\Z)")
+
+
+def _type_left_open(text: str, at: int, limit: int):
+    """(the offset of the [, the offset after the sizes) where the type word ending at ``at``
+    is followed by ``[`` and sizes with no ``]`` before an ``=``, ``:``, ``)``, ``{`` or the
+    line's end (let w: tensor[2x2 = ...); None otherwise."""
+    m = _OPEN_TYPE.match(text, at, limit)
+    if m is None:
+        return None
+    return text.index("[", at), m.end(1)
 
 
 def _type_closed_with_paren(text: str, at: int, limit: int):
