@@ -932,3 +932,15 @@ def test_a_piped_line_that_starts_a_statement_is_not_taken_into_an_open_bracket(
     assert out.startswith("goat> let a = row_sum([[1, 2]]\n<input 1>:1: error: '(' is never "
                           "closed\n")
     assert "goat> let b = 3\nb : scalar\ngoat> print b\n" in out and out.endswith("[3]\n")
+
+
+def test_a_piped_comment_between_an_ifs_brace_and_its_else_keeps_them_one_input():
+    """Found by a third breaker: } / # c / else { ran the if alone at the comment, and the
+    else was then an error (a file takes it)."""
+    session = ("var s = 1\nif s > 1 {\n  print 1\n}\n# c\nelse {\n  print 2\n}\n"
+               "if s > 1 {\n  print 3\n}\n# c2\nprint 4\n")
+    status, out, err = cli("repl", stdin=session.encode())
+    assert (status, err) == (0, "")
+    assert "  ... }\n  ... # c\n  ... else {\n  ...   print 2\n  ... }\n" in out
+    assert "  ... # c2\ngoat> print 4\n" in out
+    assert [line for line in out.splitlines() if line.startswith("[")] == ["[2]", "[4]"]

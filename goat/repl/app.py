@@ -883,6 +883,7 @@ class PipedRepl(Repl):
     def loop(self) -> int:
         text = ""
         header = False          # text is a block's header written without its {
+        held = False            # comment lines held after an if's }, an else may still come
         for line in self.lines:
             line = line.rstrip("\r\n")
             if header:
@@ -904,11 +905,17 @@ class PipedRepl(Repl):
                 if self._run(text) == "quit":
                     return self._status()
                 text = ""
-            if text and not open_brackets(text) and awaits_else(text) \
-                    and not line.lstrip().startswith("else"):
-                if self._run(text) == "quit":           # the if had no else: run it
-                    return self._status()
-                text = ""
+            if text and not open_brackets(text) and (awaits_else(text) or held):
+                if line.lstrip().startswith("#"):
+                    # a comment between an if's } and its else, as a file may have one
+                    text += "\n" + line
+                    held = True
+                    continue
+                held = False
+                if not line.lstrip().startswith("else"):
+                    if self._run(text) == "quit":       # the if had no else: run it
+                        return self._status()
+                    text = ""
             text = line if not text else text + "\n" + line
             if open_brackets(text) or awaits_else(text):
                 continue
