@@ -1895,6 +1895,11 @@ def test_a_second_round_of_slips_is_one_error_each(src, expected):
      [(1, "'[' is never closed: a type's sizes end with ']'"), (2, "unknown name 'qq'")]),
     ("def f(a: tensor[2, b: tensor[3]) = a\nprint qq\n",
      [(1, "'[' is never closed: a type's sizes end with ']'"), (2, "unknown name 'qq'")]),
+    # a header without its { and, later, a } forgotten: the count balances, yet each is
+    # found (the first } is the brace-less header's)
+    ("var s = 1\nfor i in 0..3\n    print i\n}\nfor j in 0..3 {\n    print j\nprint s + qq\n",
+     [(2, "syntax error: expected '{'"), (5, "'{' is never closed: line 7"),
+      (7, "unknown name 'qq'")]),
     # a block whose } is forgotten is closed where the indentation says, and checked
     ("var y = [1.0]\nfor i in 0..3 {\n    y = y * qq\nprint y\nprint zz\n",
      [(2, "'{' is never closed: line 4 is indented no deeper than its header"),

@@ -620,9 +620,11 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     opens, closes = pieces.count("{"), pieces.count("}")
     if opens > closes:      # (a { doubled, {{, opens nothing: its own error)
         opens -= sum(1 for k, piece in enumerate(pieces) if piece == "{" and _doubled(pieces, k))
-    if opens == closes:
+    # (a } under a header written without its { is the parser's: with one, the count may
+    # balance while a { is still left open)
+    if opens == closes and (closes == 0 or not _UNBRACED_HEADER.search(text, first)):
         return {}, {}
-    too_few = opens > closes
+    too_few = opens >= closes
 
     def scan(repair):
         stack = []                  # [offset of a {, the indentation of its header, whether a
@@ -714,6 +716,8 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
 
 
 _END = -1                   # _mended_blocks' key for the end of the text
+# a line that starts with a block's header word and has no { (for i in 0..3, if x < 1:)
+_UNBRACED_HEADER = re.compile(r"(?m)^[ \t]*(?:(?:for|if|else)\b[^{\n]*|def\b[^{=\n]*)$")
 
 
 def _doubled(pieces: list, i: int) -> bool:
