@@ -274,18 +274,20 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
         # the blocks of the {s at ``todo`` (innermost first), whose } was forgotten, closed
         # at ``where``: each a statement of its own with the error, after its block (so that
         # the header and its block are read and checked), or inside it before an else
+        nonlocal out
+        if out:
+            out.append(Tok("_NL", "", where, where))
+            statements.append(out)
+            out = []
         for at in todo:
             error = [Tok("ERROR", "", at, at + 1), Tok("_NL", "", where, where)]
-            if inside:
-                errors.append((len(statements), GoatError("'{' is never closed: " + why,
-                                                           Loc(source, at, at + 1))))
-                statements.append(error)
-            statements.append([Tok("RBRACE", "", where, where), Tok("_NL", "", where, where)])
+            close = [Tok("RBRACE", "", where, where), Tok("_NL", "", where, where)]
+            for stmt in (error, close) if inside else (close, error):
+                if stmt is error:
+                    errors.append((len(statements), GoatError("'{' is never closed: " + why,
+                                                              Loc(source, at, at + 1))))
+                statements.append(stmt)
             stack.pop()
-            if not inside:
-                errors.append((len(statements), GoatError("'{' is never closed: " + why,
-                                                           Loc(source, at, at + 1))))
-                statements.append(error)
 
     try:
         while i < n:
@@ -298,14 +300,9 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
             start_ = end_ - len(piece)
             if missing and start_ in missing:
                 todo = missing[start_]
-                if len(stack) >= len(todo) and all(
-                        stack[-1 - j] == ("{", at) for j, at in enumerate(todo)):
+                if _open_last(stack, todo):
                     # blocks whose } was forgotten, as the indentation shows: closed here,
                     # each its header's error
-                    if out:
-                        out.append(Tok("_NL", "", start_, start_))
-                        statements.append(out)
-                        out = []
                     line = source.position(start_)[0]
                     if piece == "}":
                         why = ("the '}' on line %d is indented as the block on line %d, and "
@@ -568,12 +565,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
             statements[k] = Unreadable(statements[k], error)
         return statements
     todo = missing.get(_END, ())
-    if todo and len(stack) >= len(todo) and all(
-            stack[-1 - j] == ("{", at) for j, at in enumerate(todo)):
-        if out:
-            out.append(Tok("_NL", "", limit, limit))
-            statements.append(out)
-            out = []
+    if todo and _open_last(stack, todo):
         close_forgotten(todo, limit, "its '}' is missing at the end of the file", False)
     if stack:
         # the innermost bracket left open is the error: of the statement it is in, or, for
@@ -713,6 +705,13 @@ def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
     if mended is None or mended[0]:
         return {}, {}       # the indentation does not pair up every { and }
     return mended[1], mended[2]
+
+
+def _open_last(stack: list, todo: list) -> bool:
+    """Are the blocks of the {s at ``todo`` (innermost first) the last brackets open?  (Not
+    where brackets the indentation's reading does not count are open above them.)"""
+    return len(stack) >= len(todo) and all(
+        stack[-1 - j] == ("{", at) for j, at in enumerate(todo))
 
 
 _END = -1                   # _mended_blocks' key for the end of the text
