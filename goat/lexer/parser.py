@@ -661,15 +661,8 @@ def _first_word_slip(tokens, tok) -> str:
 def _unclosed(build, tokens, tok) -> str:
     """The hint for a token met inside a '(' or '[' opened on an earlier line (the statement
     went on over the lines after it, as a bracket lets it): that bracket is likely unclosed."""
-    stack = []
-    at = 0
-    for at, t in enumerate(tokens):
-        if t is tok:
-            break
-        if t.type in ("LPAR", "LSQB"):
-            stack.append(t)
-        elif t.type in ("RPAR", "RSQB") and stack:
-            stack.pop()
+    at = next((k for k, t in enumerate(tokens) if t is tok), len(tokens))
+    stack = [tokens[k] for k in _still_open(tokens, at)]
     if not stack:
         return ""
     # a bracket closed later in the statement is not the fault, unless what is met begins a
@@ -697,18 +690,22 @@ def _open_parens(tokens) -> int:
 _JOINS = frozenset(("concat", "concatenate", "cat", "stack", "hstack", "vstack"))
 
 
+def _still_open(tokens, i: int) -> list:
+    """The indices of the ``(`` and ``[`` still open at ``tokens[i]``, outermost first."""
+    stack = []
+    for k in range(i):
+        t = tokens[k].type
+        if t in ("LPAR", "LSQB"):
+            stack.append(k)
+        elif t in ("RPAR", "RSQB") and stack:
+            stack.pop()
+    return stack
+
+
 def _opening_bracket(tokens, i: int) -> int:
     """The index of the ``[`` or ``(`` still open at ``tokens[i]`` (-1: none)."""
-    depth = 0
-    for k in range(i - 1, -1, -1):
-        t = tokens[k].type
-        if t in ("RSQB", "RPAR"):
-            depth += 1
-        elif t in ("LSQB", "LPAR"):
-            if depth == 0:
-                return k
-            depth -= 1
-    return -1
+    stack = _still_open(tokens, i)
+    return stack[-1] if stack else -1
 
 
 def _hint(tokens, tok) -> str:
