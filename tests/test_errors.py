@@ -95,7 +95,7 @@ def test_use_before_definition():
 @pytest.mark.parametrize("src, hint", [
     ("print 1 ! 2", "'not x' negates a condition, and a != b compares"),
     ("print 2 ** 3", "there is no power operator"),
-    ("let a = [[1, 2]]\nprint a[0]", "there is no indexing"),
+    ("let a = [[1, 2]]\nprint a[[0]]", "goat has no NumPy's indexing by a list"),
     ("a = 3", "a new name needs let (let a = ...), or var (var a = ...) to assign to it later"),
 ])
 def test_hints_for_common_slips(src, hint):
@@ -623,9 +623,9 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ('print(f"x = {1}")\n', 1, '; a string\'s {fields} are formatted without an f: print '
                                '"x = {x}"'),
     ("// a comment\nprint 1\n", 1, "; a comment starts with #"),
-    ("let x = [[1, 2]]\nprint x[0]\n", 2, "; there is no indexing: take rows with gather(x, "
-                                          "indices), select with a matrix product, or by "
-                                          "masking"),
+    ("let x = [[1, 2]]\nprint x[[0]]\n", 2, "an index is a number, not a list (goat has no "
+                                            "NumPy's indexing by a list): to take rows by their "
+                                            "indices, write gather(x, indices)"),
     ("def f(x: scalar = 1) = x\n", 1, "; a parameter has no default value: every call passes "
                                        "every argument"),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "
@@ -1030,8 +1030,7 @@ def test_a_paren_left_open_over_later_lines_is_named():
             "statement (print)")]
     # on the bracket's own line the plain message stays
     assert error("let y = transpose([[1.0]] [[2.0]])\n").message.endswith(
-        "; there is no indexing: take rows with gather(x, indices), select with a matrix "
-        "product, or by masking")
+        "found a list literal; is a comma missing between the two lists?")
 
 
 @pytest.mark.parametrize("text, line, end", [
@@ -1072,10 +1071,9 @@ def test_a_dot_that_is_no_method_keeps_the_plain_message():
     # a format field holds an expression, not a statement
     ('let lt = [[1.0]]\nprint "{lt 2}"\n', 2, "syntax error: expected an operator, '(' or the } "
      "that ends the field, found number 2"),
-    # a bracket after a name is indexing, whatever the name
-    ("let val = [[1.0, 2]]\nval[0] = 1\n", 2, "syntax error: expected '*=', '+=', ',', '-=', "
-     "'/=' or '=', found a list literal; there is no indexing: take rows with gather(x, "
-     "indices), select with a matrix product, or by masking"),
+    # a bracket after a name is a subscript, whatever the name: assigned to, it is a var's
+    ("let val = [[1.0, 2]]\nval[0] = 1\n", 2, "cannot assign to 'val': it is defined with let "
+     "on line 1, which cannot change; declare it with var to assign to it"),
     # values, not misspelled keywords or x--
     ("let fo = 1\nfo and 1\n", 2, "syntax error: a value on its own line does nothing in a "
      "program: write print before it to show it (the REPL shows a value typed on its own)"),

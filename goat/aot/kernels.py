@@ -705,9 +705,10 @@ def _index(k: Kernel, value, position, count, name):
     return b.fptosi(value, k.i64)
 
 
-def _narrow_start(k: Kernel, n: int, length: int):
+def _narrow_start(k: Kernel, n: int, length: int, words: tuple):
     """narrow's start (its second input) as an i64 from 0 to n - length, or the run-time
-    error naming it (goat_narrow_fail, as builtins._narrow_start words it)."""
+    error naming it (goat_narrow_fail, as builtins._narrow_start words it: ``words`` from
+    builtins._start_words)."""
     b = k.b
     value = k.load(k.ins[1], 0)
     ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
@@ -718,7 +719,8 @@ def _narrow_start(k: Kernel, n: int, length: int):
     good = fn.append_basic_block("start")
     b.cbranch(ok, good, bad)
     b.position_at_end(bad)
-    k.call("goat_narrow_fail", k.i64, [value, k.int(n), k.int(length), k.site])
+    k.call("goat_narrow_fail", k.i64, [value, k.int(n - length), k.lw.cstring(b, words[0]),
+                                       k.lw.cstring(b, words[1]), k.site])
     b.unreachable()
     b.position_at_end(good)
     return b.fptosi(value, k.i64)
@@ -734,8 +736,11 @@ def _narrow_copy(k: Kernel, shape, length, into_out: bool):
     """Copy the runs of narrow's cells: for each index before the axis, length x inner cells
     (row-major, contiguous) between the whole of ``shape`` (at the start along the axis) and
     the narrow part -- from the input to the result (narrow), or into it (its derivative)."""
+    from ..ops.builtins import _start_words
     outer, n, inner = _narrow_parts(shape, k.attrs[0])
-    s = _narrow_start(k, n, length)
+    what = k.attrs[2] if len(k.attrs) > 2 else None
+    s = _narrow_start(k, n, length, _start_words(what, n, length, k.attrs[0] % len(shape),
+                                                 "x".join(map(str, shape))))
     run = length * inner
     at0 = k.b.mul(s, k.int(inner))
 

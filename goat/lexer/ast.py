@@ -80,6 +80,30 @@ class Tuple(Expr):
         self.loc = loc
 
 
+class Index(Expr):
+    """``value[s1, s2, ...]``: a subscript per leading axis, each an Expr (an index, which takes
+    one cell of its axis and drops the axis, as NumPy's does) or a :class:`Slice` (a run of
+    cells, the axis kept).  ``bracket_loc`` covers the brackets and what is between them."""
+    __slots__ = ("value", "items", "bracket_loc")
+
+    def __init__(self, value: Expr, items: list, loc: Loc, bracket_loc: Loc):
+        self.value = value
+        self.items = items
+        self.loc = loc
+        self.bracket_loc = bracket_loc
+
+
+class Slice(Expr):
+    """``lo:hi`` or ``lo:hi:step`` in a subscript; a bound left out is None."""
+    __slots__ = ("lo", "hi", "step")
+
+    def __init__(self, lo, hi, step, loc: Loc):
+        self.lo = lo
+        self.hi = hi
+        self.step = step
+        self.loc = loc
+
+
 class TypeArg(Expr):
     """A type written as an argument: ``reshape(x, tensor[2x3x4])``.  ``ann`` is its TypeAnn."""
     __slots__ = ("ann",)
@@ -177,14 +201,19 @@ class Var(Stmt):
 
 
 class Assign(Stmt):
-    """``NAME = EXPR`` (and ``NAME += EXPR``, already written out as ``NAME = NAME + (EXPR)``)."""
-    __slots__ = ("name", "expr", "name_loc")
+    """``NAME = EXPR`` (and ``NAME += EXPR``, already written out as ``NAME = NAME + (EXPR)``);
+    ``NAME[s1, ...] = EXPR`` has the subscripts in ``items`` (else None) and their brackets'
+    place in ``bracket_loc`` (``NAME[s] += EXPR`` is ``NAME[s] = NAME[s] + (EXPR)``)."""
+    __slots__ = ("name", "expr", "name_loc", "items", "bracket_loc")
 
-    def __init__(self, name: str, expr: Expr, loc: Loc, name_loc: Loc):
+    def __init__(self, name: str, expr: Expr, loc: Loc, name_loc: Loc, items=None,
+                 bracket_loc=None):
         self.name = name
         self.expr = expr
         self.loc = loc
         self.name_loc = name_loc
+        self.items = items
+        self.bracket_loc = bracket_loc
 
 
 class For(Stmt):

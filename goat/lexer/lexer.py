@@ -72,6 +72,10 @@ _KIND['"'] = _STRINGK
 # (and where one stops: a bracket, or a character no such literal holds)
 _LITERAL_STOPS = re.compile(r"[^0-9eE+\-.,\s]")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
+# the tokens a value ends with: a [ right after one (or after a subscript's ]) opens a
+# subscript (SUBSCRIPT), not a list: after a list literal, [[1]] [[2]], a comma is missing
+_INDEXED = frozenset(("NAME", "RPAR"))
+_ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/="))
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")     # a name (IDENT: --let's, lets=')
 _INF = float("inf")
@@ -251,6 +255,8 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
     statements = []
     out = []
     stack = []              # open brackets: (char, offset)
+    subscripts = set()      # the offsets of the [s that open a subscript (x[0]), not a list
+    subscript_ends = {}     # and of the ]s that close one: -> the offset of its [
     errors = []             # (statement index, GoatError): the first error of a statement
     headers = {}            # the offset of a block's { -> the index of its header statement
     i = 0
@@ -399,7 +405,14 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                                     Loc(source, start_, end_ + 1)))
                     i += 1
                     continue
-                if piece == "[":
+                subscript = (piece == "[" and bool(out) and (
+                    out[-1].type in _INDEXED or out[-1].start_pos in subscript_ends)
+                    and not (stack and stack[-1][0] == "[" and stack[-1][1] not in subscripts))
+                if subscript:
+                    # x[0], f(x)[i, 1:3]: a [ right after a value subscripts it (inside a
+                    # list literal, [1, 2] [3, 4] is a comma forgotten between rows)
+                    subscripts.add(start_)
+                elif piece == "[":
                     try:
                         tok = _try_array(source, start_)
                     except GoatError as e:      # nested too deep: with the errors before it
@@ -479,7 +492,9 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                                                   pieces, i)
                                 i += 1
                                 continue
-                        stack.pop()
+                        at = stack.pop()[1]
+                        if at in subscripts:
+                            subscript_ends[start_] = at
                 elif piece == ";":
                     if stack and stack[-1][0] != "{":
                         # the statement's error: print (1; 2), a ; for a , -- or, a statement
@@ -499,7 +514,13 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                         out = []
                     i += 1
                     continue
-                tok = Tok(punctuation[piece], piece, start_, end_)
+                tok = Tok("SUBSCRIPT" if subscript else punctuation[piece], piece, start_, end_)
+                if (piece in _ASSIGNS and len(out) > 2 and out[0].type == "NAME"
+                        and out[1].type == "SUBSCRIPT"
+                        and subscript_ends.get(out[-1].start_pos) == out[1].start_pos):
+                    # x[i] = v: the subscript is assigned to, not read (the grammar takes
+                    # a TARGET's statement apart from a value's, x[i] shown in the REPL)
+                    out[1].type = "TARGET"
                 if piece == "{":            # the block's header ends here
                     out.append(tok)
                     out.append(Tok("_NL", "", end_, end_))

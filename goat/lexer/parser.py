@@ -107,6 +107,29 @@ class _Build:
     def compound(self, c):
         return c[0]
 
+    def assign_index(self, c):
+        name, lsq, *items, rsq, expr = c
+        nloc = self._loc(name)
+        bracket = self._subscripts(items, lsq, rsq)
+        return ast.Assign(name.value, expr, nloc.to(expr.loc), nloc, items, bracket)
+
+    def compound_assign_index(self, c):
+        name, lsq, *items, rsq, op, expr = c
+        nloc = self._loc(name)
+        bracket = self._subscripts(items, lsq, rsq)
+        part = ast.Index(ast.Name(name.value, nloc), items, nloc.to(bracket), bracket)
+        value = ast.Binary(COMPOUND_ASSIGN[op.value], part, expr, nloc.to(expr.loc),
+                           self._loc(op))
+        return ast.Assign(name.value, value, nloc.to(expr.loc), nloc, items, bracket)
+
+    def _subscripts(self, items, lsq, rsq):
+        """The place of the brackets around ``items``; a bare ':' gets it as its own."""
+        bracket = self._loc(lsq).to(self._loc(rsq))
+        for item in items:
+            if type(item) is ast.Slice and item.loc is None:
+                item.loc = bracket
+        return bracket
+
     def compound_assign(self, c):
         name, op, expr = c
         nloc = self._loc(name)
@@ -229,6 +252,16 @@ class _Build:
 
     def args(self, c):
         return c
+
+    def index(self, c):
+        value, lsq, *items, rsq = c
+        bracket = self._subscripts(items, lsq, rsq)
+        return ast.Index(value, items, value.loc.to(bracket), bracket)
+
+    def slice(self, c):
+        bounds = [e for e in c if e is not None]
+        loc = bounds[0].loc.to(bounds[-1].loc) if bounds else None
+        return ast.Slice(c[0], c[1], c[2] if len(c) > 2 else None, loc)
 
     def type_arg(self, c):
         tok = c[0]
@@ -584,6 +617,7 @@ def _describe_found(tok) -> str:
 
 def _describe_expected(expected) -> str:
     expected = set(expected)
+    expected.discard("TARGET")      # (the [ of x[i] = v: the lexer's, written as any [)
     if len(expected) > 1:
         expected.discard("$END")
     words = []
@@ -595,7 +629,7 @@ def _describe_expected(expected) -> str:
         expected -= {"NUMBER", "MINUS", "LSQB", "ARRAY"}
     if {"PLUS", "MINUS", "STAR", "SLASH", "AT"} <= expected:
         words.append("an operator")
-        expected -= OPERATOR_TERMS
+        expected -= OPERATOR_TERMS | {"SUBSCRIPT"}     # (x[i] may follow any value)
     if STATEMENT_START <= expected:
         words.append("a statement (let, var, def, print, for, if, ...)")
         expected -= STATEMENT_KEYWORD_TERMS
@@ -746,6 +780,8 @@ def _hint(tokens, tok) -> str:
         return "; two commas in a row: a value is missing between them"
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
         return "; is a comma missing between two rows?"
+    if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB"):
+        return "; is a comma missing between the two lists?"
     if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):
         opened = _opening_bracket(tokens, i)
         if opened >= 2 and tokens[opened - 1].type == "LPAR" and tokens[opened - 2].type == \
@@ -758,9 +794,6 @@ def _hint(tokens, tok) -> str:
         name = tok.value if tok.type == "NAME" else "a"
         return ("; a list literal holds numbers only: compute a value from names instead, e.g. "
                 "reshape(%s, tensor[1x1]), or [[1, 0]] * %s + [[0, 1]] * b" % (name, name))
-    if tok.type in ("ARRAY", "LSQB") and prev in ("NAME", "RPAR", "ARRAY"):
-        return ("; there is no indexing: take rows with gather(x, indices), select with a "
-                "matrix product, or by masking")
     if tokens[0].type == "FOR" and tok.type in ("_COLON", "LBRACE") and any(
             t.type == "NAME" and t.value == "range" for t in tokens[:i]):
         return "; a loop over 0, 1, ..., n - 1 is written for i in 0..n { ... }"

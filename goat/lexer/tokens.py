@@ -73,6 +73,8 @@ DESCRIPTIONS = {
     "ARRAY": "a list literal",
     "TYPE": "a type such as tensor[2x3]",
     "STRING": "a string",
+    "SUBSCRIPT": "'['",
+    "TARGET": "'['",
     "_NL": "the end of the line",
     "$END": "the end of the file",
     **{term: "'%s'" % word for word, term in KEYWORDS.items()},

@@ -1002,7 +1002,24 @@ from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add u
 
 # ---------------------------------------------------------------- narrow (a dynamic slice)
 
-def _narrow_shape(x, start, axis, length):
+# narrow's optional third attribute: how its errors name what it takes -- None for narrow as
+# written, "index" or "slice" for a subscript the checker made of it (x[i], x[a:b])
+def _start_words(what, n, length, axis, shape) -> tuple:
+    """(what the start is called, the parenthesis after 'from 0 to N') in narrow's errors;
+    ``what`` may be a pair, the word and the shape to name (the subscripted value's, where
+    an assignment x[i] = v spreads a part of another shape)."""
+    if type(what) is tuple:
+        what, shape = what
+    cells_ = "%d cell%s" % (n, "" if n == 1 else "s")
+    if what == "index":
+        return "an index", "axis %d of %s has %s" % (axis, shape, cells_)
+    if what == "slice":
+        return "a slice's start", "axis %d of %s has %s, the slice takes %d" % (
+            axis, shape, cells_, length)
+    return "narrow's start", "the axis has %s, the length is %d" % (cells_, length)
+
+
+def _narrow_shape(x, start, axis, length, what=None):
     r = len(x)
     if r == 0:
         raise ShapeError("narrow needs a tensor of rank 1 or more, got a scalar")
@@ -1018,31 +1035,39 @@ def _narrow_shape(x, start, axis, length):
                          % format_huge(length))
     n = x[axis % r]
     if type(n) is int and length > n:
-        raise ShapeError(_narrow_too_long(length, n, axis % r, format_shape(x)))
+        raise ShapeError(_narrow_too_long(length, n, axis % r, format_shape(x), what))
     out = list(x)
     out[axis % r] = length
     return tuple(out)
 
 
-def _narrow_too_long(length, n, axis, shape) -> str:
+def _narrow_too_long(length, n, axis, shape, what=None) -> str:
+    if type(what) is tuple:
+        what, shape = what
+    if what == "slice":
+        return ("the slice of %d cells is longer than axis %d of %s, which has %d"
+                % (length, axis, shape, n))
+    if what == "index":
+        return "axis %d of %s has no cells to index" % (axis, shape)
     return ("narrow's length %s is more than %d, the size of axis %d of %s"
             % (format_huge(length), n, axis, shape))
 
 
-def _narrow_start(v, n, length, axis, shape, exact=None) -> int:
+def _narrow_start(v, n, length, axis, shape, exact=None, what=None) -> int:
     """The start of a narrow of ``length`` cells out of the ``n`` of ``axis`` of ``shape``
     (its text) as an int, or OpError: a length of at most n, and a whole number from 0 to
-    n - length (below ``exact``, the whole numbers float32 holds, when given)."""
+    n - length (below ``exact``, the whole numbers float32 holds, when given); ``what`` words
+    the errors for a subscript (see _start_words)."""
     if length > n:
-        raise OpError(_narrow_too_long(length, n, axis, shape))
+        raise OpError(_narrow_too_long(length, n, axis, shape, what))
     if not (0 <= v <= n - length and v == int(v)):
-        raise OpError("narrow's start must be a whole number from 0 to %d (the axis has %d "
-                      "cell%s, the length is %d), got %s" % (n - length, n, "" if n == 1 else
-                                                            "s", length, index_text(v)))
+        thing, detail = _start_words(what, n, length, axis, shape)
+        raise OpError("%s must be a whole number from 0 to %d (%s), got %s"
+                      % (thing, n - length, detail, index_text(v)))
     if exact is not None and v >= exact:
-        raise OpError("narrow's start in float32 (--dtype f32) must be below 2**24 = %d "
+        raise OpError("%s in float32 (--dtype f32) must be below 2**24 = %d "
                       "(float32 holds every whole number only up to it), got %s (run in f64)"
-                      % (exact, index_text(v)))
+                      % (_start_words(what, n, length, axis, shape)[0], exact, index_text(v)))
     return int(v)
 
 
@@ -1050,17 +1075,18 @@ def _narrow_index(x_rank, axis, s, length):
     return (slice(None),) * (axis % x_rank) + (slice(s, s + length),)
 
 
-def _narrow_run_start(be, start, shape, axis, length) -> int:
+def _narrow_run_start(be, start, shape, axis, length, what=None) -> int:
     """narrow's start, read on the host and checked against the actual ``shape``."""
     ax = axis % len(shape)
     n = shape[ax]
     exact = be.exact_limit(start) if n > 2 ** 24 else None
-    return _narrow_start(be.scalar(start), n, length, ax, "x".join(map(str, shape)), exact)
+    return _narrow_start(be.scalar(start), n, length, ax, "x".join(map(str, shape)), exact,
+                         what)
 
 
-def _narrow(be, axis, length):
+def _narrow(be, axis, length, what=None):
     def run(x, start):
-        s = _narrow_run_start(be, start, x.shape, axis, length)
+        s = _narrow_run_start(be, start, x.shape, axis, length, what)
         return x[_narrow_index(x.ndim, axis, s, length)].copy()
     return run
 
@@ -1069,30 +1095,31 @@ def _narrow_static(values, shapes, attrs):
     """A start written in the program: one that is not a whole number from 0 is sure to fail;
     against a size known before the run (a call of a def too), so is one past its end."""
     start = values[1]
-    axis, length = attrs
+    axis, length = attrs[:2]
+    what = attrs[2] if len(attrs) > 2 else None
     shape = shapes[0]
     n = shape[axis % len(shape)]
     if type(n) is int and length > n:
-        raise OpError(_narrow_too_long(length, n, axis % len(shape), format_shape(shape)))
+        raise OpError(_narrow_too_long(length, n, axis % len(shape), format_shape(shape), what))
     if start is None:
         raise ValueError("known when it runs")
     v = float(np.asarray(start, dtype=np.float64).reshape(()))
     if type(n) is not int:
         if not (v >= 0 and v == int(v)):
-            raise OpError("narrow's start must be a whole number from 0, got %s"
-                          % index_text(v))
+            raise OpError("%s must be a whole number from 0, got %s"
+                          % (_start_words(what, 0, length, 0, "")[0], index_text(v)))
         raise ValueError("known when it runs")
-    _narrow_start(v, n, length, axis % len(shape), format_shape(shape))
+    _narrow_start(v, n, length, axis % len(shape), format_shape(shape), what=what)
 
 
-def _narrow_backward(be, axis, target):
+def _narrow_backward(be, axis, target, what=None):
     xp = be.xp
     target = tuple(target)
 
     def run(g, start):
         out = xp.zeros(target, dtype=be.dtype)
         length = g.shape[axis % len(target)]
-        s = _narrow_run_start(be, start, target, axis, length)
+        s = _narrow_run_start(be, start, target, axis, length, what)
         out[_narrow_index(len(target), axis, s, length)] = g
         return out
     return run
@@ -1111,7 +1138,7 @@ register(Op(name="narrow", checks_values=True, static_check=_narrow_static,
                 "from 0 to the axis's size - length, checked when it runs",
             shape=_narrow_shape, evaluate=_narrow, lowering=lower.narrow,
             cost=_taken_cost,
-            vjp=lambda d, g, out, x, start, axis, length: (
+            vjp=lambda d, g, out, x, start, axis, length, *what: (
                 d.b.op(REGISTRY["narrow_backward"], (g, start), d.loc,
                        (axis, _target_of(x)), shape=x.shape, check=False), None)))
 
@@ -1121,10 +1148,10 @@ register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
             signature="(narrow_backward(g, start, axis, tensor[S]))",
             doc="zeros of shape S with g at cells start to start + length - 1 along axis: "
                 "narrow's derivative",
-            shape=lambda g, start, axis, target: tuple(target), evaluate=_narrow_backward,
-            cost=_spread_cost,
+            shape=lambda g, start, axis, target, *what: tuple(target),
+            evaluate=_narrow_backward, cost=_spread_cost,
             lowering=lower.narrow_backward,
-            vjp=lambda d, g, out, x, start, axis, target: (
+            vjp=lambda d, g, out, x, start, axis, target, *what: (
                 d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])), None)))
 
 

@@ -99,7 +99,9 @@ class Op:
         """``attrs`` with every shape attribute passed through ``subst`` (a def's size variables
         replaced by the sizes of one call)."""
         kinds = [kind for _, kind in self.params if kind != "value"]
-        return tuple(subst(a) if k == "type" else a for a, k in zip(attrs, kinds))
+        # (an attribute past the written parameters, narrow's wording for a subscript, is kept)
+        return tuple(subst(a) if k == "type" else a
+                     for a, k in zip(attrs, kinds)) + tuple(attrs[len(kinds):])
 
 
 class OpError(Exception):

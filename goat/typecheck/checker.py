@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
+
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..lexer.lexer import IDENT as _IDENT
@@ -1426,8 +1428,10 @@ class Checker:
         return value
 
     def _assign(self, stmt, scope, b):
-        self._assignable(stmt.name, stmt.name_loc, scope)
+        binding, _ = self._assignable(stmt.name, stmt.name_loc, scope)
         node = self.expr(stmt.expr, scope, b)
+        if stmt.items is not None:          # x[i] = v: x with those cells replaced
+            node = self._store(stmt, binding.node, self._one(stmt.expr, node), scope, b)
         if isinstance(node, tuple) and not _is_grad(stmt.expr):
             raise GoatError("this is %d values, not one; assign them to vars, one each, with "
                             "%s = ..." % (len(node), ", ".join(
@@ -2161,6 +2165,8 @@ class Checker:
                     raise GoatError("a tuple cannot hold a tuple: list its values in one tuple",
                                     item.loc)
             return tuple(self.value(item, scope, b) for item in e.items)
+        if t is ast.Index:
+            return self._index(e, scope, b)
         if t is ast.TypeArg:
             raise GoatError("a type can only be an argument of a built-in that takes one, such "
                             "as reshape(x, tensor[2x3])", e.loc)
@@ -2459,6 +2465,247 @@ class Checker:
                                     % (pname, e.name, _number_text(v)), a.loc)
                 attrs.append(int(v))
         return b.op(op, nodes + fields, e.loc, tuple(attrs))
+
+    def _index(self, e: ast.Index, scope, b):
+        """``x[s1, s2, ...]``: a narrow per subscripted axis (the cells an index or a slice
+        takes, its start checked when it runs where the program computes it), then, when an
+        index dropped an axis, a reshape to the axes left -- so grad, goat compile and every
+        back end take a subscript as they take narrow and reshape."""
+        x = self.value(e.value, scope, b)
+        parts, kept = self._subscripts(x, e.items, e.bracket_loc, scope, b)
+        for axis, start, length, what, loc in parts:
+            x = b.op(REGISTRY["narrow"], (x, start), loc, (axis, length, what))
+        if len(kept) == len(x.shape):
+            return x
+        # drop the axes indexed: a reshape to the others
+        out_shape = tuple(x.shape[a] for a in kept)
+        return b.op(REGISTRY["reshape"], (x,), e.loc,
+                    (self._shape_attr(out_shape, [(x, a) for a in kept], e.bracket_loc, b),),
+                    shape=out_shape, check=False)
+
+    def _shape_attr(self, shape, sources, loc, b):
+        """``shape`` as an op's shape attribute: a ``?`` size read from ``sources`` (per
+        dimension, (node, axis)) when the program runs; in a def's body, where nodes are
+        instantiated per call, a single ``?`` stays ``?``, worked out from the cells."""
+        if not b.symbolic:
+            return tuple(RunDim(*src) if d is None else d for d, src in zip(shape, sources))
+        if sum(d is None for d in shape) > 1:
+            raise GoatError("more than one of the sizes here is ?, known only when the "
+                            "program runs: give the def's parameter its sizes", loc)
+        return tuple(shape)
+
+    def _subscripts(self, x, items, bracket_loc, scope, b):
+        """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
+        "index" or "slice", loc) each, and the axes kept (those no index drops)."""
+        shape = x.shape
+        r = len(shape)
+        if r == 0:
+            raise GoatError("a scalar has no axes to subscript: x[...] takes cells of a tensor "
+                            "of rank 1 or more", bracket_loc)
+        if len(items) > r:
+            raise GoatError("%d subscripts for a value of rank %d (%s): one per axis, at most"
+                            % (len(items), r, format_type(shape)), bracket_loc)
+        whole = format_shape(shape)
+        parts = []
+        kept = []
+        for axis, item in enumerate(items):
+            n = shape[axis]
+            size = n if type(n) is int else None
+            if type(item) is not ast.Slice:
+                start = self._subscript_index(x, axis, item, size, whole, scope, b)
+                parts.append((axis, start, 1, "index", item.loc))
+                continue
+            kept.append(axis)
+            if item.step is not None:
+                raise GoatError("a slice with a step (lo:hi:step) is not supported: a slice "
+                                "takes a run of cells, lo:hi", item.step.loc)
+            if item.lo is None and item.hi is None:
+                continue                    # x[:, 1]: the whole axis
+            start, length = self._subscript_slice(x, axis, item, n, size, whole, scope, b)
+            if start is not None:           # (None: the whole axis, as written, x[0:n])
+                parts.append((axis, start, length, "slice", item.loc))
+        kept.extend(range(len(items), r))
+        return parts, kept
+
+    def _store(self, stmt, x, v, scope, b):
+        """``x[s1, ...] = v``: x with the cells the subscripts take replaced by v (which
+        broadcasts to them as to x[s1, ...]), the rest unchanged -- a new value, as every
+        value in goat is: where(mask, v spread to x's shape, x), each made of narrow's
+        derivative (the part put back among zeros), so that grad and goat compile take it."""
+        parts, kept = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
+        r = len(x.shape)
+        part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
+        for axis, _, length, _, _ in parts:
+            part[axis] = length
+        target = tuple(part[a] for a in kept)
+        vs = v.shape
+        written = "%s[...]" % stmt.name
+        if len(vs) > len(target) or any(
+                not (d == 1 or (d is not None and d == t)) for d, t in
+                zip(vs[::-1], target[::-1])):
+            e = stmt.expr
+            compound = type(e) is ast.Binary and type(e.left) is ast.Index and \
+                e.left.items is stmt.items          # x[i] += v: v's place
+            raise GoatError("cannot assign a value of shape %s to %s, of shape %s: the value's "
+                            "shape must be that one, or broadcast to it" % (
+                                format_shape(vs), written, format_shape(target)),
+                            e.right.loc if compound else e.loc)
+        # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed
+        padded = (1,) * (len(target) - len(vs)) + tuple(vs)
+        full = [1] * r
+        for a, d in zip(kept, padded):
+            full[a] = d
+        full = tuple(full)
+        loc = stmt.loc
+        if full != tuple(vs):
+            v = b.op(REGISTRY["reshape"], (v,), loc, (full,), shape=full, check=False)
+        # ones on the cells written (their sizes along the indexed axes, 1 along the rest)
+        mask = b.const(np.ones(tuple(next((p[2] for p in parts if p[0] == a), 1)
+                                     for a in range(r))), loc)
+        named = format_shape(x.shape)       # (a run-time error names x's shape)
+        for axis, start, length, what, ploc in parts:
+            what = (what, named)
+            whole = self._shape_attr(
+                tuple(x.shape[axis] if a == axis else mask.shape[a] for a in range(r)),
+                [(x, a) for a in range(r)], ploc, b)
+            mask = b.op(REGISTRY["narrow_backward"], (mask, start), ploc, (axis, whole, what),
+                        shape=tuple(x.shape[axis] if a == axis else d
+                                    for a, d in enumerate(mask.shape)), check=False)
+            if v.shape[axis] != 1:          # a run of values, not one broadcast along it
+                whole = self._shape_attr(
+                    tuple(x.shape[axis] if a == axis else v.shape[a] for a in range(r)),
+                    [(x, a) for a in range(r)], ploc, b)
+                v = b.op(REGISTRY["narrow_backward"], (v, start), ploc, (axis, whole, what),
+                         shape=tuple(x.shape[axis] if a == axis else d
+                                     for a, d in enumerate(v.shape)), check=False)
+        return b.op(REGISTRY["where"], (mask, v, x), loc)
+
+    def _subscript_index(self, x, axis, item, size, whole, scope, b):
+        """The start node of index ``item`` of ``axis`` (of size ``size``, None when not known
+        before the run): a number written in the program is checked here, and counts from
+        the end when negative, as in NumPy; one computed when the program runs is checked then
+        (narrow's start, worded as an index)."""
+        if type(item) is ast.Array:
+            raise GoatError("an index is a number, not a list (goat has no NumPy's indexing "
+                            "by a list): to take rows by their indices, write gather(x, "
+                            "indices)", item.loc)
+        node = self.value(item, scope, b)
+        if cells(node.shape) != 1:
+            raise GoatError("an index is one number, got a value of shape %s: to take rows by "
+                            "a tensor of indices, write gather(x, indices)"
+                            % format_shape(node.shape), item.loc)
+        v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
+        if v is None:
+            return node
+        if not (v == v and abs(v) <= 2 ** 53 and v == int(v)):
+            raise GoatError("an index is a whole number, got %s" % _number_text(v), item.loc)
+        v = int(v)
+        if size is not None:
+            if not -size <= v < size:
+                raise GoatError(
+                    "index %d is out of range for axis %d of %s, which has %d cell%s: an index "
+                    "is from %d to %d (a negative one counts from the end)"
+                    % (v, axis, whole, size, "" if size == 1 else "s", -size, size - 1)
+                    if size else "index %d is out of range for axis %d of %s, which has no "
+                    "cells" % (v, axis, whole), item.loc)
+            return b.const(float(v % size), item.loc)
+        if v >= 0:
+            return b.const(float(v), item.loc)
+        # -1 of an axis whose size is known when the program runs: that size - 1
+        n = b.op(REGISTRY["dim_size"], (x,), item.loc, (axis,), shape=(), check=False)
+        return b.op(OPERATORS["+"], (n, b.const(float(v), item.loc)), item.loc)
+
+    def _subscript_slice(self, x, axis, item, n, size, whole, scope, b):
+        """(start node, length) of slice ``item`` of ``axis``, or (None, None) when it takes
+        the whole axis.  Bounds written as numbers are checked here (a negative one counts
+        from the end of an axis whose size is known); a computed start is checked when it
+        runs, and its end must be a fixed number of cells after it (x[i:i + 4],
+        x[k * B:(k + 1) * B]): the result's shape is known before the run."""
+        lo = self.value(item.lo, scope, b) if item.lo is not None else None
+        hi = self.value(item.hi, scope, b) if item.hi is not None else None
+        for bound, node in ((item.lo, lo), (item.hi, hi)):
+            if node is not None and cells(node.shape) != 1:
+                raise GoatError("a slice's bounds are numbers, got a value of shape %s"
+                                % format_shape(node.shape), bound.loc)
+        vlo = 0.0 if lo is None else known_number(lo) if lo.shape in ((), (1,), (1, 1)) else None
+        vhi = (float(size) if size is not None else None) if hi is None else (
+            known_number(hi) if hi.shape in ((), (1,), (1, 1)) else None)
+        for bound, v in ((item.lo, vlo), (item.hi, vhi)):
+            if v is not None and not (v == v and abs(v) <= 2 ** 53 and v == int(v)):
+                raise GoatError("a slice's bounds are whole numbers, got %s" % _number_text(v),
+                                bound.loc)
+        written = "%s:%s" % ("" if vlo is None or item.lo is None else "%d" % vlo,
+                             "" if vhi is None or item.hi is None else "%d" % vhi)
+        if vlo is not None and (vhi is not None or hi is None):
+            if size is None and (hi is None or vlo < 0 or vhi < 0):
+                raise GoatError(
+                    "the slice %s needs the size of axis %d of %s, which is known only when "
+                    "the program runs (or a def is called): write both bounds as whole numbers "
+                    "from 0 (the result's sizes are known before the run; goat's types have no "
+                    "N - 1)" % (written, axis, whole), item.loc)
+            a, z = int(vlo), int(vhi)
+            if size is not None:
+                a, z = a + size if a < 0 else a, z + size if z < 0 else z
+                if not (0 <= a <= size and 0 <= z <= size):
+                    raise GoatError(
+                        "the slice %s runs past axis %d of %s, which has %d cell%s: its bounds "
+                        "are from %d to %d (goat does not shorten a slice as NumPy does)"
+                        % (written, axis, whole, size, "" if size == 1 else "s", -size, size),
+                        item.loc)
+                if a == 0 and z == size:
+                    return None, None
+            if z < a:
+                raise GoatError("the slice %s ends before it starts: it would hold no cells, "
+                                "and goat does not make an empty slice of that" % written,
+                                item.loc)
+            return b.const(float(a), item.loc), z - a
+        # a start computed when the program runs: the end must be a fixed number after it
+        terms_lo, k_lo = _linear(lo) if lo is not None else ({}, 0.0)
+        terms_hi, k_hi = _linear(hi) if hi is not None else ({}, float("nan"))
+        length = k_hi - k_lo
+        if terms_lo != terms_hi or not (length == length and length == int(length)):
+            raise GoatError("a slice's length must be known before the run: its start may be "
+                            "computed, when its end is a fixed number of cells after it "
+                            "(x[i:i + 4], x[k * B:(k + 1) * B]), as narrow(x, axis, start, "
+                            "length) takes them", item.loc)
+        if length < 0:
+            raise GoatError("this slice ends %d cell%s before it starts" % (
+                -length, "" if length == -1 else "s"), item.loc)
+        if lo is None:
+            lo = b.const(0.0, item.loc)
+        return lo, int(length)
+
+
+def _linear(node):
+    """``node`` (a one-cell value) as (terms, k): the sum of coefficient x node over
+    ``terms`` ({node id: coefficient}, the nodes the program computes) plus the number k,
+    through +, -, negation, and * and / by numbers the program fixes -- so that the ends of
+    x[k * B:(k + 1) * B] are seen B apart."""
+    v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
+    if v is not None:
+        return {}, v
+    while (node.kind == OP and node.op.name in ("bind", "stop_gradient")) or (
+            node.kind == CAST and len(node.args) == 1):
+        node = node.args[0]
+    name = node.op.name if node.kind == OP else None
+    if name in ("add", "subtract"):
+        (ta, ka), (tb, kb) = _linear(node.args[0]), _linear(node.args[1])
+        sign = 1.0 if name == "add" else -1.0
+        terms = dict(ta)
+        for key, c in tb.items():
+            terms[key] = terms.get(key, 0.0) + sign * c
+        return {key: c for key, c in terms.items() if c != 0}, ka + sign * kb
+    if name == "negate":
+        t, k = _linear(node.args[0])
+        return {key: -c for key, c in t.items()}, -k
+    if name in ("multiply", "divide"):
+        (ta, ka), (tb, kb) = _linear(node.args[0]), _linear(node.args[1])
+        if not tb and kb == kb and kb != 0:
+            f = kb if name == "multiply" else 1.0 / kb
+            return {key: c * f for key, c in ta.items() if c * f != 0}, ka * f
+        if not ta and name == "multiply":
+            return {key: c * ka for key, c in tb.items() if c * ka != 0}, kb * ka
+    return {node.id: 1.0}, 0.0
 
 
 _BLOCKS = (ast.For, ast.If, ast.Def)

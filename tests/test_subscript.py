@@ -1,0 +1,316 @@
+"""Subscripts: x[i], x[a:b], x[:, j] read cells; x[i] = v (and +=, ...) replaces them in a var.
+Against NumPy's indexing written here, finite differences, the compiled program and the GPU
+test back end."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import goat
+from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end, error,
+                      literal as _literal, printed_numbers, run)
+
+RNG = np.random.default_rng(2026)
+
+
+def _subscripts(shape, rng):
+    """A random subscript of an array of ``shape``: (goat's text, NumPy's index)."""
+    k = rng.integers(1, len(shape) + 1)
+    text, index = [], []
+    for n in shape[:k]:
+        kind = rng.integers(4)
+        if kind == 0:                       # an index, counted from either end
+            i = int(rng.integers(-n, n))
+            text.append(str(i))
+            index.append(i)
+        elif kind == 1:                     # the whole axis
+            text.append(":")
+            index.append(slice(None))
+        else:                               # a slice, its bounds negative or left out
+            a, b = sorted(int(v) for v in rng.integers(0, n + 1, size=2))
+            lo = a - n if rng.integers(2) else a
+            hi = b - n if rng.integers(2) and b < n else b
+            if kind == 2:
+                text.append("%d:%d" % (lo, hi))
+                index.append(slice(lo, hi))
+            elif a == 0:
+                text.append(":%d" % hi)
+                index.append(slice(None, hi))
+            else:
+                text.append("%d:" % lo)
+                index.append(slice(lo, None))
+    return ", ".join(text), tuple(index)
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 5, 3), (3, 2, 2, 4)])
+def test_a_subscript_takes_the_cells_numpy_takes(shape):
+    x = RNG.normal(size=shape)
+    cases = [_subscripts(shape, RNG) for _ in range(40)]
+    got = run("let x = %s\n" % _literal(x) + "".join("print x[%s]\n" % t for t, _ in cases))
+    for (text, index), g in zip(cases, got):
+        want = x[index]
+        assert g.shape == want.shape and np.array_equal(g, want), text
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 5, 3)])
+def test_an_assignment_to_a_subscript_changes_the_cells_numpy_changes(shape):
+    x = RNG.normal(size=shape)
+    cases = [_subscripts(shape, RNG) for _ in range(25)]
+    lines = ["var x = %s" % _literal(x)]
+    want = x.copy()
+    steps = []
+    for k, (text, index) in enumerate(cases):
+        part = want[index].shape
+        # a value of the part's shape, or one that broadcasts to it (a single number, a row)
+        if k % 3 == 0 or not part:
+            v = np.array(float(k))
+            lines.append("x[%s] = %r" % (text, float(k)))
+        elif k % 3 == 1:
+            v = RNG.normal(size=part)
+            lines.append("x[%s] = %s" % (text, _literal(v)))
+        else:
+            v = RNG.normal(size=part[-1:])
+            lines.append("x[%s] += %s" % (text, _literal(v)))
+            v = want[index] + v
+        want[index] = v
+        steps.append(want.copy())
+        lines.append("print x")
+    got = run("\n".join(lines) + "\n")
+    for (text, _), g, w in zip(cases, got, steps):
+        assert g.shape == shape and np.array_equal(g, w), text
+
+
+def test_each_step_of_assignments_is_numpys():
+    got = run("var x = zeros(tensor[3x4])\n"
+              "x[0] = [1, 2, 3, 4]\nprint x\n"
+              "x[1, 2] = 7\nprint x\n"
+              "x[:, 3] = 9\nprint x\n"
+              "x[2, 0:2] += [5, 6]\nprint x\n"
+              "x[-1, -2] -= 1\nprint x\n"
+              "x[1:3] *= [[2], [3]]\nprint x\n")
+    x = np.zeros((3, 4))
+    want = []
+    x[0] = [1, 2, 3, 4]
+    want.append(x.copy())
+    x[1, 2] = 7
+    want.append(x.copy())
+    x[:, 3] = 9
+    want.append(x.copy())
+    x[2, 0:2] += [5, 6]
+    want.append(x.copy())
+    x[-1, -2] -= 1
+    want.append(x.copy())
+    x[1:3] *= [[2], [3]]
+    want.append(x.copy())
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+
+
+def test_an_assignment_keeps_the_number_written_exactly():
+    """x[i] = v is v in those cells, bit for bit (not x + (v - x), which 1e20 would lose)."""
+    (x,) = run("var x = [1e20, -0.0, 3]\nx[0] = 1\nx[2] = 0.1\nprint x\n")
+    assert x.tolist() == [1.0, -0.0, 0.1] and np.signbit(x[1])
+
+
+def test_the_shapes_a_subscript_gives():
+    p = goat.check_source("let x = zeros(tensor[2x3x4])\nlet a = x[0]\nlet b = x[:, 1]\n"
+                          "let c = x[1, 2, 3]\nlet d = x[:, 1:3]\nlet e = x[-1, :, -2:]\n"
+                          "let f = x[0][1]\n")
+    from goat.typecheck.shapes import format_type
+    shapes = {k: format_type(v.shape) for k, v in p.lets.items()}
+    assert shapes == {"x": "tensor[2x3x4]", "a": "tensor[3x4]", "b": "tensor[2x4]",
+                      "c": "scalar", "d": "tensor[2x2x4]", "e": "tensor[3x2]",
+                      "f": "tensor[4]"}
+
+
+def test_computed_indices_and_slices_in_a_loop():
+    """An index or a slice's start may be computed when the program runs (the loop's index);
+    a slice's end is a fixed number of cells after its start, as the checker sees it through
+    + - and * by fixed numbers."""
+    x = RNG.normal(size=(6, 4))
+    got = run("let x = %s\nlet B = 2\nfor k in 0..3 {\n"
+              "    print x[k * B:(k + 1) * B]\n"
+              "    print x[2 * k + 1, k:k + 2]\n"
+              "    print x[:, 3 - k]\n"
+              "    print x[5 - k:6 - k, -1]\n"
+              "}\n" % _literal(x))
+    for k in range(3):
+        a, b, c, d = got[4 * k:4 * k + 4]
+        assert np.array_equal(a, x[2 * k:2 * k + 2])
+        assert np.array_equal(b, x[2 * k + 1, k:k + 2])
+        assert np.array_equal(c, x[:, 3 - k])
+        assert np.array_equal(d, x[5 - k:6 - k, -1])
+
+
+def test_a_buffer_filled_row_by_row_in_a_loop():
+    got = run("var buf = zeros(tensor[4x2])\nfor t in 0..4 {\n"
+              "    buf[t] = t * [1, 0] + t * t * [0, 1]\n"
+              "    buf[t:t + 1, 1] *= 10\n}\nprint buf\n")
+    assert got[0].tolist() == [[0, 0], [1, 10], [2, 40], [3, 90]]
+
+
+def test_a_def_with_size_variables_subscripts_each_call_at_its_sizes():
+    got = run("def last(x: tensor[N, C]) = x[-1]\n"
+              "def first_two(x: tensor[N, C]) = x[0:2, :]\n"
+              "def put(x: tensor[N, C], v: tensor[C]) {\n    var y = x\n    y[1] = v\n"
+              "    return y\n}\n"
+              "print last([[1, 2], [3, 4], [5, 6]])\nprint last([[7, 8, 9]])\n"
+              "print first_two([[1, 2], [3, 4], [5, 6]])\n"
+              "print put(zeros(tensor[3x2]), [4, 5])\n")
+    assert got[0].tolist() == [5, 6] and got[1].tolist() == [7, 8, 9]
+    assert got[2].tolist() == [[1, 2], [3, 4]]
+    assert got[3].tolist() == [[0, 0], [4, 5], [0, 0]]
+
+
+def test_a_subscript_in_a_format_field_and_a_bracket_after_a_space():
+    out = goat.run_source('let x = [[1.5, 2], [3, 4]]\nprint "{x[0, 0]:.2f} {x [1, 1]}"\n')
+    assert out == ["1.50 4"]
+
+
+_PROGRAM = """let x: tensor[6x3] = load("x.npy")
+var w: tensor[2x3] = load("w.npy")
+def loss(w: tensor[2x3]) {
+    var h = zeros(tensor[3x3])
+    for k in 0..3 {
+        h[k] = tanh(x[2 * k] * w[0] + concat(x[2 * k + 1, 1:3], [0], 0) * w[-1])
+        h[k, 0] *= w[1, k]
+    }
+    return col_sum(row_sum(h * h))
+}
+let g = grad(loss(w), w)
+print g
+"""
+
+
+def _reference(x, w):
+    h = np.zeros((3, 3))
+    for k in range(3):
+        h[k] = np.tanh(x[2 * k] * w[0] + np.array([x[2 * k + 1, 1], x[2 * k + 1, 2], 0]) * w[-1])
+        h[k, 0] *= w[1, k]
+    return np.sum(h * h)
+
+
+def test_grad_through_reads_and_writes_is_finite_differences_and_compiles_bit_for_bit(
+        tmp_path):
+    x = RNG.normal(size=(6, 3))
+    w = RNG.normal(size=(2, 3)) * 0.7
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    (tmp_path / "p.mg").write_text(_PROGRAM)
+    (g,) = goat.run_file(str(tmp_path / "p.mg"))
+    fd = np.zeros_like(w)
+    for i in np.ndindex(w.shape):
+        e = np.zeros_like(w)
+        e[i] = 1e-6
+        fd[i] = (_reference(x, w + e) - _reference(x, w - e)) / 2e-6
+    assert np.allclose(g, fd, rtol=1e-6, atol=1e-8)
+    pytest.importorskip("llvmlite")
+    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "p.mg"],
+                       cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"),
+                                GOAT_PRINT_DIGITS="17"))
+    assert r.returncode == 0, r.stderr
+    (numbers,) = printed_numbers(r.stdout)
+    assert_compiled_equal(numbers, g, _PROGRAM)
+
+
+def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
+    assert_same_on_the_gpu_test_back_end(
+        _PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+        .replace('load("w.npy")', "randn(tensor[2x3], 2)"))
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print x[2]", "index 2 is out of range for axis 0 of 2x3, which has 2 cells: an index is "
+                   "from -2 to 1 (a negative one counts from the end)"),
+    ("print x[0, -4]", "index -4 is out of range for axis 1 of 2x3, which has 3 cells: an index "
+                       "is from -3 to 2 (a negative one counts from the end)"),
+    ("print x[0.5]", "an index is a whole number, got 0.5"),
+    ("print x[0, 0, 0]", "3 subscripts for a value of rank 2 (tensor[2x3]): one per axis, at "
+                         "most"),
+    ("print x[0][0][0]", "a scalar has no axes to subscript: x[...] takes cells of a tensor of "
+                         "rank 1 or more"),
+    ("print x[:, 1:5]", "the slice 1:5 runs past axis 1 of 2x3, which has 3 cells: its bounds "
+                        "are from -3 to 3 (goat does not shorten a slice as NumPy does)"),
+    ("print x[:, 2:1]", "the slice 2:1 ends before it starts: it would hold no cells, and goat "
+                        "does not make an empty slice of that"),
+    ("print x[::2]", "a slice with a step (lo:hi:step) is not supported: a slice takes a run of "
+                     "cells, lo:hi"),
+    ("print x[[0]]", "an index is a number, not a list (goat has no NumPy's indexing by a "
+                     "list): to take rows by their indices, write gather(x, indices)"),
+    ("print x[row_sum(x)]", "an index is one number, got a value of shape 2x1: to take rows by "
+                            "a tensor of indices, write gather(x, indices)"),
+    ("for k in 0..2 {\n    print x[k:]\n}", "a slice's length must be known before the run: "
+     "its start may be computed, when its end is a fixed number of cells after it (x[i:i + 4], "
+     "x[k * B:(k + 1) * B]), as narrow(x, axis, start, length) takes them"),
+    ("def f(a: tensor[N, C]) = a[1:]",
+     "the slice 1: needs the size of axis 0 of NxC, which is known only when the program runs "
+     "(or a def is called): write both bounds as whole numbers from 0 (the result's sizes are "
+     "known before the run; goat's types have no N - 1)"),
+    ("def f(a: tensor[N, C]) = a[0:3]\nprint f(x)",
+     "the slice of 3 cells is longer than axis 0 of 2x3, which has 2"),
+    ("def f(a: tensor[N, C]) = a[:, 5]\nprint f(x)",
+     "an index must be a whole number from 0 to 2 (axis 1 of 2x3 has 3 cells), got 5"),
+    ("x[0] = [1, 2]", "cannot assign a value of shape 2 to x[...], of shape 3: the value's shape "
+                      "must be that one, or broadcast to it"),
+    ("x[0] += [[1, 2, 3]]", "cannot assign a value of shape 1x3 to x[...], of shape 3: the "
+                            "value's shape must be that one, or broadcast to it"),
+    ("let y = x\ny[0] = 1", "cannot assign to 'y': it is defined with let on line 2, which cannot "
+                            "change; declare it with var to assign to it"),
+])
+def test_what_the_program_fixes_is_checked_before_it_runs(src, message):
+    e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")
+    assert e.message == message
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("line, message", [
+    ("print x[k]", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 cells), "
+                   "got 2"),
+    ("print x[:, k:k + 2]", "a slice's start must be a whole number from 0 to 1 (axis 1 of 2x3 "
+                            "has 3 cells, the slice takes 2), got 2"),
+    ("x[k] = 1", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 cells), "
+                 "got 2"),
+    ("x[k / 2, 0] = 1", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 "
+                        "cells), got 0.5"),
+])
+def test_a_computed_index_is_checked_when_it_runs_with_the_same_words_compiled(
+        tmp_path, aot, line, message):
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text("var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
+                                   "    print \"step {k}\"\n    %s\n}\n" % line)
+    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
+                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == "p.mg:4: error: " + message
+    assert r.stdout.startswith("step 0\n")
+
+
+@pytest.mark.parametrize("src, message", [
+    # a [ after a list literal is a comma forgotten, not a subscript of the literal
+    ("print [[1, 2] [3, 4]]", "syntax error: expected ',' or ']', found a list literal; is a "
+                              "comma missing between two rows?"),
+    ("let y = transpose([[1.0]] [[2.0]])", "syntax error: expected an operator, ')' or ',', "
+                                           "found a list literal; is a comma missing between "
+                                           "the two lists?"),
+    # the [ of a subscript is no operator of its own in the words of a syntax error
+    ("print 3 4", "syntax error: expected an operator or the end of the line, found number 4"),
+    ("x[0]", "syntax error: a value on its own line does nothing in a program: write print "
+             "before it to show it (the REPL shows a value typed on its own)"),
+])
+def test_how_brackets_after_values_read(src, message):
+    e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")
+    assert e.message == message
+
+
+def test_f32_is_f64_within_float32():
+    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+            .replace('load("w.npy")', "randn(tensor[2x3], 2)"))
+    (wide,) = goat.run_source(text)
+    (narrow_,) = goat.run_source(text, dtype="f32")
+    assert narrow_.dtype == np.float32
+    assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
