@@ -111,5 +111,4 @@ for step in 0..3 {
 
 # a few trained weights: the first embedding row's first two values, block 1's first query
 # weight, and its first gain
-def cell(m: tensor[R, C], r: scalar, c: scalar) = col_sum(row_sum(m * (iota(tensor[R, C], 0) == r) * (iota(tensor[R, C], 1) == c)))
-print "e0 = {cell(e, 0, 0):.6f} {cell(e, 0, 1):.6f} wq0 = {cell(wqa, 0, 0):.6f} g1 = {cell(g1a, 0, 0):.6f}"
+print "e0 = {e[0, 0]:.6f} {e[0, 1]:.6f} wq0 = {wqa[0, 0]:.6f} g1 = {g1a[0, 0]:.6f}"

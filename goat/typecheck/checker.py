@@ -2506,6 +2506,9 @@ class Checker:
             raise GoatError("%d subscripts for a value of rank %d (%s): one per axis, at most"
                             % (len(items), r, format_type(shape)), bracket_loc)
         whole = format_shape(shape)
+        # a run-time error names x's shape (not that of a part an earlier axis's narrow took)
+        # when it is known before the run
+        named = whole if all(type(d) is int for d in shape) else None
         parts = []
         kept = []
         for axis, item in enumerate(items):
@@ -2513,7 +2516,8 @@ class Checker:
             size = n if type(n) is int else None
             if type(item) is not ast.Slice:
                 start = self._subscript_index(x, axis, item, size, whole, scope, b)
-                parts.append((axis, start, 1, "index", item.loc))
+                parts.append((axis, start, 1, ("index", named) if named else "index",
+                              item.loc))
                 continue
             kept.append(axis)
             if item.step is not None:
@@ -2523,7 +2527,8 @@ class Checker:
                 continue                    # x[:, 1]: the whole axis
             start, length = self._subscript_slice(x, axis, item, n, size, whole, scope, b)
             if start is not None:           # (None: the whole axis, as written, x[0:n])
-                parts.append((axis, start, length, "slice", item.loc))
+                parts.append((axis, start, length, ("slice", named) if named else "slice",
+                              item.loc))
         kept.extend(range(len(items), r))
         return parts, kept
 
@@ -2564,7 +2569,7 @@ class Checker:
                                      for a in range(r))), loc)
         named = format_shape(x.shape)       # (a run-time error names x's shape)
         for axis, start, length, what, ploc in parts:
-            what = (what, named)
+            what = what if type(what) is tuple else (what, named)
             whole = self._shape_attr(
                 tuple(x.shape[axis] if a == axis else mask.shape[a] for a in range(r)),
                 [(x, a) for a in range(r)], ploc, b)
