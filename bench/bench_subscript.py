@@ -1,0 +1,99 @@
+"""Benchmark: subscripts in a loop, goat against the same loop written by hand in NumPy.
+
+    python bench/bench_subscript.py            # measure and print a Markdown report
+    python bench/bench_subscript.py --write    # also write it to bench/RESULTS.md
+
+Side by side in one process, alternating, each the best of --repeat runs (goat's evaluation
+alone: ``goat.run_source``'s "run" time, no start-up, parse or check):
+
+* reading a row a step, ``x[t]``, of a T x D matrix (a narrow and a reshape a step);
+* writing a row a step, ``buf[t] = v``, into a T x D var -- goat's values are never changed in
+  place, so each write makes the var's new value (where(mask, v spread, buf)): T x D cells a
+  step, against NumPy's in-place ``buf[t] = v``, D cells a step.
+
+The two give the same numbers (checked here); the ratio of the writes shows what a write
+costs until goat learns to update a var in place.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from results import machine, main as results_main  # noqa: E402
+
+T, D = 1000, 64
+READ = ("let x = randn(tensor[%dx%d], 1)\nvar s = zeros(tensor[%d])\nfor t in 0..%d {\n"
+        "    s += tanh(x[t])\n}\nprint s\nprint x\n" % (T, D, D, T))
+WRITE = ("let x = randn(tensor[%dx%d], 1)\nvar buf = zeros(tensor[%dx%d])\nfor t in 0..%d {\n"
+         "    buf[t] = tanh(x[t])\n}\nprint buf\n" % (T, D, T, D, T))
+
+
+def _goat(text):
+    import goat
+    t = {}
+    values = goat.run_source(text, timings=t)
+    return t["run"], values
+
+
+def _numpy_read(x):
+    import numpy as np
+    s = np.zeros(D)
+    for t in range(T):
+        s += np.tanh(x[t])
+    return s
+
+
+def _numpy_write(x):
+    import numpy as np
+    buf = np.zeros((T, D))
+    for t in range(T):
+        buf[t] = np.tanh(x[t])
+    return buf
+
+
+def report(repeat):
+    import numpy as np
+    best = {}
+    out = {}
+    for _ in range(repeat):
+        for name, text in (("goat read", READ), ("goat write", WRITE)):
+            seconds, out[name] = _goat(text)
+            best[name] = min(best.get(name, 1e9), seconds)
+        x = out["goat read"][1]
+        for name, fn in (("numpy read", _numpy_read), ("numpy write", _numpy_write)):
+            t0 = time.perf_counter()
+            out[name] = fn(x)
+            best[name] = min(best.get(name, 1e9), time.perf_counter() - t0)
+    same_read = np.array_equal(out["goat read"][0], out["numpy read"])
+    same_write = np.array_equal(out["goat write"][0], out["numpy write"])
+    return "\n".join([
+        "## Subscripts in a loop (%s)" % datetime.date.today().isoformat(),
+        "",
+        "Machine: %s. `python bench/bench_subscript.py`: in one process, best of %d "
+        "alternating runs each; %d steps over a %dx%d matrix." % (machine(), repeat, T, T, D),
+        "",
+        "| what | goat (evaluation) | NumPy by hand | goat / NumPy |",
+        "|---|---|---|---|",
+        "| read a row a step, `s += tanh(x[t])` | %.4f s | %.4f s | **%.1f×** |"
+        % (best["goat read"], best["numpy read"], best["goat read"] / best["numpy read"]),
+        "| write a row a step, `buf[t] = tanh(x[t])` | %.4f s | %.4f s | **%.1f×** |"
+        % (best["goat write"], best["numpy write"], best["goat write"] / best["numpy write"]),
+        "",
+        "The same numbers: reads %s, writes %s. A write makes the var's new value (%d cells a "
+        "step, where NumPy writes %d in place): a loop that fills a T-row buffer row by row "
+        "costs T² x D cells, not T x D." % ("yes" if same_read else "NO",
+                                            "yes" if same_write else "NO", T * D, D),
+    ]) + "\n"
+
+
+def main():
+    results_main(__doc__, report, 3)
+
+
+if __name__ == "__main__":
+    main()
