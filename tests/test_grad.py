@@ -79,11 +79,14 @@ TESTED_IN_TEST_VERBS = {"gather", "scatter_add", "where", "narrow", "narrow_back
 # ... in tests/test_concat.py, against PyTorch or finite differences (concat_part's, the
 # second derivative, too)
 TESTED_IN_TEST_CONCAT = {"concat", "concat_part"}
+# ... in tests/test_subscript.py (an assignment x[i] = v), against finite differences and
+# PyTorch (the second derivative too)
+TESTED_IN_TEST_SUBSCRIPT = {"put"}
 
 
 def test_every_op_is_tested_or_known_not_differentiable():
     assert set(REGISTRY) == (set(OPS) | NOT_DIFFERENTIATED | TESTED_IN_TEST_VERBS
-                             | TESTED_IN_TEST_CONCAT)
+                             | TESTED_IN_TEST_CONCAT | TESTED_IN_TEST_SUBSCRIPT)
     for name in OPS:
         assert REGISTRY[name].vjp is not None, name
 

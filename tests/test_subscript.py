@@ -216,6 +216,30 @@ def test_grad_through_reads_and_writes_is_finite_differences_and_compiles_bit_fo
     assert_compiled_equal(numbers, g, _PROGRAM)
 
 
+def test_first_and_second_derivatives_through_writes_are_pytorchs():
+    torch = pytest.importorskip("torch")
+    w0 = RNG.normal(size=(2, 4))
+    (g, g2) = run("var w = %s\n"
+                  "def f(w: tensor[2x4]) {\n    var y = w * w\n"
+                  "    y[0, 1:3] = w[1, 0:2] * w[1, 0:2] * w[1, 0:2]\n"
+                  "    y[1] *= w[0, 3]\n    y[:, -1] += w[:, 0]\n"
+                  "    return col_sum(row_sum(y * y))\n}\n"
+                  "let g = grad(f(w), w)\nprint g\n"
+                  "print grad(col_sum(row_sum(g * g)), w)\n" % _literal(w0))
+    w = torch.tensor(w0, requires_grad=True)
+    y = (w * w).clone()
+    y[0, 1:3] = w[1, 0:2] ** 3
+    y1 = y.clone()                  # (each write on a copy: PyTorch's autograd reads y after)
+    y1[1] = y[1] * w[0, 3]
+    y2 = y1.clone()
+    y2[:, -1] = y1[:, -1] + w[:, 0]
+    y = y2
+    (tg,) = torch.autograd.grad((y * y).sum(), w, create_graph=True)
+    (tg2,) = torch.autograd.grad((tg * tg).sum(), w)
+    assert np.allclose(g, tg.detach().numpy(), rtol=1e-13, atol=1e-13)
+    assert np.allclose(g2, tg2.numpy(), rtol=1e-12, atol=1e-12)
+
+
 def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     assert_same_on_the_gpu_test_back_end(
         _PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")

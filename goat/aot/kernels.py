@@ -705,12 +705,12 @@ def _index(k: Kernel, value, position, count, name):
     return b.fptosi(value, k.i64)
 
 
-def _narrow_start(k: Kernel, n: int, length: int, words: tuple):
+def _narrow_start(k: Kernel, n: int, length: int, words: tuple, start_in: int = 1):
     """narrow's start (its second input) as an i64 from 0 to n - length, or the run-time
     error naming it (goat_narrow_fail, as builtins._narrow_start words it: ``words`` from
     builtins._start_words)."""
     b = k.b
-    value = k.load(k.ins[1], 0)
+    value = k.load(k.ins[start_in], 0)
     ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
                 b.fcmp_ordered("<=", value, k.const(float(n - length))))
     ok = b.and_(ok, b.fcmp_ordered("==", value, k.intrinsic("llvm.floor", value)))
@@ -732,15 +732,16 @@ def _narrow_parts(shape, axis):
     return cells(shape[:ax]), shape[ax], cells(shape[ax + 1:])
 
 
-def _narrow_copy(k: Kernel, shape, length, into_out: bool):
+def _narrow_copy(k: Kernel, shape, length, into_out: bool, what=None, part_in=0, start_in=1):
     """Copy the runs of narrow's cells: for each index before the axis, length x inner cells
     (row-major, contiguous) between the whole of ``shape`` (at the start along the axis) and
-    the narrow part -- from the input to the result (narrow), or into it (its derivative)."""
+    the narrow part -- from the input to the result (narrow), or into it (its derivative,
+    put): the part is input ``part_in``, the start input ``start_in``; ``what`` words a
+    start out of range (builtins._start_words)."""
     from ..ops.builtins import _start_words
     outer, n, inner = _narrow_parts(shape, k.attrs[0])
-    what = k.attrs[2] if len(k.attrs) > 2 else None
     s = _narrow_start(k, n, length, _start_words(what, n, length, k.attrs[0] % len(shape),
-                                                 "x".join(map(str, shape))))
+                                                 "x".join(map(str, shape))), start_in)
     run = length * inner
     at0 = k.b.mul(s, k.int(inner))
 
@@ -748,20 +749,33 @@ def _narrow_copy(k: Kernel, shape, length, into_out: bool):
         whole = k.b.add(k.b.mul(o, k.int(n * inner)), at0)
         part = k.b.mul(o, k.int(run))
         src, dst = (part, whole) if into_out else (whole, part)
-        k.loop(run, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
+        k.loop(run, lambda j: k.store(k.load(k.ins[part_in], k.b.add(src, j)), k.out,
                                       k.b.add(dst, j)))
     k.loop(outer, block)
 
 
+def _what(k: Kernel, at: int):
+    return k.attrs[at] if len(k.attrs) > at else None
+
+
 def narrow(k: Kernel):
     """Cells start .. start + length - 1 along the axis."""
-    _narrow_copy(k, k.in_shapes[0], k.attrs[1], False)
+    _narrow_copy(k, k.in_shapes[0], k.attrs[1], False, _what(k, 2))
 
 
 def narrow_backward(k: Kernel):
     """Zeros, with the cotangent at cells start .. start + length - 1 along the axis."""
     k.loop(cells(k.out_shape), lambda i: k.store(k.const(0.0), k.out, i))
-    _narrow_copy(k, k.out_shape, k.in_shapes[0][k.attrs[0] % len(k.out_shape)], True)
+    _narrow_copy(k, k.out_shape, k.in_shapes[0][k.attrs[0] % len(k.out_shape)], True,
+                 _what(k, 2))
+
+
+def put(k: Kernel):
+    """x, with v at cells start .. start + length - 1 along the axis."""
+    n = cells(k.out_shape)
+    k.loop(n, lambda i: k.store(k.load(k.ins[0], i), k.out, i))
+    _narrow_copy(k, k.out_shape, k.in_shapes[1][k.attrs[0] % len(k.out_shape)], True,
+                 _what(k, 1), part_in=1, start_in=2)
 
 
 def _copy_runs(k: Kernel, outer: int, src, src_run: int, src_at: int, dst, dst_run: int,

@@ -378,6 +378,7 @@ class NumpyBackend(XpBackend):
 
     name = "numpy"
     host = True
+    overwrites = True       # (its arrays' references are counted: Op.overwrites's check)
 
     def __init__(self, x86_nan: bool | None = None, threads: int = 1, dtype: str = "f64"):
         """``x86_nan``: True gives every op's fresh NaNs x86's bits itself, False none

@@ -106,6 +106,7 @@ class XpBackend:
     max_pending = 64        # checks held at most before they are read all at once
     site = None             # the evaluator's hook: () -> OpError-to-GoatError, or None
     files = None            # the Python API's inputs and outputs (npyio.MemoryFiles), or None
+    overwrites = False      # an op may write into an argument no one reads after (Op.overwrites)
 
     def __init__(self, xp, dtype: str = "f64"):
         if dtype not in DTYPES:

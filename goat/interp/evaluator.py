@@ -247,6 +247,26 @@ def _bound(be, x, node, k):
     return int(v)
 
 
+def _take(vals, i):
+    """The value in slot ``i``, the slot emptied: the caller holds the only reference the
+    evaluator had (Op.overwrites)."""
+    x = vals[i]
+    vals[i] = None
+    return x
+
+
+def _overwrites(node, be, frees) -> bool:
+    """May ``node``'s op write into its first argument's array?  Its op says it can, the back
+    end allows it, the argument's value is read by nothing after this step (its id among the
+    ids dropped after it) nor by the op's other arguments, and the op runs as it is (no
+    run-time shape check or size attribute wrapped around it)."""
+    if node.kind != OP or node.op.overwrites is None or not getattr(be, "overwrites", False):
+        return False
+    first = node.args[0].id
+    return (first in frees and all(a.id != first for a in node.args[1:]) and not node.check
+            and not _has_run_attrs(node.attrs))
+
+
 def schedule(region, start=0, estart=0, free=True, keep=(), fused=None):
     """The steps of region.nodes[start:] and region.effects[estart:] in program order, and
     what to drop after each: ``(steps, frees)``, ``steps[k]`` = (node, None) or (None,
@@ -423,6 +443,11 @@ class Evaluator:
                 plan.append((node.id, value, None, fr))
             elif node.id in unsigned and node.op.name == "matmul":
                 plan.append((node.id, be.matmul_unsigned, tuple(a.id for a in node.args), fr))
+            elif _overwrites(node, be, fr):
+                # its first argument read by nothing after: taken out of its slot for the call
+                # (~id), so that the op may write into it (Op.overwrites)
+                plan.append((node.id, node.op.overwrites(be, *node.attrs),
+                             (~node.args[0].id,) + tuple(a.id for a in node.args[1:]), fr))
             else:
                 plan.append((node.id, self._fn(node), tuple(a.id for a in node.args), fr))
         return plan
@@ -494,7 +519,7 @@ class Evaluator:
         the instruction's kind.  A loop body runs it once per iteration.  A failing op is
         found by the line of the generated code the error came from."""
         lines = ["def run():", "    v = vals"]
-        scope = {"vals": self.values}
+        scope = {"vals": self.values, "take": _take}
         where = {}                      # line number -> node id
         for out, fn, args, frees in plan:
             if out is None:
@@ -517,7 +542,8 @@ class Evaluator:
                     lines.append("    v[%d] = v[%d]" % (out, args[0]))
                 else:
                     scope["f%d" % out] = fn
-                    lines.append("    v[%d] = f%d(%s)" % (out, out, ", ".join("v[%d]" % a for a in args)))
+                    lines.append("    v[%d] = f%d(%s)" % (out, out, ", ".join(
+                        "v[%d]" % a if a >= 0 else "take(v, %d)" % ~a for a in args)))
                 where[len(lines)] = out
             if frees:
                 lines.append("    " + "; ".join("v[%d] = None" % f for f in frees))
@@ -590,6 +616,8 @@ class Evaluator:
                 elif type(out) is tuple:    # a fused group with extra outputs
                     for o, x in zip(out, fn(*[vals[a] for a in args])):
                         vals[o] = x
+                elif args and args[0] < 0:  # (an Op.overwrites: its first argument taken)
+                    vals[out] = fn(_take(vals, ~args[0]), *[vals[a] for a in args[1:]])
                 elif len(args) == 2:
                     vals[out] = fn(vals[args[0]], vals[args[1]])
                 elif len(args) == 1:
@@ -653,11 +681,17 @@ class Evaluator:
             try:
                 for i in range(lo, hi):
                     vals[index] = const(float(i))
+                    # the last iteration's values are held by their carried slots alone (not
+                    # also by their own slots, nor by state): an op may then write into one
+                    # its iteration reads last (Op.overwrites: h[t] = v in place)
+                    for nid in own_yields:
+                        vals[nid] = None
                     if one:
                         vals[carried[0]] = state[0]
                     else:
                         for pid, v in zip(carried, state):
                             vals[pid] = v
+                    state = None
                     run_plan(plan)
                     state = [vals[y] for y in yields]
                     if bar is not None:

@@ -1155,6 +1155,63 @@ register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
                 d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])), None)))
 
 
+def _put_shape(x, v, start, axis, what=None):
+    """put's shape rule: v is x's shape but for its length along axis (at most x's)."""
+    r = len(x)
+    ax = axis % r
+    if len(v) != r or any(not _same_dim(a, b) for k, (a, b) in enumerate(zip(x, v))
+                          if k != ax):
+        raise ShapeError("cannot put a part of shape %s into %s along axis %d: the other "
+                         "sizes must be equal" % (format_shape(v), format_shape(x), ax))
+    n, length = x[ax], v[ax]
+    if type(n) is int and type(length) is int and length > n:
+        raise ShapeError(_narrow_too_long(length, n, ax, format_shape(x), what))
+    return tuple(x)
+
+
+def _same_dim(a, b) -> bool:
+    return a == b or a is None or b is None
+
+
+def _put(be, axis, what=None, sole=None):
+    def run(x, v, start):
+        length = v.shape[axis % x.ndim]
+        s = _narrow_run_start(be, start, x.shape, axis, length, what)
+        out = x if sole is not None and sole(x) else x.copy()
+        out[_narrow_index(x.ndim, axis, s, length)] = v
+        return out
+    return run
+
+
+def _sole(x) -> bool:
+    """Is NumPy array ``x`` held by nothing but the caller's argument (the evaluator's slot
+    emptied before the call, no view of it, no name, no constant of the program), its own
+    cells, writable?  Then put may write into it.  The three references: put's argument,
+    this function's, and getrefcount's own."""
+    import sys
+    return (type(x) is np.ndarray and x.base is None and x.flags.writeable
+            and x.flags.c_contiguous and sys.getrefcount(x) <= 3)
+
+
+def _put_over(be, axis, what=None):
+    return _put(be, axis, what, _sole)
+
+
+# an assignment x[i] = v (goat/typecheck/checker.py: _store) is put: x with the cells v takes
+# replaced; its second attribute, as narrow's third, words an index or a slice
+register(Op(name="put", checks_values=True, callable_by_name=False, overwrites=_put_over,
+            arity=4, params=(("x", "value"), ("v", "value"), ("start", "value"),
+                             ("axis", "int")),
+            signature="(put(x, v, start, axis) -> x's shape)",
+            doc="x with the cells start to start + length - 1 along axis replaced by v (of x's "
+                "shape but for its length along axis): NumPy's x[..., start:start + length] = "
+                "v on a copy",
+            shape=_put_shape, evaluate=_put, cost=_spread_cost, lowering=lower.put,
+            vjp=lambda d, g, out, x, v, start, axis, *what: (
+                d.op("put", g, d.fill_like(v, 0.0), start, attrs=(axis,)),
+                d.op("narrow", g, start, attrs=(axis, v.shape[axis % len(v.shape)])), None)))
+
+
 # ------------------------------------------------------------- concat (joined along an axis)
 
 def _concat_shape(a, b, axis):

@@ -82,6 +82,12 @@ class Op:
     # for an op whose work is not one pass over its operands and result: (node) -> (flops,
     # bytes), as --backend auto counts them; None: cell_flops per cell, every cell moved
     cost: Callable | None = None
+    # an evaluation that may write its result into its first argument's array, as
+    # ``evaluate`` is made, (backend, *attrs) -> (*arrays) -> array: the evaluator uses it on a
+    # back end that allows it (NumPy's) where that argument's value is read by nothing after
+    # (its last use, the evaluator's slot emptied first); the function still copies the array
+    # when anything else holds it (put: an assignment x[i] = v in a loop, in place)
+    overwrites: Callable | None = None
 
     def __post_init__(self):
         if not self.params:

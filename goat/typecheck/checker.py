@@ -2535,55 +2535,50 @@ class Checker:
     def _store(self, stmt, x, v, scope, b):
         """``x[s1, ...] = v``: x with the cells the subscripts take replaced by v (which
         broadcasts to them as to x[s1, ...]), the rest unchanged -- a new value, as every
-        value in goat is: where(mask, v spread to x's shape, x), each made of narrow's
-        derivative (the part put back among zeros), so that grad and goat compile take it."""
+        value in goat is: put (narrow's inverse) per subscripted axis, from the innermost
+        part out, so that grad and goat compile take it."""
         parts, kept = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
         r = len(x.shape)
         part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
         for axis, _, length, _, _ in parts:
             part[axis] = length
+        part = tuple(part)
         target = tuple(part[a] for a in kept)
         vs = v.shape
-        written = "%s[...]" % stmt.name
         if len(vs) > len(target) or any(
                 not (d == 1 or (d is not None and d == t)) for d, t in
                 zip(vs[::-1], target[::-1])):
             e = stmt.expr
             compound = type(e) is ast.Binary and type(e.left) is ast.Index and \
                 e.left.items is stmt.items          # x[i] += v: v's place
-            raise GoatError("cannot assign a value of shape %s to %s, of shape %s: the value's "
-                            "shape must be that one, or broadcast to it" % (
-                                format_shape(vs), written, format_shape(target)),
+            raise GoatError("cannot assign a value of shape %s to %s[...], of shape %s: the "
+                            "value's shape must be that one, or broadcast to it" % (
+                                format_shape(vs), stmt.name, format_shape(target)),
                             e.right.loc if compound else e.loc)
-        # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed
+        loc = stmt.loc
+        # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed;
+        # then broadcast to the part's shape
         padded = (1,) * (len(target) - len(vs)) + tuple(vs)
         full = [1] * r
         for a, d in zip(kept, padded):
             full[a] = d
         full = tuple(full)
-        loc = stmt.loc
         if full != tuple(vs):
             v = b.op(REGISTRY["reshape"], (v,), loc, (full,), shape=full, check=False)
-        # ones on the cells written (their sizes along the indexed axes, 1 along the rest)
-        mask = b.const(np.ones(tuple(next((p[2] for p in parts if p[0] == a), 1)
-                                     for a in range(r))), loc)
+        if full != part:
+            v = b.op(REGISTRY["broadcast_to"], (v,), loc, (self._shape_attr(
+                part, [(x, a) for a in range(r)], stmt.bracket_loc, b),), shape=part,
+                check=False)
         named = format_shape(x.shape)       # (a run-time error names x's shape)
-        for axis, start, length, what, ploc in parts:
-            what = what if type(what) is tuple else (what, named)
-            whole = self._shape_attr(
-                tuple(x.shape[axis] if a == axis else mask.shape[a] for a in range(r)),
-                [(x, a) for a in range(r)], ploc, b)
-            mask = b.op(REGISTRY["narrow_backward"], (mask, start), ploc, (axis, whole, what),
-                        shape=tuple(x.shape[axis] if a == axis else d
-                                    for a, d in enumerate(mask.shape)), check=False)
-            if v.shape[axis] != 1:          # a run of values, not one broadcast along it
-                whole = self._shape_attr(
-                    tuple(x.shape[axis] if a == axis else v.shape[a] for a in range(r)),
-                    [(x, a) for a in range(r)], ploc, b)
-                v = b.op(REGISTRY["narrow_backward"], (v, start), ploc, (axis, whole, what),
-                         shape=tuple(x.shape[axis] if a == axis else d
-                                     for a, d in enumerate(v.shape)), check=False)
-        return b.op(REGISTRY["where"], (mask, v, x), loc)
+        parts = [(axis, start, length, what if type(what) is tuple else (what, named), ploc)
+                 for axis, start, length, what, ploc in parts]
+        chain = [x]                         # x, then the part each axis but the last takes
+        for axis, start, length, what, ploc in parts[:-1]:
+            chain.append(b.op(REGISTRY["narrow"], (chain[-1], start), ploc,
+                              (axis, length, what)))
+        for (axis, start, length, what, ploc), y in reversed(list(zip(parts, chain))):
+            v = b.op(REGISTRY["put"], (y, v, start), ploc, (axis, what))
+        return v
 
     def _subscript_index(self, x, axis, item, size, whole, scope, b):
         """The start node of index ``item`` of ``axis`` (of size ``size``, None when not known
