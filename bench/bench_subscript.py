@@ -7,12 +7,11 @@ Side by side in one process, alternating, each the best of --repeat runs (goat's
 alone: ``goat.run_source``'s "run" time, no start-up, parse or check):
 
 * reading a row a step, ``x[t]``, of a T x D matrix (a narrow and a reshape a step);
-* writing a row a step, ``buf[t] = v``, into a T x D var -- goat's values are never changed in
-  place, so each write makes the var's new value (where(mask, v spread, buf)): T x D cells a
-  step, against NumPy's in-place ``buf[t] = v``, D cells a step.
+* writing a row a step, ``buf[t] = v``, into a T x D var, against NumPy's in-place
+  ``buf[t] = v``: goat's put writes into the var's array when nothing else reads it (as here),
+  D cells a step; otherwise it copies the var, T x D cells.
 
-The two give the same numbers (checked here); the ratio of the writes shows what a write
-costs until goat learns to update a var in place.
+The two give the same numbers (checked here).
 """
 from __future__ import annotations
 
@@ -84,10 +83,10 @@ def report(repeat):
         "| write a row a step, `buf[t] = tanh(x[t])` | %.4f s | %.4f s | **%.1f×** |"
         % (best["goat write"], best["numpy write"], best["goat write"] / best["numpy write"]),
         "",
-        "The same numbers: reads %s, writes %s. A write makes the var's new value (%d cells a "
-        "step, where NumPy writes %d in place): a loop that fills a T-row buffer row by row "
-        "costs T² x D cells, not T x D." % ("yes" if same_read else "NO",
-                                            "yes" if same_write else "NO", T * D, D),
+        "The same numbers: reads %s, writes %s. The write is in place (the var's array is "
+        "read by nothing else), so a step costs goat's per-op overhead, as a read does; a write "
+        "into a value something else still reads copies it (%d cells, not %d)."
+        % ("yes" if same_read else "NO", "yes" if same_write else "NO", T * D, D),
     ]) + "\n"
 
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
-
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
 from ..lexer.lexer import IDENT as _IDENT
