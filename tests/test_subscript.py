@@ -262,8 +262,6 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                         "does not make an empty slice of that"),
     ("print x[::2]", "a slice with a step (lo:hi:step) is not supported: a slice takes a run of "
                      "cells, lo:hi"),
-    ("print x[[0]]", "an index is a number, not a list (goat has no NumPy's indexing by a "
-                     "list): to take rows by their indices, write gather(x, indices)"),
     ("print x[row_sum(x)]", "an index is one number, got a value of shape 2x1: to take rows by "
                             "a tensor of indices, write gather(x, indices)"),
     ("for k in 0..2 {\n    print x[k:]\n}", "a slice's length must be known before the run: "
@@ -276,11 +274,15 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     ("def f(a: tensor[N, C]) = a[0:3]\nprint f(x)",
      "the slice of 3 cells is longer than axis 0 of 2x3, which has 2"),
     ("def f(a: tensor[N, C]) = a[:, 5]\nprint f(x)",
-     "an index must be a whole number from 0 to 2 (axis 1 of 2x3 has 3 cells), got 5"),
+     "an index must be a whole number from -3 to 2 (axis 1 of 2x3 has 3 cells), got 5"),
     ("x[0] = [1, 2]", "cannot assign a value of shape 2 to x[...], of shape 3: the value's shape "
                       "must be that one, or broadcast to it"),
-    ("x[0] += [[1, 2, 3]]", "cannot assign a value of shape 1x3 to x[...], of shape 3: the "
-                            "value's shape must be that one, or broadcast to it"),
+    ("x[0] += [[1, 2, 3], [4, 5, 6]]", "cannot assign a value of shape 2x3 to x[...], of shape "
+                                       "3: the value's shape must be that one, or broadcast to "
+                                       "it"),
+    ("print x[0:1][[0]]", "syntax error: expected an operator or the end of the line, "
+     "found a list literal; is a comma missing before the list? (a subscript holds numbers, "
+     "x[0, 1]; to take rows by a list of indices, write gather(x, indices))"),
     ("let y = x\ny[0] = 1", "cannot assign to 'y': it is defined with let on line 2, which cannot "
                             "change; declare it with var to assign to it"),
 ])
@@ -291,14 +293,16 @@ def test_what_the_program_fixes_is_checked_before_it_runs(src, message):
 
 @pytest.mark.parametrize("aot", [False, True])
 @pytest.mark.parametrize("line, message", [
-    ("print x[k]", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 cells), "
+    ("print x[k]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 cells), "
                    "got 2"),
     ("print x[:, k:k + 2]", "a slice's start must be a whole number from 0 to 1 (axis 1 of 2x3 "
                             "has 3 cells, the slice takes 2), got 2"),
-    ("x[k] = 1", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 cells), "
+    ("x[k] = 1", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 cells), "
                  "got 2"),
-    ("x[k / 2, 0] = 1", "an index must be a whole number from 0 to 1 (axis 0 of 2x3 has 2 "
+    ("x[k / 2, 0] = 1", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
                         "cells), got 0.5"),
+    ("print x[-1 - k, 0]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                           "cells), got -3"),
 ])
 def test_a_computed_index_is_checked_when_it_runs_with_the_same_words_compiled(
         tmp_path, aot, line, message):
@@ -338,3 +342,79 @@ def test_f32_is_f64_within_float32():
     (narrow_,) = goat.run_source(text, dtype="f32")
     assert narrow_.dtype == np.float32
     assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("x[0][1] = 5", "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found '['; "
+                    "write one subscript with every axis in it to assign to: x[0, 1] = v, not "
+                    "x[0][1] = v"),
+    ("x[0], y = (1, 2)", "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found "
+                         "'['; a subscript is assigned on its own: x[0] = v, then y = ... (not "
+                         "x[0], y = ...)"),
+    ("print concat(x [[3, 4]], 0)", "syntax error: expected an operator, '(', ')' or ',', found "
+     "a list literal; is a comma missing before the list? (a subscript holds numbers, x[0, 1]; "
+     "to take rows by a list of indices, write gather(x, indices))"),
+])
+def test_what_cannot_be_assigned_or_subscripted_says_what_to_write(src, message):
+    e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")
+    assert e.message == message
+
+
+def test_a_computed_negative_index_counts_from_the_end_as_a_written_one():
+    x = RNG.normal(size=(3, 4))
+    got = run("let x = %s\nvar h = zeros(tensor[3x4])\nfor k in 0..3 {\n"
+              "    print x[k - 3, -1 - k]\n    h[-1 - k] = x[k - 3]\n}\nprint h\n"
+              % _literal(x))
+    for k in range(3):
+        assert got[k] == x[k - 3, -1 - k]
+    assert np.array_equal(got[3], x[::-1])
+
+
+def test_a_value_with_leading_ones_fills_a_part_of_fewer_axes_as_in_numpy():
+    """A reduction's 1x1 into one cell, a 1xC row into a row (NumPy's assignment drops the
+    value's leading 1s)."""
+    (x,) = run("var x = [[1, 2, 3], [4, 5, 6]]\nx[0, 0] = col_sum(row_sum(x))\n"
+               "x[1] = [[7, 8, 9]]\nprint x\n")
+    assert x.tolist() == [[21, 2, 3], [7, 8, 9]]
+
+
+def test_unknown_sizes_are_subscripted_and_assigned_checked_when_it_runs(tmp_path):
+    np.save(tmp_path / "x.npy", np.arange(15.0).reshape(5, 3))
+    np.save(tmp_path / "r.npy", np.arange(3.0) + 100)
+    (tmp_path / "p.mg").write_text(
+        'var x: tensor[?x3] = load("x.npy")\nlet r: tensor[?] = load("r.npy")\n'
+        "x[:, 0] = x[:, 1]\nx[1] = r\nx[-1, 0:2] = [[7, 8]]\nprint x\n"
+        "def g(y: tensor[?x3]) {\n    var z = y\n    z[:, 2] = z[:, 0] * 10\n    return z\n}\n"
+        "print g(x)\n"
+        "def f(y: tensor[?x?x4]) = y[:, -1, 0]\n"
+        "let z: tensor[?x?x4] = reshape(iota(tensor[24], 0), tensor[?x3x4])\nprint f(z)\n"
+        "for i in 4..6 {\n    x[i] = 1\n}\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert info.value.message == ("an index must be a whole number from -5 to 4 (axis 0 of "
+                                  "5x3 has 5 cells), got 5")
+    x, gx, fz = info.value.printed
+    want = np.arange(15.0).reshape(5, 3)
+    want[:, 0] = want[:, 1]
+    want[1] = np.arange(3.0) + 100
+    want[-1, 0:2] = [7, 8]
+    assert np.array_equal(x, want)
+    want[:, 2] = want[:, 0] * 10
+    assert np.array_equal(gx, want)
+    assert np.array_equal(fz, np.arange(24.0).reshape(2, 3, 4)[:, -1, 0])
+
+
+def test_a_write_in_place_never_changes_a_value_something_else_reads():
+    """put writes into its x only when nothing reads x after: a let bound to the var's old
+    value, a reshape of it, a value printed, the program's constants, an earlier iteration's
+    value read later, and a def's constant called twice all keep their values."""
+    got = run("var x = [[1, 2], [3, 4]]\nlet old = x\nlet flat = reshape(x, tensor[4])\n"
+              "print x\nx[0, 0] = 9\nprint old\nprint flat\nprint x\n"
+              "def f(a: scalar) {\n    var y = [0, 0]\n    y[0] = a\n    return y\n}\n"
+              "print f(1)\nprint f(2)\n"
+              "var h = zeros(tensor[3])\nvar prev = h\nfor t in 0..3 {\n"
+              "    prev = h\n    h[t] = t + 1\n    print prev\n}\nprint h\n")
+    assert [g.tolist() for g in got] == [
+        [[1, 2], [3, 4]], [[1, 2], [3, 4]], [1, 2, 3, 4], [[9, 2], [3, 4]],
+        [1, 0], [2, 0],
+        [0, 0, 0], [1, 0, 0], [1, 2, 0], [1, 2, 3]]

@@ -705,12 +705,19 @@ def _index(k: Kernel, value, position, count, name):
     return b.fptosi(value, k.i64)
 
 
-def _narrow_start(k: Kernel, n: int, length: int, words: tuple, start_in: int = 1):
-    """narrow's start (its second input) as an i64 from 0 to n - length, or the run-time
+def _narrow_start(k: Kernel, n: int, length: int, words: tuple, start_in: int = 1,
+                  index: bool = False):
+    """narrow's start (input ``start_in``) as an i64 from 0 to n - length, or the run-time
     error naming it (goat_narrow_fail, as builtins._narrow_start words it: ``words`` from
-    builtins._start_words)."""
+    builtins._start_words); a subscript's ``index`` may be negative, counting from the end."""
     b = k.b
-    value = k.load(k.ins[start_in], 0)
+    written = k.load(k.ins[start_in], 0)
+    value = written
+    lo = 0
+    if index:
+        lo = -n
+        value = b.select(b.fcmp_ordered("<", written, k.const(0.0)),
+                         b.fadd(written, k.const(float(n))), written)
     ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
                 b.fcmp_ordered("<=", value, k.const(float(n - length))))
     ok = b.and_(ok, b.fcmp_ordered("==", value, k.intrinsic("llvm.floor", value)))
@@ -719,8 +726,9 @@ def _narrow_start(k: Kernel, n: int, length: int, words: tuple, start_in: int = 
     good = fn.append_basic_block("start")
     b.cbranch(ok, good, bad)
     b.position_at_end(bad)
-    k.call("goat_narrow_fail", k.i64, [value, k.int(n - length), k.lw.cstring(b, words[0]),
-                                       k.lw.cstring(b, words[1]), k.site])
+    k.call("goat_narrow_fail", k.i64, [written, k.int(lo), k.int(n - length),
+                                       k.lw.cstring(b, words[0]), k.lw.cstring(b, words[1]),
+                                       k.site])
     b.unreachable()
     b.position_at_end(good)
     return b.fptosi(value, k.i64)
@@ -738,10 +746,11 @@ def _narrow_copy(k: Kernel, shape, length, into_out: bool, what=None, part_in=0,
     the narrow part -- from the input to the result (narrow), or into it (its derivative,
     put): the part is input ``part_in``, the start input ``start_in``; ``what`` words a
     start out of range (builtins._start_words)."""
-    from ..ops.builtins import _start_words
+    from ..ops.builtins import _is_index, _start_words
     outer, n, inner = _narrow_parts(shape, k.attrs[0])
     s = _narrow_start(k, n, length, _start_words(what, n, length, k.attrs[0] % len(shape),
-                                                 "x".join(map(str, shape))), start_in)
+                                                 "x".join(map(str, shape))), start_in,
+                      _is_index(what))
     run = length * inner
     at0 = k.b.mul(s, k.int(inner))
 

@@ -407,7 +407,8 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     continue
                 subscript = (piece == "[" and bool(out) and (
                     out[-1].type in _INDEXED or out[-1].start_pos in subscript_ends)
-                    and not (stack and stack[-1][0] == "[" and stack[-1][1] not in subscripts))
+                    and not (stack and stack[-1][0] == "[" and stack[-1][1] not in subscripts)
+                    and not _list_follows(pieces, i))
                 if subscript:
                     # x[0], f(x)[i, 1:3]: a [ right after a value subscripts it (inside a
                     # list literal, [1, 2] [3, 4] is a comma forgotten between rows)
@@ -943,6 +944,14 @@ def _try_array(source, start):
 
 _SMALL_LITERAL = 40
 _SMALL_LITERALS = {}    # text -> its value, for literals of at most _SMALL_LITERAL characters
+
+
+def _list_follows(pieces: list, i: int) -> bool:
+    """Does a list literal start at the ``[`` of ``pieces[i]`` (a ``[`` follows it)?  Then the
+    ``[`` after a value is a list with a comma forgotten before it (concat(a [[1]], 0)),
+    not a subscript: a subscript holds numbers."""
+    j = _next_index(pieces, i + 1)
+    return j is not None and pieces[j] == "["
 
 
 def _next_index(pieces: list, j: int) -> int | None:

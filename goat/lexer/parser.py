@@ -729,11 +729,25 @@ def _still_open(tokens, i: int) -> list:
     stack = []
     for k in range(i):
         t = tokens[k].type
-        if t in ("LPAR", "LSQB"):
+        if t in ("LPAR", "LSQB", "SUBSCRIPT", "TARGET"):
             stack.append(k)
         elif t in ("RPAR", "RSQB") and stack:
             stack.pop()
     return stack
+
+
+def _opener(tokens, k: int):
+    """The kind of the bracket the closing ``tokens[k]`` closes (None: none)."""
+    depth = 0
+    for j in range(k, -1, -1):
+        t = tokens[j].type
+        if t in ("RSQB", "RPAR"):
+            depth += 1
+        elif t in ("LSQB", "LPAR", "SUBSCRIPT", "TARGET"):
+            depth -= 1
+            if depth == 0:
+                return t
+    return None
 
 
 def _opening_bracket(tokens, i: int) -> int:
@@ -780,8 +794,31 @@ def _hint(tokens, tok) -> str:
         return "; two commas in a row: a value is missing between them"
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and depth > 0:
         return "; is a comma missing between two rows?"
-    if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB"):
+    after_value = prev in ("NAME", "RPAR") or (prev == "RSQB" and _opener(tokens, i - 1) ==
+                                               "SUBSCRIPT")
+    if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and not after_value:
         return "; is a comma missing between the two lists?"
+    if tok.type in ("ARRAY", "LSQB") and after_value:
+        return ("; is a comma missing before the list? (a subscript holds numbers, x[0, 1]; "
+                "to take rows by a list of indices, write gather(x, indices))")
+    if tok.type == "SUBSCRIPT" and i == 1 and tokens[0].type == "NAME":
+        # x[0][1] = v, x[0], y = ...: a statement that assigns to something else than a
+        # name or one subscript of it
+        depth = 0
+        for t in tokens[1:]:
+            kind = t.type
+            if kind in ("SUBSCRIPT", "LSQB", "LPAR"):
+                if depth == 0 and kind == "SUBSCRIPT" and t is not tok:
+                    return ("; write one subscript with every axis in it to assign to: "
+                            "x[0, 1] = v, not x[0][1] = v")
+                depth += 1
+            elif kind in ("RSQB", "RPAR"):
+                depth -= 1
+            elif depth == 0 and kind == "_COMMA":
+                return ("; a subscript is assigned on its own: x[0] = v, then y = ... "
+                        "(not x[0], y = ...)")
+            elif depth == 0:
+                break
     if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):
         opened = _opening_bracket(tokens, i)
         if opened >= 2 and tokens[opened - 1].type == "LPAR" and tokens[opened - 2].type == \

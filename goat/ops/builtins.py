@@ -1004,6 +1004,11 @@ from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add u
 
 # narrow's optional third attribute: how its errors name what it takes -- None for narrow as
 # written, "index" or "slice" for a subscript the checker made of it (x[i], x[a:b])
+def _is_index(what) -> bool:
+    """Does narrow's ``what`` say it takes a subscript's index (which may be negative)?"""
+    return what == "index" or (type(what) is tuple and what[0] == "index")
+
+
 def _start_words(what, n, length, axis, shape) -> tuple:
     """(what the start is called, the parenthesis after 'from 0 to N') in narrow's errors;
     ``what`` may be a pair, the word and the shape to name (the subscripted value's, where
@@ -1045,8 +1050,8 @@ def _narrow_too_long(length, n, axis, shape, what=None) -> str:
     if type(what) is tuple:
         what, shape = what
     if what == "slice":
-        return ("the slice of %d cells is longer than axis %d of %s, which has %d"
-                % (length, axis, shape, n))
+        return ("the slice of %d cell%s is longer than axis %d of %s, which has %d"
+                % (length, "" if length == 1 else "s", axis, shape, n))
     if what == "index":
         return "axis %d of %s has no cells to index" % (axis, shape)
     return ("narrow's length %s is more than %d, the size of axis %d of %s"
@@ -1060,10 +1065,13 @@ def _narrow_start(v, n, length, axis, shape, exact=None, what=None) -> int:
     the errors for a subscript (see _start_words)."""
     if length > n:
         raise OpError(_narrow_too_long(length, n, axis, shape, what))
-    if not (0 <= v <= n - length and v == int(v)):
+    lo = -n if _is_index(what) else 0       # an index counts from the end when negative
+    if not (lo <= v <= n - length and v == int(v)):
         thing, detail = _start_words(what, n, length, axis, shape)
-        raise OpError("%s must be a whole number from 0 to %d (%s), got %s"
-                      % (thing, n - length, detail, index_text(v)))
+        raise OpError("%s must be a whole number from %d to %d (%s), got %s"
+                      % (thing, lo, n - length, detail, index_text(v)))
+    if v < 0:
+        v += n
     if exact is not None and v >= exact:
         raise OpError("%s in float32 (--dtype f32) must be below 2**24 = %d "
                       "(float32 holds every whole number only up to it), got %s (run in f64)"
@@ -1105,7 +1113,7 @@ def _narrow_static(values, shapes, attrs):
         raise ValueError("known when it runs")
     v = float(np.asarray(start, dtype=np.float64).reshape(()))
     if type(n) is not int:
-        if not (v >= 0 and v == int(v)):
+        if not ((v >= 0 or _is_index(what)) and v == int(v)):
             raise OpError("%s must be a whole number from 0, got %s"
                           % (_start_words(what, 0, length, 0, "")[0], index_text(v)))
         raise ValueError("known when it runs")

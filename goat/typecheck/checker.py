@@ -117,7 +117,10 @@ class Template:
                 kind = n.kind
                 if kind == ARG:
                     continue
-                if kind not in (OP, CALL, GET) and not (kind == CAST and len(n.args) == 1):
+                if (kind not in (OP, CALL, GET) and not (kind == CAST and len(n.args) == 1)) or (
+                        kind == OP and n.attrs and _run_dim_sources(n.attrs)):
+                    # (a size its body reads when it runs: copied as a region, which reads it
+                    # from the call's own node, _remap_run_dims)
                     ok = False
                     break
                 entries.append((kind, n, tuple([slot.get(a.id, a) for a in n.args])))
@@ -672,6 +675,8 @@ class Builder:
                 attrs = n.attrs
                 if has_vars and attrs:
                     attrs = n.op.subst_attrs(attrs, lambda s: _subst_attr(s, env))
+                if attrs and _run_dim_sources(attrs):
+                    attrs = _remap_run_dims(attrs, m)
                 argv = [m(a.id, a) for a in n.args]
                 check = n.check
                 if check or None in shape:
@@ -2483,14 +2488,9 @@ class Checker:
 
     def _shape_attr(self, shape, sources, loc, b):
         """``shape`` as an op's shape attribute: a ``?`` size read from ``sources`` (per
-        dimension, (node, axis)) when the program runs; in a def's body, where nodes are
-        instantiated per call, a single ``?`` stays ``?``, worked out from the cells."""
-        if not b.symbolic:
-            return tuple(RunDim(*src) if d is None else d for d, src in zip(shape, sources))
-        if sum(d is None for d in shape) > 1:
-            raise GoatError("more than one of the sizes here is ?, known only when the "
-                            "program runs: give the def's parameter its sizes", loc)
-        return tuple(shape)
+        dimension, (node, axis)) when the program runs (in a def's body, from the copy of
+        that node each call makes: _remap_run_dims)."""
+        return tuple(RunDim(*src) if d is None else d for d, src in zip(shape, sources))
 
     def _subscripts(self, x, items, bracket_loc, scope, b):
         """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
@@ -2542,9 +2542,12 @@ class Checker:
             part[axis] = length
         part = tuple(part)
         target = tuple(part[a] for a in kept)
-        vs = v.shape
+        vs = tuple(v.shape)
+        source = v
+        while len(vs) > len(target) and vs[0] == 1:
+            vs = vs[1:]                     # as NumPy's assignment, leading 1s do not count
         if len(vs) > len(target) or any(
-                not (d == 1 or (d is not None and d == t)) for d, t in
+                not (d == 1 or d is None or t is None or d == t) for d, t in
                 zip(vs[::-1], target[::-1])):
             e = stmt.expr
             compound = type(e) is ast.Binary and type(e.left) is ast.Index and \
@@ -2556,20 +2559,25 @@ class Checker:
         loc = stmt.loc
         # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed;
         # then broadcast to the part's shape
-        padded = (1,) * (len(target) - len(vs)) + tuple(vs)
+        gap = len(target) - len(vs)
+        padded = (1,) * gap + vs
         full = [1] * r
-        for a, d in zip(kept, padded):
+        sources = [None] * r                # where a ? size of v's is read when it runs
+        offset = len(source.shape) - len(vs)
+        for k, (a, d) in enumerate(zip(kept, padded)):
             full[a] = d
+            if k >= gap:
+                sources[a] = (source, offset + k - gap)
         full = tuple(full)
-        if full != tuple(vs):
-            v = b.op(REGISTRY["reshape"], (v,), loc, (full,), shape=full, check=False)
-        if full != part:
+        unknown = None in full or None in part     # (checked when it runs)
+        if full != tuple(source.shape):
+            v = b.op(REGISTRY["reshape"], (v,), loc,
+                     (self._shape_attr(full, sources, stmt.bracket_loc, b),), shape=full,
+                     check=False)
+        if full != part or unknown:
             v = b.op(REGISTRY["broadcast_to"], (v,), loc, (self._shape_attr(
                 part, [(x, a) for a in range(r)], stmt.bracket_loc, b),), shape=part,
-                check=False)
-        named = format_shape(x.shape)       # (a run-time error names x's shape)
-        parts = [(axis, start, length, what if type(what) is tuple else (what, named), ploc)
-                 for axis, start, length, what, ploc in parts]
+                check=unknown)
         chain = [x]                         # x, then the part each axis but the last takes
         for axis, start, length, what, ploc in parts[:-1]:
             chain.append(b.op(REGISTRY["narrow"], (chain[-1], start), ploc,
@@ -2580,9 +2588,9 @@ class Checker:
 
     def _subscript_index(self, x, axis, item, size, whole, scope, b):
         """The start node of index ``item`` of ``axis`` (of size ``size``, None when not known
-        before the run): a number written in the program is checked here, and counts from
-        the end when negative, as in NumPy; one computed when the program runs is checked then
-        (narrow's start, worded as an index)."""
+        before the run): a number written in the program is checked here; one computed when
+        the program runs is checked then (narrow's start, worded as an index); a negative one
+        counts from the end, as in NumPy."""
         if type(item) is ast.Array:
             raise GoatError("an index is a number, not a list (goat has no NumPy's indexing "
                             "by a list): to take rows by their indices, write gather(x, "
@@ -2607,11 +2615,9 @@ class Checker:
                     if size else "index %d is out of range for axis %d of %s, which has no "
                     "cells" % (v, axis, whole), item.loc)
             return b.const(float(v % size), item.loc)
-        if v >= 0:
-            return b.const(float(v), item.loc)
-        # -1 of an axis whose size is known when the program runs: that size - 1
-        n = b.op(REGISTRY["dim_size"], (x,), item.loc, (axis,), shape=(), check=False)
-        return b.op(OPERATORS["+"], (n, b.const(float(v), item.loc)), item.loc)
+        # (-1 of an axis whose size is known when the program runs counts from its end then,
+        # as a computed index does)
+        return b.const(float(v), item.loc)
 
     def _subscript_slice(self, x, axis, item, n, size, whole, scope, b):
         """(start node, length) of slice ``item`` of ``axis``, or (None, None) when it takes
@@ -2779,6 +2785,24 @@ def _elsewhere(member, mod_name, scope) -> str:
     if member in _FUNCTION_HABITS:
         return "; %s" % _FUNCTION_HABITS[member]
     return ""
+
+
+def _remap_run_dims(attrs, m):
+    """A def's shape attributes for one call: a size read from a node of the def's body when
+    it runs (a RunDim) read from that node's copy, or the size the copy has before the run."""
+    out = []
+    for a in attrs:
+        if type(a) is tuple and any(type(d) is RunDim for d in a):
+            dims = []
+            for d in a:
+                if type(d) is RunDim:
+                    node = m(d.node.id, d.node)
+                    size = None if isinstance(node, tuple) else node.shape[d.axis]
+                    d = size if type(size) is int else RunDim(node, d.axis)
+                dims.append(d)
+            a = tuple(dims)
+        out.append(a)
+    return tuple(out)
 
 
 def _run_dim_sources(attrs):

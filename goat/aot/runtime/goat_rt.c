@@ -261,13 +261,13 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
 }
 
 /* narrow's start out of range, not whole, or NaN: the message builtins._narrow_start gives */
-int64_t goat_narrow_fail(double v, int64_t last, const char *what, const char *detail,
-                         const char *site)
+int64_t goat_narrow_fail(double v, int64_t lo, int64_t last, const char *what,
+                         const char *detail, const char *site)
 {
     goat_str text = {0};
     index_text(&text, v);
-    goat_fail(site, "%s must be a whole number from 0 to %lld (%s), got %s", what,
-              (long long)last, detail, text.data);
+    goat_fail(site, "%s must be a whole number from %lld to %lld (%s), got %s", what,
+              (long long)lo, (long long)last, detail, text.data);
 }
 
 /* an assert that fails: its message, made in the format buffer */

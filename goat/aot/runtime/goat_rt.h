@@ -70,8 +70,8 @@ __attribute__((noreturn))
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site);
 __attribute__((noreturn))
-int64_t goat_narrow_fail(double v, int64_t last, const char *what, const char *detail,
-                         const char *site);
+int64_t goat_narrow_fail(double v, int64_t lo, int64_t last, const char *what,
+                         const char *detail, const char *site);
 __attribute__((noreturn))
 void goat_assert_fail(goat_str *message, const char *site);
 void goat_save_named(const char *folder, goat_str *name, const double *data, int64_t rank,
