@@ -418,3 +418,23 @@ def test_a_write_in_place_never_changes_a_value_something_else_reads():
         [[1, 2], [3, 4]], [[1, 2], [3, 4]], [1, 2, 3, 4], [[9, 2], [3, 4]],
         [1, 0], [2, 0],
         [0, 0, 0], [1, 0, 0], [1, 2, 0], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print grad(col_sum(row_sum(x[floor(w[0, 0]), 0:2] * w)), w)",
+     "grad cannot differentiate through a subscript on line 3: it has no derivative with "
+     "respect to its index; if computing the index from the values differentiated is meant, "
+     "write stop_gradient(...) around it"),
+    ("var y = zeros(tensor[2x2])\ny[floor(w[0, 1]), 0] = 1\n"
+     "print grad(col_sum(row_sum(y * w)), w)",
+     "grad cannot differentiate through a subscript on line 4: it has no derivative with "
+     "respect to its index; if computing the index from the values differentiated is meant, "
+     "write stop_gradient(...) around it"),
+    ("print grad(col_sum(row_sum(x[:, floor(w[0, 0]):floor(w[0, 0]) + 2] * w)), w)",
+     "grad cannot differentiate through a subscript on line 3: it has no derivative with "
+     "respect to its slice's start; if computing the slice's start from the values "
+     "differentiated is meant, write stop_gradient(...) around it"),
+])
+def test_an_index_computed_from_what_grad_differentiates_is_named_as_written(src, message):
+    e = error("let x = [[1, 2, 3], [4, 5, 6]]\nvar w = [[0.5, 1.5], [1, 1]]\n" + src + "\n")
+    assert e.message == message

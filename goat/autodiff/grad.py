@@ -231,7 +231,18 @@ def _op_words(node) -> str:
     op = node.op
     if op.symbol is not None:
         return "'%s'" % op.symbol
+    if _subscript_kind(node) is not None:
+        return "a subscript"
     return op.name
+
+
+def _subscript_kind(node):
+    """"index" or "slice" for a narrow or put a subscript x[...] was written as (its wording
+    attribute, goat/ops/builtins.py: _start_words), else None."""
+    if node.kind != OP or node.op.name not in ("narrow", "put"):
+        return None
+    what = node.attrs[-1] if len(node.attrs) > (2 if node.op.name == "narrow" else 1) else None
+    return what[0] if type(what) is tuple else what
 
 
 class _Pass:
@@ -381,8 +392,14 @@ class _Pass:
                     "write stop_gradient(...) around it to say so")
         elif here and why.startswith("it has no derivative with respect to its argument "):
             # indices or a seed computed from what is differentiated (floor(w * 3))
+            name = why.rsplit(" ", 1)[1]
+            kind = _subscript_kind(n)
+            if kind is not None and name == "start":     # x[i] with i computed from w
+                name = "index" if kind == "index" else "slice's start"
+                why = "it has no derivative with respect to its %s" % name
             hint = ("; if computing the %s from the values differentiated is meant, write "
-                    "stop_gradient(...) around that argument" % why.rsplit(" ", 1)[1])
+                    "stop_gradient(...) around %s" % (
+                        name, "it" if kind is not None else "that argument"))
         notes = frame_notes(n.via, self.loc.source)
         return GoatError("grad cannot differentiate through %s %s: %s%s"
                          % (_op_words(n), where, why, hint), self.loc, notes=notes)
