@@ -1177,6 +1177,13 @@ def _put_shape(x, v, start, axis, what=None):
     return tuple(x)
 
 
+def _put_cost(node) -> tuple:
+    """(flops, bytes) of put for auto's estimate: x copied (its cells read and written; in
+    place on the host, where nothing else reads x, only v's), v's cells read and written."""
+    x, v = node.args[0], node.args[1]
+    return 0.0, 16.0 * known_cells(x.shape) + 16.0 * known_cells(v.shape)
+
+
 def _same_dim(a, b) -> bool:
     return a == b or a is None or b is None
 
@@ -1214,7 +1221,7 @@ register(Op(name="put", checks_values=True, callable_by_name=False, overwrites=_
             doc="x with the cells start to start + length - 1 along axis replaced by v (of x's "
                 "shape but for its length along axis): NumPy's x[..., start:start + length] = "
                 "v on a copy",
-            shape=_put_shape, evaluate=_put, cost=_spread_cost, lowering=lower.put,
+            shape=_put_shape, evaluate=_put, cost=_put_cost, lowering=lower.put,
             vjp=lambda d, g, out, x, v, start, axis, *what: (
                 d.op("put", g, d.fill_like(v, 0.0), start, attrs=(axis,)),
                 d.op("narrow", g, start, attrs=(axis, v.shape[axis % len(v.shape)])), None)))
