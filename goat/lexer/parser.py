@@ -704,7 +704,7 @@ def _unclosed(build, tokens, tok) -> str:
     depth = 0
     midline = at > 0 and build._loc(tokens[at - 1]).line == build._loc(tok).line
     for t in tokens[at:] if midline else ():
-        if t.type in ("LPAR", "LSQB"):
+        if t.type in _OPENERS:
             depth += 1
         elif t.type in ("RPAR", "RSQB"):
             depth -= 1
@@ -729,11 +729,26 @@ def _still_open(tokens, i: int) -> list:
     stack = []
     for k in range(i):
         t = tokens[k].type
-        if t in ("LPAR", "LSQB", "SUBSCRIPT", "TARGET"):
+        if t in _OPENERS:
             stack.append(k)
         elif t in ("RPAR", "RSQB") and stack:
             stack.pop()
     return stack
+
+
+_OPENERS = frozenset(("LPAR", "LSQB", "SUBSCRIPT", "TARGET"))     # (each closed by ) or ])
+
+
+def _list_depth(tokens, i: int) -> int:
+    """How many list literals' [s are open at ``tokens[i]`` (not a subscript's, nor a ()."""
+    stack = []
+    for t in tokens[:i]:
+        kind = t.type
+        if kind in _OPENERS:
+            stack.append(kind)
+        elif kind in ("RSQB", "RPAR") and stack:
+            stack.pop()
+    return stack.count("LSQB")
 
 
 def _opener(tokens, k: int):
@@ -743,7 +758,7 @@ def _opener(tokens, k: int):
         t = tokens[j].type
         if t in ("RSQB", "RPAR"):
             depth += 1
-        elif t in ("LSQB", "LPAR", "SUBSCRIPT", "TARGET"):
+        elif t in _OPENERS:
             depth -= 1
             if depth == 0:
                 return t
@@ -783,11 +798,11 @@ def _hint(tokens, tok) -> str:
     if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
             t.type in ("NAME", "_COMMA", "LET", "VAR")
             for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]) \
-            and sum(1 if t.type in ("LSQB", "LPAR") else -1 if t.type in ("RSQB", "RPAR")
+            and sum(1 if t.type in _OPENERS else -1 if t.type in ("RSQB", "RPAR")
                     else 0 for t in tokens[:i]) == 0:
         # a, b = b, a, as Python writes a swap
         return "; several values on the right are written as a tuple in parentheses: a, b = (b, a)"
-    depth = sum(1 if t.type == "LSQB" else -1 if t.type == "RSQB" else 0 for t in tokens[:i])
+    depth = _list_depth(tokens, i)
     if tok.type in ("RSQB", "_COMMA") and prev == "_COMMA" and depth > 0:
         if tok.type == "RSQB":
             return "; a list literal cannot end with a comma"
@@ -804,20 +819,20 @@ def _hint(tokens, tok) -> str:
     if tok.type == "SUBSCRIPT" and i == 1 and tokens[0].type == "NAME":
         # x[0][1] = v, x[0], y = ...: a statement that assigns to something else than a
         # name or one subscript of it
-        depth = 0
+        level = 0
         for t in tokens[1:]:
             kind = t.type
-            if kind in ("SUBSCRIPT", "LSQB", "LPAR"):
-                if depth == 0 and kind == "SUBSCRIPT" and t is not tok:
+            if kind in _OPENERS:
+                if level == 0 and kind == "SUBSCRIPT" and t is not tok:
                     return ("; write one subscript with every axis in it to assign to: "
                             "x[0, 1] = v, not x[0][1] = v")
-                depth += 1
+                level += 1
             elif kind in ("RSQB", "RPAR"):
-                depth -= 1
-            elif depth == 0 and kind == "_COMMA":
+                level -= 1
+            elif level == 0 and kind == "_COMMA":
                 return ("; a subscript is assigned on its own: x[0] = v, then y = ... "
                         "(not x[0], y = ...)")
-            elif depth == 0:
+            elif level == 0:
                 break
     if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):
         opened = _opening_bracket(tokens, i)
@@ -1037,7 +1052,7 @@ def _def_without_keyword(tokens) -> bool:
         return False
     depth = 0
     for k, t in enumerate(tokens[1:], 1):
-        if t.type in ("LPAR", "LSQB"):
+        if t.type in _OPENERS:
             depth += 1
         elif t.type in ("RPAR", "RSQB"):
             depth -= 1
