@@ -438,3 +438,81 @@ def test_a_write_in_place_never_changes_a_value_something_else_reads():
 def test_an_index_computed_from_what_grad_differentiates_is_named_as_written(src, message):
     e = error("let x = [[1, 2, 3], [4, 5, 6]]\nvar w = [[0.5, 1.5], [1, 1]]\n" + src + "\n")
     assert e.message == message
+
+
+_NEGATIVE = """let u = [1.0, 2, 3]
+var s = 0
+for t in 0..2 {
+    s += u[-1 - t]
+}
+print grad(s, u)
+def f(u: tensor[3]) {
+    var x = u * 2
+    for t in 0..2 {
+        x[-1 - t] = u[t] * u[t]
+    }
+    return row_sum(reshape(x * x, tensor[1x3]))
+}
+print grad(f(u), u)
+"""
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_grad_through_computed_negative_indices(tmp_path, aot):
+    """Found by a breaker: the backward pass had taken -1 as a start from 0."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(_NEGATIVE)
+    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
+                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
+                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    assert r.returncode == 0, r.stderr
+    # s = u[2] + u[1]; f: x = [2 u0, u1^2 ... ] = [2 u0, u0^2 -> x[2], u1^2 -> x[1]]
+    u = np.array([1.0, 2, 3])
+    assert printed_numbers(r.stdout) == [[0, 1, 1], [8 * u[0] + 4 * u[0] ** 3, 4 * u[1] ** 3, 0]]
+
+
+def test_a_wrong_value_for_a_part_a_call_sizes_is_the_assignments_error():
+    """Found by a breaker: a def over ? sizes took a value of the wrong size (an internal
+    error in goat run, wrong numbers compiled)."""
+    e = error("def f(a: tensor[?x?]) {\n  var b = a\n  b[0] = [1, 2]\n  return b\n}\n"
+              "print f([[1, 2, 3]])\n")
+    assert (e.line, e.message) == (3, "cannot assign a value of shape 2 to b[...], of shape 3: "
+                                      "the value's shape must be that one, or broadcast to it")
+    assert e.notes == ("in f, called on line 6",)
+
+
+def test_a_value_of_a_size_known_when_it_runs_is_checked_then(tmp_path):
+    np.save(tmp_path / "v.npy", np.arange(5.0))
+    (tmp_path / "p.mg").write_text('let v: tensor[?] = load("v.npy")\n'
+                                   "var y = zeros(tensor[2x3])\nprint y\ny[0] = v\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "p.mg"))
+    assert (info.value.line, info.value.message) == (
+        4, "cannot assign a value of shape 5 to y[...], of shape 3: the value's shape must be "
+           "that one, or broadcast to it")
+    assert len(info.value.printed) == 1
+
+
+def test_a_buffer_filled_in_a_loop_is_written_in_place(monkeypatch):
+    """The reference count put's check reads is measured for this Python; with it, the loop's
+    writes go into the buffer's own array (each write after the first, which copies the
+    program's constant zeros)."""
+    from goat.interp.evaluator import _sole_refs
+    from goat.ops import builtins
+    assert _sole_refs() >= 1
+    seen = []
+    real = builtins._sole
+
+    def sole(x):            # (this frame holds x once more: the limit one more for it)
+        builtins.SOLE_REFS[0] += 1
+        try:
+            seen.append(real(x))
+        finally:
+            builtins.SOLE_REFS[0] -= 1
+        return seen[-1]
+    monkeypatch.setattr(builtins, "_sole", sole)
+    got = run("var buf = zeros(tensor[5x2])\nfor t in 0..5 {\n    buf[t] = t * [1, 1]\n}\n"
+              "print buf\n")
+    assert got[0].tolist() == [[t, t] for t in range(5)]
+    assert seen == [False, True, True, True, True]

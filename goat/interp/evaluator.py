@@ -255,6 +255,50 @@ def _take(vals, i):
     return x
 
 
+def _call_line(out, fn, args) -> str:
+    """The line of a compiled plan that runs an op: ``v[out] = fn(v[a], ...)``, an argument
+    ``~id`` taken out of its slot for the call (Op.overwrites)."""
+    return "    v[%d] = %s(%s)" % (out, fn, ", ".join(
+        "v[%d]" % a if a >= 0 else "take(v, %d)" % ~a for a in args))
+
+
+def _sole_refs() -> int:
+    """The reference count put's check (goat/ops/builtins.py: _sole) sees for an array held
+    by nothing but the call, through both ways the evaluator calls an op (a compiled plan's
+    line, _run_plan's call); 0 when an array held by one name more does not count more in
+    both, so that a shared array could not be told from one put may write into."""
+    from ..ops import builtins
+
+    class Host:
+        scalar = staticmethod(float)
+    counts = []
+
+    def probe(x):           # shaped as _sole: its parameter, then getrefcount's argument
+        counts.append(sys.getrefcount(x))
+        return False
+    run = builtins._put(Host(), 0, None, probe)
+    args = (~0, 1, 2)
+    scope = {"take": _take, "f": run}
+    exec(compile("def go(v):\n" + _call_line(3, "f", args) + "\n", "<goat probe>", "exec"),
+         scope)
+    go = scope["go"]
+
+    def plan(vals):         # as _run_plan calls an op that overwrites
+        vals[3] = run(_take(vals, ~args[0]), *[vals[a] for a in args[1:]])
+    alone, shared = [], []
+    for call in (go, plan):
+        for into, held in ((alone, False), (shared, True)):
+            vals = [np.zeros(2), np.zeros(1), 0.0, None]
+            other = vals[0] if held else None
+            counts.clear()
+            call(vals)
+            into.append(counts[0])
+            del other
+    if all(s > a for a, s in zip(alone, shared)):
+        return min(alone)
+    return 0
+
+
 def _overwrites(node, be, frees) -> bool:
     """May ``node``'s op write into its first argument's array?  Its op says it can, the back
     end allows it, the argument's value is read by nothing after this step (its id among the
@@ -262,6 +306,9 @@ def _overwrites(node, be, frees) -> bool:
     run-time shape check or size attribute wrapped around it)."""
     if node.kind != OP or node.op.overwrites is None or not getattr(be, "overwrites", False):
         return False
+    from ..ops.builtins import SOLE_REFS
+    if SOLE_REFS[0] is None:
+        SOLE_REFS[0] = _sole_refs()
     first = node.args[0].id
     return (first in frees and all(a.id != first for a in node.args[1:]) and not node.check
             and not _has_run_attrs(node.attrs))
@@ -542,8 +589,7 @@ class Evaluator:
                     lines.append("    v[%d] = v[%d]" % (out, args[0]))
                 else:
                     scope["f%d" % out] = fn
-                    lines.append("    v[%d] = f%d(%s)" % (out, out, ", ".join(
-                        "v[%d]" % a if a >= 0 else "take(v, %d)" % ~a for a in args)))
+                    lines.append(_call_line(out, "f%d" % out, args))
                 where[len(lines)] = out
             if frees:
                 lines.append("    " + "; ".join("v[%d] = None" % f for f in frees))

@@ -13,6 +13,8 @@ Walther, *Evaluating Derivatives*, 2008, ch. 3; JAX's ``lax`` rules).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, cells, format_dim,
@@ -771,7 +773,7 @@ register(Op(name="sum_to", arity=2, params=(("x", "value"), ("shape", "type")),
             vjp=lambda d, g, out, x, target: (d.expand(g, x),)))
 
 
-def _broadcast_to(be, target):
+def _broadcast_to(be, target, what=None):
     xp = be.xp
     target = tuple(target)
     cells = 1
@@ -785,12 +787,28 @@ def _broadcast_to(be, target):
     return lambda g: g if g.shape == target else g * one
 
 
+def _broadcast_to_shape(x, target, what=None):
+    """broadcast_to's shape rule: x's sizes, aligned from the last, are 1 or T's.  ``what``:
+    (a var's name, the axes its assignment x[...] = v keeps), for the assignment's words
+    (goat/typecheck/checker.py: _store)."""
+    if len(x) <= len(target) and all(
+            a == 1 or a == b or a is None or b is None for a, b in zip(x[::-1], target[::-1])):
+        return tuple(target)
+    if what is None:
+        raise ShapeError("cannot broadcast %s to %s" % (format_shape(x), format_shape(target)))
+    name, kept = what
+    raise ShapeError("cannot assign a value of shape %s to %s[...], of shape %s: the value's "
+                     "shape must be that one, or broadcast to it"
+                     % (format_shape(tuple(x[a] for a in kept)), name,
+                        format_shape(tuple(target[a] for a in kept))))
+
+
 register(Op(name="broadcast_to", arity=2, params=(("x", "value"), ("shape", "type")),
             callable_by_name=False, signature="(broadcast_to(x, tensor[T]) -> T)",
             doc="x broadcast to shape T (as NumPy's broadcast_to, computed as x * 1), for "
-                "derivatives",
-            shape=_sum_to_shape, evaluate=_broadcast_to, lowering=lower.broadcast_to,
-            vjp=lambda d, g, out, x, target: (d.unbroadcast(g, x),)))
+                "derivatives and assignments to subscripts",
+            shape=_broadcast_to_shape, evaluate=_broadcast_to, lowering=lower.broadcast_to,
+            vjp=lambda d, g, out, x, target, *what: (d.unbroadcast(g, x),)))
 
 
 def _dim_size(be, axis):
@@ -1148,7 +1166,8 @@ register(Op(name="narrow", checks_values=True, static_check=_narrow_static,
             cost=_taken_cost,
             vjp=lambda d, g, out, x, start, axis, length, *what: (
                 d.b.op(REGISTRY["narrow_backward"], (g, start), d.loc,
-                       (axis, _target_of(x)), shape=x.shape, check=False), None)))
+                       (axis, _target_of(x)) + tuple(what), shape=x.shape, check=False),
+                None)))
 
 register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
             arity=4, params=(("g", "value"), ("start", "value"), ("axis", "int"),
@@ -1160,7 +1179,8 @@ register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
             evaluate=_narrow_backward, cost=_spread_cost,
             lowering=lower.narrow_backward,
             vjp=lambda d, g, out, x, start, axis, target, *what: (
-                d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])), None)))
+                d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])
+                     + tuple(what)), None)))
 
 
 def _put_shape(x, v, start, axis, what=None):
@@ -1198,14 +1218,20 @@ def _put(be, axis, what=None, sole=None):
     return run
 
 
+# the reference count _sole sees for an array that nothing but put's call holds, measured
+# once through the evaluator's own calls (goat/interp/evaluator.py: _sole_refs): Python
+# versions count a call's operands differently (3.10 one more than 3.11 to 3.13; 3.14 borrows
+# some); 0 where a holder more cannot be told apart, and put never writes in place
+SOLE_REFS = [None]
+
+
 def _sole(x) -> bool:
     """Is NumPy array ``x`` held by nothing but the caller's argument (the evaluator's slot
     emptied before the call, no view of it, no name, no constant of the program), its own
-    cells, writable?  Then put may write into it.  The three references: put's argument,
-    this function's, and getrefcount's own."""
-    import sys
-    return (type(x) is np.ndarray and x.base is None and x.flags.writeable
-            and x.flags.c_contiguous and sys.getrefcount(x) <= 3)
+    cells, writable?  Then put may write into it."""
+    limit = SOLE_REFS[0]
+    return bool(limit) and (type(x) is np.ndarray and x.base is None and x.flags.writeable
+                            and x.flags.c_contiguous and sys.getrefcount(x) <= limit)
 
 
 def _put_over(be, axis, what=None):
@@ -1223,8 +1249,9 @@ register(Op(name="put", checks_values=True, callable_by_name=False, overwrites=_
                 "v on a copy",
             shape=_put_shape, evaluate=_put, cost=_put_cost, lowering=lower.put,
             vjp=lambda d, g, out, x, v, start, axis, *what: (
-                d.op("put", g, d.fill_like(v, 0.0), start, attrs=(axis,)),
-                d.op("narrow", g, start, attrs=(axis, v.shape[axis % len(v.shape)])), None)))
+                d.op("put", g, d.fill_like(v, 0.0), start, attrs=(axis,) + tuple(what)),
+                d.op("narrow", g, start, attrs=(axis, v.shape[axis % len(v.shape)])
+                     + tuple(what)), None)))
 
 
 # ------------------------------------------------------------- concat (joined along an axis)

@@ -2554,7 +2554,7 @@ class Checker:
                 e.left.items is stmt.items          # x[i] += v: v's place
             raise GoatError("cannot assign a value of shape %s to %s[...], of shape %s: the "
                             "value's shape must be that one, or broadcast to it" % (
-                                format_shape(vs), stmt.name, format_shape(target)),
+                                format_shape(source.shape), stmt.name, format_shape(target)),
                             e.right.loc if compound else e.loc)
         loc = stmt.loc
         # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed;
@@ -2575,9 +2575,9 @@ class Checker:
                      (self._shape_attr(full, sources, stmt.bracket_loc, b),), shape=full,
                      check=False)
         if full != part or unknown:
-            v = b.op(REGISTRY["broadcast_to"], (v,), loc, (self._shape_attr(
-                part, [(x, a) for a in range(r)], stmt.bracket_loc, b),), shape=part,
-                check=unknown)
+            v = b.op(REGISTRY["broadcast_to"], (v,), stmt.expr.loc, (self._shape_attr(
+                part, [(x, a) for a in range(r)], stmt.bracket_loc, b),
+                (stmt.name, tuple(kept))), shape=part, check=unknown)
         chain = [x]                         # x, then the part each axis but the last takes
         for axis, start, length, what, ploc in parts[:-1]:
             chain.append(b.op(REGISTRY["narrow"], (chain[-1], start), ploc,
