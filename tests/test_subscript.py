@@ -482,15 +482,23 @@ def test_a_wrong_value_for_a_part_a_call_sizes_is_the_assignments_error():
     assert e.notes == ("in f, called on line 6",)
 
 
-def test_a_value_of_a_size_known_when_it_runs_is_checked_then(tmp_path):
+@pytest.mark.parametrize("stmt, message", [
+    ("y[0] = v", "cannot assign a value of shape 5 to y[...], of shape 3: the value's shape "
+                 "must be that one, or broadcast to it"),
+    # the part's size is known only when it runs too (found by a review: the check of an op
+    # whose sizes are read when it runs had been skipped)
+    ("x[:, 0] = v", "cannot assign a value of shape 5 to x[...], of shape 4: the value's shape "
+                    "must be that one, or broadcast to it"),
+])
+def test_a_value_of_a_size_known_when_it_runs_is_checked_then(tmp_path, stmt, message):
     np.save(tmp_path / "v.npy", np.arange(5.0))
+    np.save(tmp_path / "x.npy", np.zeros((4, 3)))
     (tmp_path / "p.mg").write_text('let v: tensor[?] = load("v.npy")\n'
-                                   "var y = zeros(tensor[2x3])\nprint y\ny[0] = v\n")
+                                   'var x: tensor[?x3] = load("x.npy")\n'
+                                   "var y = zeros(tensor[2x3])\nprint y\n%s\n" % stmt)
     with pytest.raises(goat.GoatError) as info:
         goat.run_file(str(tmp_path / "p.mg"))
-    assert (info.value.line, info.value.message) == (
-        4, "cannot assign a value of shape 5 to y[...], of shape 3: the value's shape must be "
-           "that one, or broadcast to it")
+    assert (info.value.line, info.value.message) == (5, message)
     assert len(info.value.printed) == 1
 
 

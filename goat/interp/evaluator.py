@@ -441,6 +441,7 @@ class Evaluator:
         made from theirs; then the op runs as usual."""
         op, attrs, be = node.op, node.attrs, self.be
         real = op.n_values          # then the fields' values, then the size sources
+        check = node.check
         ids = [a.id for a in node.args]
         where = {nid: ids.index(nid) for nid in ids}
 
@@ -456,6 +457,11 @@ class Evaluator:
                                       for k in range(a.fields)])
                 return a
             resolved = tuple(resolve(a) for a in attrs)
+            if check:               # the shape rule, on the sizes now known
+                try:
+                    op.shape(*[_shape_of(v) for v in values[:op.n_values]], *resolved)
+                except ShapeError as e:
+                    raise GoatError(e.message, **_at(node)) from None
             return op.evaluate(be, *resolved)(*values[:real])
         return run
 
