@@ -36,6 +36,25 @@ def cli(*args, stdin=None, cwd=None, timeout=120):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+def goat_run_in(folder, *flags, digits=False):
+    """``python -m goat run FLAGS p.mg`` in ``folder`` (a tmp_path holding p.mg), with a
+    cache of its own there; ``digits``: values printed at full precision (GOAT_PRINT_DIGITS,
+    which compiled programs read).  Returns the CompletedProcess (text)."""
+    env = dict(os.environ, GOAT_CACHE=str(folder / "cache"))
+    if digits:
+        env["GOAT_PRINT_DIGITS"] = "17"
+    return subprocess.run([sys.executable, "-m", "goat", "run", *flags, "p.mg"],
+                          cwd=str(folder), capture_output=True, text=True, env=env)
+
+
+def compiled_numbers(folder):
+    """The numbers each print of ``folder``'s p.mg printed, compiled (goat run --aot), at full
+    precision: a list per value (see printed_numbers)."""
+    r = goat_run_in(folder, "--aot", digits=True)
+    assert r.returncode == 0, r.stderr
+    return printed_numbers(r.stdout)
+
+
 def assert_same_on_the_gpu_test_back_end(text):
     """``text`` run on NumPy and on the GPU test back end (goat/gpu/guard.py): the same output
     and the same bits of every printed value, and no host round trip the evaluator should not

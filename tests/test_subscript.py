@@ -1,16 +1,14 @@
 """Subscripts: x[i], x[a:b], x[:, j] read cells; x[i] = v (and +=, ...) replaces them in a var.
 Against NumPy's indexing written here, finite differences, the compiled program and the GPU
 test back end."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import goat
-from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end, error,
-                      literal as _literal, printed_numbers, run)
+from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
+                      compiled_numbers, error, goat_run_in, literal as _literal, printed_numbers,
+                      run)
 
 RNG = np.random.default_rng(2026)
 
@@ -207,12 +205,7 @@ def test_grad_through_reads_and_writes_is_finite_differences_and_compiles_bit_fo
         fd[i] = (_reference(x, w + e) - _reference(x, w - e)) / 2e-6
     assert np.allclose(g, fd, rtol=1e-6, atol=1e-8)
     pytest.importorskip("llvmlite")
-    r = subprocess.run([sys.executable, "-m", "goat", "run", "--aot", "p.mg"],
-                       cwd=str(tmp_path), capture_output=True, text=True,
-                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache"),
-                                GOAT_PRINT_DIGITS="17"))
-    assert r.returncode == 0, r.stderr
-    (numbers,) = printed_numbers(r.stdout)
+    (numbers,) = compiled_numbers(tmp_path)
     assert_compiled_equal(numbers, g, _PROGRAM)
 
 
@@ -310,9 +303,7 @@ def test_a_computed_index_is_checked_when_it_runs_with_the_same_words_compiled(
         pytest.importorskip("llvmlite")
     (tmp_path / "p.mg").write_text("var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
                                    "    print \"step {k}\"\n    %s\n}\n" % line)
-    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
-                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
-                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
     assert r.returncode == 1
     assert r.stderr.splitlines()[0] == "p.mg:4: error: " + message
     assert r.stdout.startswith("step 0\n")
@@ -463,9 +454,7 @@ def test_grad_through_computed_negative_indices(tmp_path, aot):
     if aot:
         pytest.importorskip("llvmlite")
     (tmp_path / "p.mg").write_text(_NEGATIVE)
-    r = subprocess.run([sys.executable, "-m", "goat", "run"] + (["--aot"] if aot else [])
-                       + ["p.mg"], cwd=str(tmp_path), capture_output=True, text=True,
-                       env=dict(os.environ, GOAT_CACHE=str(tmp_path / "cache")))
+    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
     assert r.returncode == 0, r.stderr
     # s = u[2] + u[1]; f: x = [2 u0, u1^2 ... ] = [2 u0, u0^2 -> x[2], u1^2 -> x[1]]
     u = np.array([1.0, 2, 3])
