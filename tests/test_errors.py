@@ -623,9 +623,9 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ('print(f"x = {1}")\n', 1, '; a string\'s {fields} are formatted without an f: print '
                                '"x = {x}"'),
     ("// a comment\nprint 1\n", 1, "; a comment starts with #"),
-    ("let x = [[1, 2]]\nprint x[[0]]\n", 2, "is a comma missing before the list? (a subscript "
-                                            "holds numbers, x[0, 1]; to take rows by a list of "
-                                            "indices, write gather(x, indices))"),
+    ("let x = [[1, 2]]\nprint x[[0]]\n", 2, "; a subscript holds numbers, x[0, 1]: to take "
+                                            "rows by a list of indices, write gather(x, "
+                                            "indices)"),
     ("def f(x: scalar = 1) = x\n", 1, "; a parameter has no default value: every call passes "
                                        "every argument"),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "

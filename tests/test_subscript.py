@@ -274,8 +274,14 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                                        "3: the value's shape must be that one, or broadcast to "
                                        "it"),
     ("print x[0:1][[0]]", "syntax error: expected an operator or the end of the line, "
-     "found a list literal; is a comma missing before the list? (a subscript holds numbers, "
-     "x[0, 1]; to take rows by a list of indices, write gather(x, indices))"),
+     "found a list literal; a subscript holds numbers, x[0, 1]: to take rows by a list of "
+     "indices, write gather(x, indices)"),
+    # NumPy's ellipsis and newaxis (found by a newcomer)
+    ("print x[..., 0]", "unexpected character '.'; a subscript has no ellipsis (...): write a : "
+                        "for each leading axis, x[:, :, 0]"),
+    ("print x[:, None]", "unknown name 'None': goat has no None; a subscript has no newaxis "
+                         "either: reshape(x, tensor[...]) adds an axis of size 1 (a slice "
+                         "t:t + 1 keeps one)"),
     ("let y = x\ny[0] = 1", "cannot assign to 'y': it is defined with let on line 2, which cannot "
                             "change; declare it with var to assign to it"),
 ])

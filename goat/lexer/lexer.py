@@ -367,7 +367,11 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
             elif kind == _NUMBER and piece != "..":
                 if piece == ".":
                     hint = ""
-                    if out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
+                    if out and out[-1].type == "DOTDOT" and out[-1].end_pos == start_:
+                        # x[..., 0], as NumPy writes every leading axis
+                        hint = ("; a subscript has no ellipsis (...): write a : for each "
+                                "leading axis, x[:, :, 0]")
+                    elif out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
                         hint = ("; goat has no methods or fields: call a function on the value "
                                 "(row_sum(x), transpose(x), ...)")
                     elif out and out[-1].type == "NAME" and out[-1].end_pos == start_:

@@ -813,6 +813,10 @@ def _hint(tokens, tok) -> str:
                                                "SUBSCRIPT")
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and not after_value:
         return "; is a comma missing between the two lists?"
+    if tok.type in ("ARRAY", "LSQB") and after_value and tok.start_pos == tokens[i - 1].end_pos:
+        # x[[0, 2]], NumPy's indexing by a list
+        return ("; a subscript holds numbers, x[0, 1]: to take rows by a list of indices, "
+                "write gather(x, indices)")
     if tok.type in ("ARRAY", "LSQB") and after_value:
         return ("; is a comma missing before the list? (a subscript holds numbers, x[0, 1]; "
                 "to take rows by a list of indices, write gather(x, indices))")

@@ -2733,6 +2733,8 @@ _NAME_HABITS = {
     "false": "write 0 (a condition is a number; 0 is false)",
     "inf": "write 1 / 0 (and -1 / 0 for -inf)", "nan": "write 0 / 0",
     "pi": "write 3.141592653589793",
+    "None": "goat has no None; a subscript has no newaxis either: reshape(x, tensor[...]) "
+            "adds an axis of size 1 (a slice t:t + 1 keeps one)",
 }
 _FUNCTION_HABITS = {
     "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
