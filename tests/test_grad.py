@@ -69,7 +69,7 @@ for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),
 # ops that have no derivative by design, and internal ops reached only through others
 NOT_DIFFERENTIATED = {"ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or",
                       "logical_not", "zeros", "ones", "iota", "rand", "randn", "load",
-                      "stop_gradient", "bind", "sum_to", "broadcast_to", "dim_size",
+                      "stop_gradient", "bind", "sum_to", "broadcast_to", "size",
                       "onehot", "argmax_rows", "sample_rows", "floor",
                       # grad's own tapes for a loop (tests/test_grad_loops.py)
                       "stack_new", "stack_set", "stack_get"}

@@ -519,3 +519,29 @@ def test_a_buffer_filled_in_a_loop_is_written_in_place(monkeypatch):
               "print buf\n")
     assert got[0].tolist() == [[t, t] for t in range(5)]
     assert seen == [False, True, True, True, True]
+
+
+def test_size_is_a_number_before_the_run_where_the_shape_is_and_when_it_runs_in_a_def():
+    """size(x, axis), asked for by a newcomer who looped over a def's size variable."""
+    got = run("let x = reshape(iota(tensor[12], 0), tensor[3x4])\n"
+              "print size(x, 0)\nprint size(x, -1)\n"
+              "let n = size(x, 1)\nprint zeros(tensor[n, 2])\nprint x[:, n - 2:]\n"
+              "def total(y: tensor[B, T]) {\n    var s = zeros(tensor[B])\n"
+              "    for t in 0..size(y, 1) {\n        s += y[:, t]\n    }\n    return s\n}\n"
+              "print total(x)\nprint total(transpose(x))\n")
+    x = np.arange(12.0).reshape(3, 4)
+    assert got[0] == 3 and got[1] == 4 and got[2].shape == (4, 2)
+    assert np.array_equal(got[3], x[:, 2:])
+    assert np.array_equal(got[4], x.sum(axis=1)) and np.array_equal(got[5], x.sum(axis=0))
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print size(x, 2)", "size's axis 2 is outside tensor[2x3], of rank 2 (axes 0 to 1, or -2 "
+                         "to -1 counting from the last)"),
+    ("print size(3, 0)", "size needs a tensor of rank 1 or more, got a scalar (which has no "
+                         "axes)"),
+    ("print len(x)", "unknown function 'len'; write size(x, 0) (a value's sizes are part of "
+                     "its type: :type x in the REPL, goat check --shapes)"),
+])
+def test_size_errors(src, message):
+    assert error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n").message == message

@@ -126,7 +126,7 @@ class Emitter:
         d = x.shape[axis]
         if type(d) is int:
             return self.const(d)
-        return self.b.op(REGISTRY["dim_size"], (x,), self.loc, (axis,), shape=(), check=False)
+        return self.b.op(REGISTRY["size"], (x,), self.loc, (axis,), shape=(), check=False)
 
     def fill_like(self, x, value: float):
         """A tensor of ``value`` with ``x``'s shape: a constant when it is small, else the op

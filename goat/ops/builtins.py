@@ -816,10 +816,32 @@ def _dim_size(be, axis):
     return lambda x: const(float(x.shape[axis]))
 
 
-register(Op(name="dim_size", arity=2, params=(("x", "value"), ("axis", "int")),
-            callable_by_name=False, signature="(dim_size(x, axis) -> scalar)",
-            doc="the length of x along axis, as a number, for derivatives",
-            shape=lambda x, axis: (), evaluate=_dim_size,
+def _size_shape(x, axis):
+    r = len(x)
+    if r == 0:
+        raise ShapeError("size needs a tensor of rank 1 or more, got a scalar (which has no "
+                         "axes)")
+    if not -r <= axis < r:
+        raise ShapeError("size's axis %s is outside %s, of rank %d (%s)"
+                         % (format_huge(axis), format_type(x), r, _axes(r)))
+    return ()
+
+
+def _size_value(shapes, attrs):
+    """size's value when the shape is known before the run (a let may then hold it as a
+    size, a slice's bound, an axis); None when it is known only then (a ? size, or a def's
+    size variable, whose every call has its own)."""
+    d = shapes[0][attrs[0]]
+    return float(d) if type(d) is int else None
+
+
+register(Op(name="size", arity=2, params=(("x", "value"), ("axis", "int")),
+            signature="size(x, axis) -> scalar",
+            doc="the number of cells of x along axis, as a number (PyTorch's x.size(axis), "
+                "NumPy's x.shape[axis]): known before the run when the shape is, else read "
+                "when it runs (a loop's bound over a def's size variable, for t in "
+                "0..size(x, 1))",
+            shape=_size_shape, evaluate=_dim_size, static_value=_size_value,
             vjp=lambda d, g, out, x, axis: (ZERO,), tags=("constant",),
             lowering=lower.dim_size))
 

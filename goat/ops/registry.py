@@ -88,6 +88,9 @@ class Op:
     # (its last use, the evaluator's slot emptied first); the function still copies the array
     # when anything else holds it (put: an assignment x[i] = v in a loop, in place)
     overwrites: Callable | None = None
+    # the op's value when its operands' shapes fix it, (shapes, attrs) -> a number or None:
+    # the checker takes it as a number the program fixes (size(x, 0) as a let's size)
+    static_value: Callable | None = None
 
     def __post_init__(self):
         if not self.params:

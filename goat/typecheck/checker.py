@@ -2719,7 +2719,8 @@ _FOREIGN_MODULES = {"np": "NumPy", "numpy": "NumPy", "torch": "PyTorch", "math":
                     "F": "PyTorch", "jnp": "JAX"}
 _METHOD_HABITS = {
     "T": "write transpose(x)", "transpose": "write transpose(x)",
-    "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes)",
+    "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes); "
+             "size(x, axis) gives one of its sizes as a number",
     "sum": "write row_sum(x), col_sum(x), or col_sum(row_sum(x)) for all of it",
     "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
     "round": "write floor(x + 0.5) to round halves up", "max": "write row_max(x) or col_max(x)",
@@ -2747,7 +2748,8 @@ _FUNCTION_HABITS = {
     "log_softmax": "write nn.log_softmax(x) after import nn",
     "layer_norm": "write nn.layer_norm(x, g, t) after import nn",
     "attention": "write nn.attention(q, k, v, mask, scale) after import nn",
-    "len": "a value's sizes are part of its type (:type x in the REPL, goat check --shapes)",
+    "len": "write size(x, 0) (a value's sizes are part of its type: :type x in the REPL, "
+           "goat check --shapes)",
     "dot": "write a @ b", "matmul": "write a @ b", "mm": "write a @ b",
     "pow": "there is no power: multiply, or write exp(p * log(x))",
     "clip": "write minimum(maximum(x, lo), hi)", "clamp": "write minimum(maximum(x, lo), hi)",

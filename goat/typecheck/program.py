@@ -410,6 +410,10 @@ def _fold(node, dtype):
                         np.float32 if dtype == "f32" else np.float64))
             stack.pop()
             continue
+        if n.kind == OP and n.op.static_value is not None:     # size(x, 0) of a known shape
+            memo[n.id] = n.op.static_value([a.shape for a in n.args[:n.op.n_values]], n.attrs)
+            stack.pop()
+            continue
         if not (n.kind == OP and _foldable(n.op) and len(n.args) == n.op.arity):
             memo[n.id] = None
             stack.pop()
