@@ -2483,14 +2483,8 @@ class Checker:
         # drop the axes indexed: a reshape to the others
         out_shape = tuple(x.shape[a] for a in kept)
         return b.op(REGISTRY["reshape"], (x,), e.loc,
-                    (self._shape_attr(out_shape, [(x, a) for a in kept], e.bracket_loc, b),),
+                    (_run_shape(out_shape, [(x, a) for a in kept]),),
                     shape=out_shape, check=False)
-
-    def _shape_attr(self, shape, sources, loc, b):
-        """``shape`` as an op's shape attribute: a ``?`` size read from ``sources`` (per
-        dimension, (node, axis)) when the program runs (in a def's body, from the copy of
-        that node each call makes: _remap_run_dims)."""
-        return tuple(RunDim(*src) if d is None else d for d, src in zip(shape, sources))
 
     def _subscripts(self, x, items, bracket_loc, scope, b):
         """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
@@ -2571,13 +2565,12 @@ class Checker:
         full = tuple(full)
         unknown = None in full or None in part     # (checked when it runs)
         if full != tuple(source.shape):
-            v = b.op(REGISTRY["reshape"], (v,), loc,
-                     (self._shape_attr(full, sources, stmt.bracket_loc, b),), shape=full,
+            v = b.op(REGISTRY["reshape"], (v,), loc, (_run_shape(full, sources),), shape=full,
                      check=False)
         if full != part or unknown:
-            v = b.op(REGISTRY["broadcast_to"], (v,), stmt.expr.loc, (self._shape_attr(
-                part, [(x, a) for a in range(r)], stmt.bracket_loc, b),
-                (stmt.name, tuple(kept))), shape=part, check=unknown)
+            v = b.op(REGISTRY["broadcast_to"], (v,), stmt.expr.loc,
+                     (_run_shape(part, [(x, a) for a in range(r)]), (stmt.name, tuple(kept))),
+                     shape=part, check=unknown)
         chain = [x]                         # x, then the part each axis but the last takes
         for axis, start, length, what, ploc in parts[:-1]:
             chain.append(b.op(REGISTRY["narrow"], (chain[-1], start), ploc,
@@ -2789,6 +2782,13 @@ def _elsewhere(member, mod_name, scope) -> str:
     if member in _FUNCTION_HABITS:
         return "; %s" % _FUNCTION_HABITS[member]
     return ""
+
+
+def _run_shape(shape, sources):
+    """``shape`` as an op's shape attribute: a ``?`` size read from ``sources`` (per
+    dimension, (node, axis)) when the program runs (in a def's body, from the copy of that
+    node each call makes: _remap_run_dims)."""
+    return tuple(RunDim(*src) if d is None else d for d, src in zip(shape, sources))
 
 
 def _remap_run_dims(attrs, m):
