@@ -545,3 +545,15 @@ def test_size_is_a_number_before_the_run_where_the_shape_is_and_when_it_runs_in_
 ])
 def test_size_errors(src, message):
     assert error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n").message == message
+
+
+def test_an_index_float32_computes_otherwise_is_read_when_it_runs_in_each_precision():
+    """Found by a breaker: 2**24 + 1, folded in float64 before the run, had read cell 16777217
+    under --dtype f32, whose own arithmetic gives 16777216 (and refuses an index from 2**24)."""
+    text = ("let x = concat(zeros(tensor[16777217]), ones(tensor[3]), 0)\nvar j = 16777216\n"
+            "j += 1\nprint x[j]\n")
+    assert run(text)[0] == 1
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(text, dtype="f32")
+    assert info.value.message.startswith("an index in float32 (--dtype f32) must be below "
+                                         "2**24 = 16777216")
