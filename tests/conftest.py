@@ -55,6 +55,16 @@ def compiled_numbers(folder):
     return printed_numbers(r.stdout)
 
 
+def assert_f32_within_float32_of_f64(text):
+    """``text``'s one printed value under --dtype f32 is float32, and float64's within
+    float32's precision (rtol 1e-4, atol 1e-5)."""
+    import numpy as np
+    (wide,) = goat.run_source(text)
+    (narrow,) = goat.run_source(text, dtype="f32")
+    assert narrow.dtype == np.float32
+    assert np.allclose(narrow, wide, rtol=1e-4, atol=1e-5)
+
+
 def assert_same_on_the_gpu_test_back_end(text):
     """``text`` run on NumPy and on the GPU test back end (goat/gpu/guard.py): the same output
     and the same bits of every printed value, and no host round trip the evaluator should not

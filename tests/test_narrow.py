@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
-                      compiled_numbers, error, literal as _literal, run)
+from conftest import (assert_compiled_equal, assert_f32_within_float32_of_f64,
+                      assert_same_on_the_gpu_test_back_end, compiled_numbers, error,
+                      literal as _literal, run)
 
 RNG = np.random.default_rng(35)
 
@@ -108,6 +109,9 @@ for k in 0..3 {
 let g = grad(loss, w)
 print g
 """
+# the program with seeded draws for its files (no folder needed)
+_DRAWN = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+          .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
 
 
 def _reference(x, w):
@@ -157,18 +161,11 @@ def test_a_start_computed_from_what_is_differentiated_says_to_stop_the_gradient(
 
 
 def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
-    assert_same_on_the_gpu_test_back_end(
-        _PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
-        .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
+    assert_same_on_the_gpu_test_back_end(_DRAWN)
 
 
 def test_f32_is_f64_within_float32():
-    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
-            .replace('load("w.npy")', "randn(tensor[1x3], 2)"))
-    (wide,) = goat.run_source(text)
-    (narrow_,) = goat.run_source(text, dtype="f32")
-    assert narrow_.dtype == np.float32
-    assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
+    assert_f32_within_float32_of_f64(_DRAWN)
 
 
 @pytest.mark.parametrize("src, line, message", [

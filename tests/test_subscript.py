@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
-                      compiled_numbers, error, goat_run_in, literal as _literal, printed_numbers,
-                      run)
+from conftest import (assert_compiled_equal, assert_f32_within_float32_of_f64,
+                      assert_same_on_the_gpu_test_back_end, compiled_numbers, error, goat_run_in,
+                      literal as _literal, printed_numbers, run)
 
 RNG = np.random.default_rng(2026)
 
@@ -180,6 +180,9 @@ def loss(w: tensor[2x3]) {
 let g = grad(loss(w), w)
 print g
 """
+# the program with seeded draws for its files (no folder needed)
+_DRAWN = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
+          .replace('load("w.npy")', "randn(tensor[2x3], 2)"))
 
 
 def _reference(x, w):
@@ -234,9 +237,7 @@ def test_first_and_second_derivatives_through_writes_are_pytorchs():
 
 
 def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
-    assert_same_on_the_gpu_test_back_end(
-        _PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
-        .replace('load("w.npy")', "randn(tensor[2x3], 2)"))
+    assert_same_on_the_gpu_test_back_end(_DRAWN)
 
 
 @pytest.mark.parametrize("src, message", [
@@ -333,12 +334,7 @@ def test_how_brackets_after_values_read(src, message):
 
 
 def test_f32_is_f64_within_float32():
-    text = (_PROGRAM.replace('load("x.npy")', "randn(tensor[6x3], 1)")
-            .replace('load("w.npy")', "randn(tensor[2x3], 2)"))
-    (wide,) = goat.run_source(text)
-    (narrow_,) = goat.run_source(text, dtype="f32")
-    assert narrow_.dtype == np.float32
-    assert np.allclose(narrow_, wide, rtol=1e-4, atol=1e-5)
+    assert_f32_within_float32_of_f64(_DRAWN)
 
 
 @pytest.mark.parametrize("src, message", [

@@ -741,14 +741,7 @@ _OPENERS = frozenset(("LPAR", "LSQB", "SUBSCRIPT", "TARGET"))     # (each closed
 
 def _list_depth(tokens, i: int) -> int:
     """How many list literals' [s are open at ``tokens[i]`` (not a subscript's, nor a ()."""
-    stack = []
-    for t in tokens[:i]:
-        kind = t.type
-        if kind in _OPENERS:
-            stack.append(kind)
-        elif kind in ("RSQB", "RPAR") and stack:
-            stack.pop()
-    return stack.count("LSQB")
+    return sum(tokens[k].type == "LSQB" for k in _still_open(tokens, i))
 
 
 def _opener(tokens, k: int):
