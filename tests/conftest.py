@@ -55,6 +55,18 @@ def compiled_numbers(folder):
     return printed_numbers(r.stdout)
 
 
+def central_differences(f, like, h=1e-6):
+    """The gradient of ``f`` (a function of a perturbation shaped as ``like``, a NumPy array)
+    at 0 by central differences: (f(+h e_i) - f(-h e_i)) / 2h per cell i."""
+    import numpy as np
+    fd = np.zeros_like(like)
+    for i in np.ndindex(like.shape):
+        e = np.zeros_like(like)
+        e[i] = h
+        fd[i] = (f(e) - f(-e)) / (2 * h)
+    return fd
+
+
 def assert_f32_within_float32_of_f64(text):
     """``text``'s one printed value under --dtype f32 is float32, and float64's within
     float32's precision (rtol 1e-4, atol 1e-5)."""
