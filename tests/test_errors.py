@@ -95,7 +95,7 @@ def test_use_before_definition():
 @pytest.mark.parametrize("src, hint", [
     ("print 1 ! 2", "'not x' negates a condition, and a != b compares"),
     ("print 2 ** 3", "there is no power operator"),
-    ("let a = [[1, 2]]\nprint a[[0]]", "to take rows by a list of indices, write gather"),
+    ("let a = [[1, 2]]\nprint a[::2]", "a slice with a step (lo:hi:step) is not supported"),
     ("a = 3", "a new name needs let (let a = ...), or var (var a = ...) to assign to it later"),
 ])
 def test_hints_for_common_slips(src, hint):
@@ -623,9 +623,9 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ('print(f"x = {1}")\n', 1, '; a string\'s {fields} are formatted without an f: print '
                                '"x = {x}"'),
     ("// a comment\nprint 1\n", 1, "; a comment starts with #"),
-    ("let x = [[1, 2]]\nprint x[[0]]\n", 2, "; a subscript holds numbers, x[0, 1]: to take "
-                                            "rows by a list of indices, write gather(x, "
-                                            "indices)"),
+    ("let x = [[1, 2]]\nprint x[x > 1]\n", 2, "NumPy's boolean indexing) is not supported: its "
+                                              "result's size would be known only when the "
+                                              "program runs; where(mask, x, 0) keeps x's shape"),
     ("def f(x: scalar = 1) = x\n", 1, "; a parameter has no default value: every call passes "
                                        "every argument"),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "

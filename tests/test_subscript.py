@@ -252,8 +252,9 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                         "does not make an empty slice of that"),
     ("print x[::2]", "a slice with a step (lo:hi:step) is not supported: a slice takes a run of "
                      "cells, lo:hi"),
-    ("print x[row_sum(x)]", "an index is one number, got a value of shape 2x1: to take rows by "
-                            "a tensor of indices, write gather(x, indices)"),
+    # a value of more than one cell is a tensor of indices (test_rows.py)
+    ("print x[row_sum(x)]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                            "cells), got 6 at position 0"),
     ("for k in 0..2 {\n    print x[k:]\n}", "a slice's length must be known before the run: "
      "its start may be computed, when its end is a fixed number of cells after it (x[i:i + 4], "
      "x[k * B:(k + 1) * B]), as narrow(x, axis, start, length) takes them"),
@@ -270,9 +271,6 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     ("x[0] += [[1, 2, 3], [4, 5, 6]]", "cannot assign a value of shape 2x3 to x[...], of shape "
                                        "3: the value's shape must be that one, or broadcast to "
                                        "it"),
-    ("print x[0:1][[0]]", "syntax error: expected an operator or the end of the line, "
-     "found a list literal; a subscript holds numbers, x[0, 1]: to take rows by a list of "
-     "indices, write gather(x, indices)"),
     # NumPy's ellipsis and newaxis (found by a newcomer)
     ("print x[..., 0]", "unexpected character '.'; a subscript has no ellipsis (...): write a : "
                         "for each leading axis, x[:, :, 0]"),
@@ -341,8 +339,8 @@ def test_f32_is_f64_within_float32():
                          "'['; a subscript is assigned on its own: x[0] = v, then y = ... (not "
                          "x[0], y = ...)"),
     ("print concat(x [[3, 4]], 0)", "syntax error: expected an operator, '(', ')' or ',', found "
-     "a list literal; is a comma missing before the list? (a subscript holds numbers, x[0, 1]; "
-     "to take rows by a list of indices, write gather(x, indices))"),
+     "a list literal; is a comma missing before the list? (a subscript is written right after "
+     "its value: x[[0, 2]] takes rows 0 and 2)"),
 ])
 def test_what_cannot_be_assigned_or_subscripted_says_what_to_write(src, message):
     e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")

@@ -47,7 +47,8 @@ def test_gather_checks_its_indices_when_it_runs(idx, words):
 @pytest.mark.parametrize("src, words", [
     ("print gather([[1, 2]], [[0, 1]])", "gather's indices must be a column (last size 1), such "
                                           "as Nx1; got 1x2"),
-    ("print gather([1, 2], [[0]])", "gather's table must be a matrix VxC"),
+    ("print gather(3, [[0]])", "gather's table must have rows, a tensor of rank 1 or more (VxC: "
+                               "a row per token), got a scalar"),
     ("print onehot([[1], [2]], tensor[3x4])", "onehot of indices 2x1 needs the type tensor[2xV]"),
     ("let i = [[0]]\nprint grad(col_sum(row_sum(gather([[1, 2]], i))), i)",
      "grad cannot differentiate through gather on line 2: it has no derivative with respect "

@@ -687,8 +687,14 @@ def stack_get(k: Kernel):
 
 
 def _index(k: Kernel, value, position, count, name):
-    """``value`` as an index from 0 to count-1 (i64), or the run-time error naming it."""
+    """``value`` as an index from 0 to count-1 (i64), or the run-time error naming it; a
+    subscript's (``name`` a pair, builtins._rows_words) may be from -count, counting from the
+    end (goat_rows_fail words its error as builtins._index_problem does)."""
     b = k.b
+    rows = type(name) is tuple
+    written = value
+    if rows:
+        value = _from_end(k, value, count)
     ok = b.and_(b.fcmp_ordered(">=", value, k.const(0.0)),
                 b.fcmp_ordered("<", value, k.const(float(count))))
     ok = b.and_(ok, b.fcmp_ordered("==", value, k.intrinsic("llvm.floor", value)))
@@ -697,12 +703,24 @@ def _index(k: Kernel, value, position, count, name):
     good = fn.append_basic_block("index")
     b.cbranch(ok, good, bad)
     b.position_at_end(bad)
-    k.call("goat_index_fail", k.i64, [value, position, k.int(count),
-                                      k.lw.cstring(b, name),
-                                      k.site])
+    if rows:
+        from ..ops.builtins import _rows_words
+        k.call("goat_rows_fail", k.i64, [written, position, k.int(count),
+                                         k.lw.cstring(b, _rows_words(name)), k.site])
+    else:
+        k.call("goat_index_fail", k.i64, [value, position, k.int(count),
+                                          k.lw.cstring(b, name),
+                                          k.site])
     b.unreachable()
     b.position_at_end(good)
     return b.fptosi(value, k.i64)
+
+
+def _from_end(k: Kernel, value, count):
+    """A subscript's index: a negative one counts from the end (value + count)."""
+    b = k.b
+    return b.select(b.fcmp_ordered("<", value, k.const(0.0)),
+                    b.fadd(value, k.const(float(count))), value)
 
 
 def _narrow_start(k: Kernel, n: int, length: int, words: tuple, start_in: int = 1,
@@ -818,11 +836,12 @@ def concat_part(k: Kernel):
 
 def gather(k: Kernel):
     table, idx = k.in_shapes
-    v, c = table
+    v, c = table[0], cells(table[1:])       # (a table of any rank: a row of c cells per index)
     rows = cells(idx)
+    name = k.attrs[0] if k.attrs else "gather"
 
     def row(r):
-        i = _index(k, k.load(k.ins[1], r), r, v, "gather")
+        i = _index(k, k.load(k.ins[1], r), r, v, name)
         src = k.b.mul(i, k.int(c))
         dst = k.b.mul(r, k.int(c))
         k.loop(c, lambda j: k.store(k.load(k.ins[0], k.b.add(src, j)), k.out,
@@ -832,14 +851,18 @@ def gather(k: Kernel):
 
 def scatter_add(k: Kernel):
     g, idx = k.in_shapes
-    v, c = k.out_shape
+    v, c = k.out_shape[0], cells(k.out_shape[1:])
     rows = cells(idx)
+    name = k.attrs[1] if len(k.attrs) > 1 else "gather"
     k.loop(v * c, lambda i: k.store(k.const(0.0), k.out, i))
     # every index is checked before any is used, as NumPy's add.at does
-    k.loop(rows, lambda r: _index(k, k.load(k.ins[1], r), r, v, "gather"))
+    k.loop(rows, lambda r: _index(k, k.load(k.ins[1], r), r, v, name))
 
     def row(r):
-        i = k.b.fptosi(k.load(k.ins[1], r), k.i64)
+        value = k.load(k.ins[1], r)
+        if type(name) is tuple:
+            value = _from_end(k, value, v)
+        i = k.b.fptosi(value, k.i64)
         dst = k.b.mul(i, k.int(c))
         src = k.b.mul(r, k.int(c))
 

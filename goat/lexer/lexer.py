@@ -412,7 +412,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 subscript = (piece == "[" and bool(out) and (
                     out[-1].type in _INDEXED or out[-1].start_pos in subscript_ends)
                     and not (stack and stack[-1][0] == "[" and stack[-1][1] not in subscripts)
-                    and not _list_follows(pieces, i))
+                    and not (_list_follows(pieces, i) and start_ != out[-1].end_pos))
                 if subscript:
                     # x[0], f(x)[i, 1:3]: a [ right after a value subscripts it (inside a
                     # list literal, [1, 2] [3, 4] is a comma forgotten between rows)
@@ -952,8 +952,9 @@ _SMALL_LITERALS = {}    # text -> its value, for literals of at most _SMALL_LITE
 
 def _list_follows(pieces: list, i: int) -> bool:
     """Does a list literal start at the ``[`` of ``pieces[i]`` (a ``[`` follows it)?  Then the
-    ``[`` after a value is a list with a comma forgotten before it (concat(a [[1]], 0)),
-    not a subscript: a subscript holds numbers."""
+    ``[`` after a value and a blank is a list with a comma forgotten before it
+    (concat(a [[1]], 0)); right after the value, x[[0, 2]], it subscripts x by a list of
+    indices, as in NumPy."""
     j = _next_index(pieces, i + 1)
     return j is not None and pieces[j] == "["
 

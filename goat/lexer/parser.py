@@ -806,13 +806,10 @@ def _hint(tokens, tok) -> str:
                                                "SUBSCRIPT")
     if tok.type in ("ARRAY", "LSQB") and prev in ("ARRAY", "RSQB") and not after_value:
         return "; is a comma missing between the two lists?"
-    if tok.type in ("ARRAY", "LSQB") and after_value and tok.start_pos == tokens[i - 1].end_pos:
-        # x[[0, 2]], NumPy's indexing by a list
-        return ("; a subscript holds numbers, x[0, 1]: to take rows by a list of indices, "
-                "write gather(x, indices)")
     if tok.type in ("ARRAY", "LSQB") and after_value:
-        return ("; is a comma missing before the list? (a subscript holds numbers, x[0, 1]; "
-                "to take rows by a list of indices, write gather(x, indices))")
+        # (x[[0, 2]], with no blank before its [, is a subscript by a list of indices)
+        return ("; is a comma missing before the list? (a subscript is written right after "
+                "its value: x[[0, 2]] takes rows 0 and 2)")
     if tok.type == "SUBSCRIPT" and i == 1 and tokens[0].type == "NAME":
         # x[0][1] = v, x[0], y = ...: a statement that assigns to something else than a
         # name or one subscript of it

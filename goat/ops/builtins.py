@@ -545,14 +545,16 @@ def _seed_passes(values, shapes, attrs):
 
 
 def _indices_pass(idx, count, name):
-    """Constant indices, each a whole number from 0 to count - 1 (and below 2**24, which
-    float32 holds exactly).  ValueError when that is not known; OpError, with the message
-    the op gives when it runs, when some index is sure to fail in any precision."""
+    """Constant indices, each a whole number from 0 to count - 1 (from -count for a
+    subscript's, see _rows_from; and below 2**24, which float32 holds exactly).  ValueError
+    when that is not known; OpError, with the message the op gives when it runs, when some
+    index is sure to fail in any precision."""
     import numpy as np
     if idx is None or type(count) is not int:
         raise ValueError("not known to pass")
+    lo = _rows_from(name, count)
     def valid(a):
-        return (a >= 0) & (a < count) & (a == np.floor(a))
+        return (a >= lo) & (a < count) & (a == np.floor(a))
     a = np.asarray(idx, dtype=np.float64).reshape(-1)
     whole = valid(a)
     if not np.all(whole):
@@ -561,6 +563,21 @@ def _indices_pass(idx, count, name):
         raise OpError(_index_problem(name, count, a, whole))
     if count > 2 ** 24:
         raise ValueError("not known to pass in float32")
+
+
+# how the indices of gather (and of its derivative, scatter_add) are named: "gather" as
+# written, ("index", the subscripted value's shape or None) for a subscript's tensor of
+# indices, x[idx], which the checker makes a gather of (a negative index counts from the end)
+def _rows_from(name, count) -> int:
+    """The lowest valid index: 0, or -count for a subscript's (counting from the end)."""
+    return -count if type(name) is tuple else 0
+
+
+def _rows_words(name) -> str:
+    """'gather's indices', or what a subscript's tensor of indices takes ('axis 0 of 5x3')."""
+    if type(name) is tuple:
+        return "axis 0 of %s" % name[1] if name[1] else "axis 0"
+    return "%s's indices" % name
 
 
 def index_text(v) -> str:
@@ -578,10 +595,18 @@ def index_text(v) -> str:
 
 def _index_problem(name, count, flat, whole) -> str:
     """The message for indices ``flat`` (NumPy, read on the host) of which ``whole`` marks the
-    whole numbers from 0 to count - 1: the first that is not, and its position."""
+    whole numbers from 0 (or -count, _rows_from) to count - 1: the first that is not, and its
+    position."""
     import numpy as np
     k = int(np.argmin(whole))
     got = index_text(flat[k])
+    if type(name) is tuple:         # a subscript's tensor of indices, x[idx]
+        where = _rows_words(name)
+        if count == 0:
+            return "%s has no cells to index, got %s at position %d" % (where, got, k)
+        return ("an index must be a whole number from %d to %d (%s has %d cell%s), got %s at "
+                "position %d" % (-count, count - 1, where, count, "" if count == 1 else "s",
+                                 got, k))
     if count == 0:          # not "from 0 to -1"
         return ("%s's indices point into 0 rows or classes, so none is valid; got %s at "
                 "position %d" % (name, got, k))
@@ -933,34 +958,40 @@ register(Op(name="stack_get", arity=3,
 
 def _indices(be, idx, count, name):
     """``idx`` (a column of class or token numbers, last axis 1) as integers, each checked to
-    be a whole number from 0 to count-1 (OpError naming the first that is not).  The check
-    is the back end's :meth:`~goat.gpu.xp_backend.XpBackend.require`: on the host at once; on
-    a GPU at the next host read, the indices clamped to 0 meanwhile, so that the device is
-    not made to wait at every lookup."""
+    be a whole number from 0 to count-1 (OpError naming the first that is not; from -count,
+    counting from the end, for a subscript's: see _rows_from).  The check is the back end's
+    :meth:`~goat.gpu.xp_backend.XpBackend.require`: on the host at once; on a GPU at the next
+    host read, the indices clamped to 0 meanwhile, so that the device is not made to wait at
+    every lookup."""
     xp = be.xp
+    lo = _rows_from(name, count)
     flat = idx.reshape(-1) if hasattr(idx, "reshape") else xp.full((1,), idx, dtype=be.dtype)
     if type(flat) is np.ndarray and flat.size <= 32 and count <= 2 ** 24:
         # a few indices on the host (a batch's tokens at one time step): checked one by one
         # in Python, several times faster than NumPy's calls on arrays this small
-        for v in flat.tolist():
-            if not (0 <= v < count and v == int(v)):
+        values = flat.tolist()
+        for v in values:
+            if not (lo <= v < count and v == int(v)):
                 break
         else:
+            if lo < 0 and any(v < 0 for v in values):
+                return np.array([v + count if v < 0 else v for v in values], dtype=np.intp)
             return flat.astype(np.intp)
-    whole = (flat >= 0) & (flat < count) & (flat == xp.floor(flat))
+    whole = (flat >= lo) & (flat < count) & (flat == xp.floor(flat))
     ok = whole
     if be.dtype_name == "f32" and count > 2 ** 24:
         # float32 holds every whole number only up to 2**24: 2**24 + 1 is stored as 2**24, so
         # a larger index may be a neighbour's, rounded; refused rather than read wrongly
-        ok = whole & (flat < 2 ** 24)
+        ok = whole & (xp.abs(flat) < 2 ** 24)
 
     def fail():
         if not be.scalar(xp.all(whole)):
             raise OpError(_index_problem(name, count, be.to_numpy(flat), be.to_numpy(whole)))
-        k = int(be.scalar(xp.argmax(flat >= 2 ** 24)))
-        raise OpError("%s's indices in float32 (--dtype f32) must be below 2**24 = %d (float32 "
+        k = int(be.scalar(xp.argmax(xp.abs(flat) >= 2 ** 24)))
+        raise OpError("%s in float32 (--dtype f32) must be below 2**24 = %d (float32 "
                       "holds every whole number only up to it), got %s at position %d (run in "
-                      "f64)" % (name, 2 ** 24, index_text(be.to_numpy(flat)[k]), k))
+                      "f64)" % ("an index into " + _rows_words(name) if lo else
+                                _rows_words(name), 2 ** 24, index_text(be.to_numpy(flat)[k]), k))
 
     if count == 0 and flat.size:
         # none is valid, whatever the values: fail here, without reading them from a device,
@@ -968,9 +999,10 @@ def _indices(be, idx, count, name):
         # is no safe stand-in)
         be.settle()
         fail()
+    rows = xp.where(flat < 0, flat + count, flat) if lo < 0 else flat   # from the end
     if be.require(xp.all(ok), fail):
-        return xp.where(ok, flat, 0).astype(xp.intp)    # safe to run until the check is read
-    return flat.astype(xp.intp)
+        return xp.where(ok, rows, 0).astype(xp.intp)    # safe to run until the check is read
+    return rows.astype(xp.intp)
 
 
 def _column_of_indices(name, s):
@@ -979,34 +1011,40 @@ def _column_of_indices(name, s):
                          % (name, "a scalar" if not s else format_shape(s)))
 
 
-def _gather_shape(table, idx):
-    if len(table) != 2:
-        raise ShapeError("gather's table must be a matrix VxC (a row per token), got %s"
-                         % ("a scalar" if not table else format_shape(table)))
+def _gather_shape(table, idx, what="gather"):
+    if not table:
+        raise ShapeError("gather's table must have rows, a tensor of rank 1 or more (VxC: a "
+                         "row per token), got a scalar")
     _column_of_indices("gather", idx)
-    return tuple(idx[:-1]) + (table[1],)
+    return tuple(idx[:-1]) + tuple(table[1:])
 
 
-def _gather(be):
+# gather's and scatter_add's optional attribute (after their own): how their indices are
+# named, "gather" as written or a subscript's ("index", shape), see _rows_words
+def _gather(be, what="gather"):
     def run(table, idx):
-        i = _indices(be, idx, table.shape[0], "gather")
-        return table[i].reshape(tuple(idx.shape[:-1]) + (table.shape[1],))
+        i = _indices(be, idx, table.shape[0], what)
+        return table[i].reshape(tuple(idx.shape[:-1]) + tuple(table.shape[1:]))
     return run
 
 
 register(Op(name="gather", checks_values=True,
-            static_check=lambda values, shapes, attrs: _indices_pass(values[1], shapes[0][0],
-                                                                     "gather"),
+            static_check=lambda values, shapes, attrs: _indices_pass(
+                values[1], shapes[0][0], attrs[0] if attrs else "gather"),
             arity=2, params=(("table", "value"), ("indices", "value")),
             signature="gather(table: VxC, indices: Nx1) -> NxC",
             doc="row indices[i] of table for each i: an embedding lookup (NumPy's take along "
-                "axis 0); the indices must be whole numbers from 0 to V-1, checked when it runs",
+                "axis 0; a table of any rank, VxS, gives NxS); the indices must be whole "
+                "numbers from 0 to V-1, checked when it runs "
+                "(x[indices], which the checker makes a gather of, also takes -V to -1, "
+                "counting from the end)",
             shape=_gather_shape, evaluate=_gather, lowering=lower.gather,
             cost=_taken_cost,
             # the table's cotangent: each row's gradient added where it was read
-            vjp=lambda d, g, out, table, idx: (
+            vjp=lambda d, g, out, table, idx, *what: (
                 d.b.op(REGISTRY["scatter_add"], (g, idx), d.loc,
-                       (_target_of(table),), shape=table.shape, check=False), None)))
+                       (_target_of(table),) + tuple(what), shape=table.shape, check=False),
+                None)))
 
 
 def _target_of(x):
@@ -1014,15 +1052,16 @@ def _target_of(x):
     return target_of(x)
 
 
-def _scatter_add(be, target):
+def _scatter_add(be, target, what="gather"):
     xp = be.xp
     target = tuple(target)
 
     def run(g, idx):
-        i = _indices(be, idx, target[0], "gather")
+        i = _indices(be, idx, target[0], what)
         out = xp.zeros(target, dtype=be.dtype)
         if out.size:                # (a table of no columns: nothing to add, no -1 to work out)
-            be.add_at(out, i, g.reshape(-1, target[1]))
+            row = cells(target[1:])     # (a table of any rank: a matrix, a row per index)
+            be.add_at(out.reshape(target[0], row), i, g.reshape(-1, row))
         return out
     return run
 
@@ -1031,11 +1070,13 @@ register(Op(name="scatter_add", checks_values=True,
             arity=3,
             params=(("x", "value"), ("indices", "value"), ("shape", "type")),
             callable_by_name=False, signature="(scatter_add(x: NxC, indices: Nx1, tensor[VxC]))",
-            doc="a VxC matrix of zeros with x's rows added at rows indices: gather's derivative",
-            shape=lambda x, idx, target: tuple(target), evaluate=_scatter_add,
+            doc="a VxC matrix of zeros with x's rows added at rows indices: gather's derivative "
+                "(a table VxS of any rank too, x then NxS)",
+            shape=lambda x, idx, target, *what: tuple(target), evaluate=_scatter_add,
             cost=_spread_cost,
             lowering=lower.scatter_add,
-            vjp=lambda d, g, out, x, idx, target: (d.op("gather", g, idx), None)))
+            vjp=lambda d, g, out, x, idx, target, *what: (
+                d.b.op(REGISTRY["gather"], (g, idx), d.loc, tuple(what)), None)))
 
 from .registry import REGISTRY  # noqa: E402  (the vjp above looks scatter_add up)
 

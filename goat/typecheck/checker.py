@@ -2473,22 +2473,40 @@ class Checker:
         """``x[s1, s2, ...]``: a narrow per subscripted axis (the cells an index or a slice
         takes, its start checked when it runs where the program computes it), then, when an
         index dropped an axis, a reshape to the axes left -- so grad, goat compile and every
-        back end take a subscript as they take narrow and reshape."""
+        back end take a subscript as they take narrow and reshape.  A first subscript that is
+        a tensor of indices (``E[tokens]``, ``x[[0, 2]]``) takes those rows: a gather."""
         x = self.value(e.value, scope, b)
-        parts, kept = self._subscripts(x, e.items, e.bracket_loc, scope, b)
+        whole = format_shape(x.shape) if x.shape and all(type(d) is int for d in x.shape) \
+            else None
+        parts, kept, rows = self._subscripts(x, e.items, e.bracket_loc, scope, b)
         for axis, start, length, what, loc in parts:
             x = b.op(REGISTRY["narrow"], (x, start), loc, (axis, length, what))
-        if len(kept) == len(x.shape):
-            return x
-        # drop the axes indexed: a reshape to the others
-        out_shape = tuple(x.shape[a] for a in kept)
-        return b.op(REGISTRY["reshape"], (x,), e.loc,
-                    (_run_shape(out_shape, [(x, a) for a in kept]),),
-                    shape=out_shape, check=False)
+        if len(kept) != len(x.shape):
+            # drop the axes indexed: a reshape to the others
+            out_shape = tuple(x.shape[a] for a in kept)
+            x = b.op(REGISTRY["reshape"], (x,), e.loc,
+                     (_run_shape(out_shape, [(x, a) for a in kept]),),
+                     shape=out_shape, check=False)
+        if rows is not None:
+            x = self._rows(x, rows, whole, e.items[0].loc, b)
+        return x
+
+    def _rows(self, x, idx, whole, loc, b):
+        """``x[idx]`` for a tensor of indices ``idx`` of shape S: the rows of x that idx
+        names, of shape S + x's other sizes (NumPy's indexing by an integer array on axis 0)
+        -- a gather of x by idx as a column.  A negative index counts from the end; each is
+        checked when the program runs (before, when written)."""
+        s = tuple(idx.shape)
+        column = s + (1,)
+        idx = b.op(REGISTRY["reshape"], (idx,), loc,
+                   (_run_shape(column, [(idx, a) for a in range(len(s))] + [None]),),
+                   shape=column, check=False)
+        return b.op(REGISTRY["gather"], (x, idx), loc, (("index", whole),))
 
     def _subscripts(self, x, items, bracket_loc, scope, b):
         """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
-        "index" or "slice", loc) each, and the axes kept (those no index drops)."""
+        "index" or "slice", loc) each, the axes kept (those no index drops), and the first
+        subscript's value when it is a tensor of indices (else None; its axis is kept)."""
         shape = x.shape
         r = len(shape)
         if r == 0:
@@ -2503,11 +2521,18 @@ class Checker:
         named = whole if all(type(d) is int for d in shape) else None
         parts = []
         kept = []
+        rows = None
         for axis, item in enumerate(items):
             n = shape[axis]
             size = n if type(n) is int else None
             if type(item) is not ast.Slice:
-                start = self._subscript_index(x, axis, item, size, whole, scope, b)
+                node = self.value(item, scope, b)
+                if type(item) is ast.Array or cells(node.shape) != 1:
+                    self._indices_subscript(node, axis, item)
+                    rows = node
+                    kept.append(axis)
+                    continue
+                start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
                               item.loc))
                 continue
@@ -2522,14 +2547,33 @@ class Checker:
                 parts.append((axis, start, length, ("slice", named) if named else "slice",
                               item.loc))
         kept.extend(range(len(items), r))
-        return parts, kept
+        return parts, kept, rows
+
+    @staticmethod
+    def _indices_subscript(node, axis, item):
+        """A subscript that is a tensor of indices: the first, and no mask."""
+        inner = node
+        while inner.kind == OP and inner.op.name in ("bind", "stop_gradient"):
+            inner = inner.args[0]
+        if inner.kind == OP and ("comparison" in inner.op.tags or "logical" in inner.op.tags):
+            raise GoatError("a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
+                            "supported: its result's size would be known only when the program "
+                            "runs; where(mask, x, 0) keeps x's shape", item.loc)
+        if axis:
+            raise GoatError("only the first subscript may be a tensor of indices, taking rows "
+                            "(x[i], x[i, 1:3]); got one of shape %s for axis %d"
+                            % (format_shape(node.shape), axis), item.loc)
 
     def _store(self, stmt, x, v, scope, b):
         """``x[s1, ...] = v``: x with the cells the subscripts take replaced by v (which
         broadcasts to them as to x[s1, ...]), the rest unchanged -- a new value, as every
         value in goat is: put (narrow's inverse) per subscripted axis, from the innermost
         part out, so that grad and goat compile take it."""
-        parts, kept = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
+        parts, kept, rows = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
+        if rows is not None:
+            raise GoatError("cannot assign to rows taken by a tensor of indices (%s[i] = v with "
+                            "i of shape %s): assign one row at a time, x[k] = v, in a loop"
+                            % (stmt.name, format_shape(rows.shape)), stmt.items[0].loc)
         r = len(x.shape)
         part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
         for axis, _, length, _, _ in parts:
@@ -2579,20 +2623,11 @@ class Checker:
             v = b.op(REGISTRY["put"], (y, v, start), ploc, (axis, what))
         return v
 
-    def _subscript_index(self, x, axis, item, size, whole, scope, b):
-        """The start node of index ``item`` of ``axis`` (of size ``size``, None when not known
-        before the run): a number written in the program is checked here; one computed when
-        the program runs is checked then (narrow's start, worded as an index); a negative one
-        counts from the end, as in NumPy."""
-        if type(item) is ast.Array:
-            raise GoatError("an index is a number, not a list (goat has no NumPy's indexing "
-                            "by a list): to take rows by their indices, write gather(x, "
-                            "indices)", item.loc)
-        node = self.value(item, scope, b)
-        if cells(node.shape) != 1:
-            raise GoatError("an index is one number, got a value of shape %s: to take rows by "
-                            "a tensor of indices, write gather(x, indices)"
-                            % format_shape(node.shape), item.loc)
+    def _subscript_index(self, axis, item, node, size, whole, b):
+        """The start node of index ``item`` (its one-cell value ``node``) of ``axis`` (of size
+        ``size``, None when not known before the run): a number written in the program is
+        checked here; one computed when the program runs is checked then (narrow's start,
+        worded as an index); a negative one counts from the end, as in NumPy."""
         v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
         if v is None or known_number(node, "f32") is None:
             # (known only when it runs, or a number --dtype f32 computes otherwise, 2**24 + 1:

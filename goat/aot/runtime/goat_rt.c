@@ -260,6 +260,21 @@ int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *o
               op, (long long)(count - 1), text.data, (long long)position);
 }
 
+/* A subscript's tensor of indices, x[idx] (builtins._index_problem for a pair): a whole
+ * number from -count to count - 1; `where` names the axis ("axis 0 of 5x3"). */
+int64_t goat_rows_fail(double v, int64_t position, int64_t count, const char *where,
+                       const char *site)
+{
+    goat_str text = {0};
+    index_text(&text, v);
+    if (count == 0)
+        goat_fail(site, "%s has no cells to index, got %s at position %lld", where, text.data,
+                  (long long)position);
+    goat_fail(site, "an index must be a whole number from %lld to %lld (%s has %lld cell%s), "
+              "got %s at position %lld", -(long long)count, (long long)(count - 1), where,
+              (long long)count, count == 1 ? "" : "s", text.data, (long long)position);
+}
+
 /* narrow's start out of range, not whole, or NaN: the message builtins._narrow_start gives */
 int64_t goat_narrow_fail(double v, int64_t lo, int64_t last, const char *what,
                          const char *detail, const char *site)

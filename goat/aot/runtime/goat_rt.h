@@ -70,6 +70,9 @@ __attribute__((noreturn))
 int64_t goat_index_fail(double v, int64_t position, int64_t count, const char *op,
                         const char *site);
 __attribute__((noreturn))
+int64_t goat_rows_fail(double v, int64_t position, int64_t count, const char *where,
+                       const char *site);
+__attribute__((noreturn))
 int64_t goat_narrow_fail(double v, int64_t lo, int64_t last, const char *what,
                          const char *detail, const char *site);
 __attribute__((noreturn))

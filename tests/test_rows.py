@@ -1,0 +1,236 @@
+"""Subscripts by a tensor of indices: E[tokens], x[[0, 2]], x[idx, 1:3] take rows as NumPy's
+indexing by an integer array on axis 0 takes them.  Against NumPy written here, PyTorch's
+autograd, the compiled program and the GPU test back end."""
+
+import numpy as np
+import pytest
+
+import goat
+from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
+                      compiled_numbers, error, goat_run_in, literal, run)
+from test_subscript import _subscripts
+
+RNG = np.random.default_rng(35)
+
+
+def _case(shape, rng):
+    """A random subscript whose first item is a tensor of indices (counted from either end),
+    the rest as test_subscript draws them: (goat's text of the items after the tensor, the
+    indices, NumPy's index)."""
+    n = shape[0]
+    idx_shape = (1,)
+    while np.prod(idx_shape) == 1:         # (a value of one cell is one index)
+        idx_shape = tuple(int(v) for v in rng.integers(1, 4, size=rng.integers(1, 4)))
+    idx = rng.integers(-n, n, size=idx_shape).astype(float)
+    rest_text, rest = ("", ())
+    if len(shape) > 1 and rng.integers(2):
+        rest_text, rest = _subscripts(shape[1:], rng)
+        rest_text = ", " + rest_text
+    return rest_text, idx, (idx.astype(np.intp),) + rest
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (3, 5, 2), (3, 2, 2, 4)])
+def test_rows_taken_by_a_tensor_of_indices_are_numpys(shape):
+    x = RNG.normal(size=shape)
+    cases = [_case(shape, RNG) for _ in range(30)]
+    lines = ["let x = %s" % literal(x)]
+    for k, (rest_text, idx, _) in enumerate(cases):
+        lines.append("let i%d = %s" % (k, literal(idx)))
+        lines.append("print x[i%d%s]" % (k, rest_text))
+    got = run("\n".join(lines) + "\n")
+    for (rest_text, idx, index), g in zip(cases, got):
+        want = x[index]
+        assert g.shape == want.shape and np.array_equal(g, want), (idx, rest_text)
+
+
+def test_a_written_list_keeps_its_axis_and_a_one_cell_value_is_one_index():
+    x = np.arange(12.0).reshape(3, 4)
+    got = run("let x = %s\nprint x[[2, 0, -1]]\nprint x[[1]]\nprint x[[[0], [2]], 1:3]\n"
+              "print x[0:2][[1]]\nprint x[col_sum(row_sum([[1]]))]\n" % literal(x))
+    assert np.array_equal(got[0], x[[2, 0, -1]])
+    assert got[1].shape == (1, 4) and np.array_equal(got[1], x[[1]])
+    assert np.array_equal(got[2], x[[[0], [2]], 1:3]) and got[2].shape == (2, 1, 2)
+    assert np.array_equal(got[3], x[0:2][[1]])
+    assert got[4].shape == (4,) and np.array_equal(got[4], x[1])
+
+
+def test_the_shapes_rows_give():
+    p = goat.check_source("let E = zeros(tensor[10x16])\nlet t = zeros(tensor[4x8])\n"
+                          "let a = E[t]\nlet b = E[t, 3]\nlet c = E[t, 2:5]\n"
+                          "let v = zeros(tensor[10])\nlet d = v[t]\n"
+                          "let T = zeros(tensor[10x2x3])\nlet e = T[t]\nlet f = T[t, 1, 0:2]\n")
+    from goat.typecheck.shapes import format_type
+    shapes = {k: format_type(p.lets[k].shape) for k in "abcdef"}
+    assert shapes == {"a": "tensor[4x8x16]", "b": "tensor[4x8]", "c": "tensor[4x8x3]",
+                      "d": "tensor[4x8]", "e": "tensor[4x8x2x3]", "f": "tensor[4x8x2]"}
+
+
+_EMBED = """let E = %s
+let W = %s
+let tokens = %s
+def loss(E: tensor[6x4], W: tensor[4x3]) {
+    var total = zeros(tensor[1x1])
+    for b in 0..2 {
+        let h = tanh(E[tokens[b]] @ W)
+        total += col_sum(row_sum(h * h))
+    }
+    return total + col_sum(row_sum(reshape(E[[-1, 0, -1], 1:3], tensor[1x6])))
+}
+let g = grad(loss(E, W), E)
+print g
+print grad(col_sum(row_sum(g * g)), W)
+"""
+
+
+def _embed_program():
+    e = RNG.normal(size=(6, 4))
+    w = RNG.normal(size=(4, 3)) * 0.5
+    tokens = np.array([[0, 5, 5, -2], [3, 0, -6, 1]], dtype=float)
+    return _EMBED % (literal(e), literal(w), literal(tokens)), e, w, tokens
+
+
+def test_grad_through_rows_is_pytorchs_first_and_second():
+    """The table's gradient adds each row's where it was read (repeated indices, negative
+    ones); its own derivative too (E's gradient differentiated for W)."""
+    torch = pytest.importorskip("torch")
+    text, e0, w0, tokens = _embed_program()
+    g, g2 = run(text)
+    e = torch.tensor(e0, requires_grad=True)
+    w = torch.tensor(w0, requires_grad=True)
+    t = torch.tensor(tokens, dtype=torch.long)
+    loss = sum((torch.tanh(e[t[b]] @ w) ** 2).sum() for b in range(2))
+    loss = loss + e[[-1, 0, -1], 1:3].sum()
+    (tg,) = torch.autograd.grad(loss, e, create_graph=True)
+    (tg2,) = torch.autograd.grad((tg * tg).sum(), w)
+    assert np.allclose(g, tg.detach().numpy(), rtol=1e-13, atol=1e-13)
+    assert np.allclose(g2, tg2.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_rows_compiled_are_goat_runs_bit_for_bit(tmp_path):
+    pytest.importorskip("llvmlite")
+    text, *_ = _embed_program()
+    want = run(text)
+    (tmp_path / "p.mg").write_text(text)
+    for numbers, w in zip(compiled_numbers(tmp_path), want):
+        assert_compiled_equal(numbers, w, text)
+
+
+def test_rows_on_the_gpu_test_back_end_and_in_f32():
+    text, *_ = _embed_program()
+    assert_same_on_the_gpu_test_back_end(text)
+    wide = run(text)
+    narrow = goat.run_source(text, dtype="f32")
+    for a, b in zip(wide, narrow):
+        assert b.dtype == np.float32
+        assert np.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_def_over_size_variables_takes_rows_at_each_calls_sizes():
+    got = run("def embed(E: tensor[V, D], t: tensor[B, T]) = E[t]\n"
+              "def pick(v: tensor[N], t: tensor[K]) = v[t]\n"
+              "def planes(a: tensor[N, C, D], t: tensor[K]) = a[t, 1]\n"
+              "print embed([[1, 2], [3, 4], [5, 6]], [[2, 0], [1, 1], [0, -1]])\n"
+              "print embed([[7, 8, 9]], [[0]])\n"
+              "print pick([10, 20, 30, 40], [3, -4])\n"
+              "print planes([[[1, 2], [3, 4]], [[5, 6], [7, 8]]], [1, 0, 1])\n")
+    assert got[0].tolist() == [[[5, 6], [1, 2]], [[3, 4], [3, 4]], [[1, 2], [5, 6]]]
+    assert got[1].tolist() == [[[7, 8, 9]]]
+    assert got[2].tolist() == [40, 10]
+    assert got[3].tolist() == [[7, 8], [3, 4], [7, 8]]
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print x[[0, 2]]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                        "cells), got 2 at position 1"),
+    ("print x[[[0, 1], [-3, 0]]]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 "
+                                   "has 2 cells), got -3 at position 2"),
+    ("print x[[0.5, 1]]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                          "cells), got 0.5 at position 0"),
+    ("print x[:, [0, 1]]", "only the first subscript may be a tensor of indices, taking rows "
+                           "(x[i], x[i, 1:3]); got one of shape 2 for axis 1"),
+    ("print x[[0], [1]]", "only the first subscript may be a tensor of indices, taking rows "
+                          "(x[i], x[i, 1:3]); got one of shape 1 for axis 1"),
+    ("print x[x > 2]", "a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
+                       "supported: its result's size would be known only when the program runs; "
+                       "where(mask, x, 0) keeps x's shape"),
+    ("x[[0, 1]] = 1", "cannot assign to rows taken by a tensor of indices (x[i] = v with i of "
+                      "shape 2): assign one row at a time, x[k] = v, in a loop"),
+    ("x[[1], 0] += 1", "cannot assign to rows taken by a tensor of indices (x[i] = v with i of "
+                       "shape 1): assign one row at a time, x[k] = v, in a loop"),
+    # a list after a value and a blank is a comma forgotten, not a subscript
+    ("print concat(x [[3, 4, 5]], 0)", "syntax error: expected an operator, '(', ')' or ',', "
+     "found a list literal; is a comma missing before the list? (a subscript is written right "
+     "after its value: x[[0, 2]] takes rows 0 and 2)"),
+])
+def test_what_is_wrong_with_rows_is_said_before_the_run(src, message):
+    e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")
+    assert e.message == message
+
+
+@pytest.mark.parametrize("aot", [False, True])
+@pytest.mark.parametrize("line, message", [
+    ("print x[t]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 cells), "
+                   "got 2 at position 1"),
+    ("print x[-t - 1, 1:]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                            "cells), got -3 at position 1"),
+    ("print x[t / 2]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                       "cells), got 0.5 at position 1"),
+])
+def test_a_computed_tensor_of_indices_is_checked_when_it_runs_with_the_same_words_compiled(
+        tmp_path, aot, line, message):
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text("var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
+                                   "    let t = [0, 1, 0] * k\n"
+                                   "    print \"step {k}\"\n    %s\n}\n" % line)
+    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == "p.mg:5: error: " + message
+    assert r.stdout.startswith("step 0\n")
+
+
+def test_a_tensor_of_indices_of_a_size_known_when_it_runs(tmp_path):
+    """Indices loaded from a file (their count ? until the run) take rows as NumPy's do."""
+    x = RNG.normal(size=(5, 3))
+    np.save(tmp_path / "i.npy", np.array([4.0, -5.0, 2.0, 2.0]))
+    (tmp_path / "p.mg").write_text("let x = %s\nlet i: tensor[?] = load(\"i.npy\")\n"
+                                   "print x[i, 1:]\n" % literal(x))
+    (g,) = goat.run_file(str(tmp_path / "p.mg"))
+    assert np.array_equal(g, x[[4, -5, 2, 2], 1:])
+
+
+def test_random_rows_compiled_are_goat_runs_bit_for_bit(tmp_path):
+    pytest.importorskip("llvmlite")
+    lines = []
+    for j, shape in enumerate([(5,), (4, 3), (3, 5, 2)]):
+        x = RNG.normal(size=shape)
+        lines.append("let x%d = %s" % (j, literal(x)))
+        for k in range(6):
+            rest_text, idx, _ = _case(shape, RNG)
+            lines.append("print x%d[%s%s]" % (j, literal(idx), rest_text))
+    text = "\n".join(lines) + "\n"
+    want = run(text)
+    (tmp_path / "p.mg").write_text(text)
+    got = compiled_numbers(tmp_path)
+    assert len(got) == len(want) == 18
+    for numbers, w in zip(got, want):
+        assert np.array_equal(np.array(numbers), w.ravel())
+
+
+def test_the_gradient_of_rows_of_a_rank_3_table_adds_each_read(tmp_path):
+    """grad(sum(T[t, 1] * W), T): W's rows added into plane 1 of the rows t names (NumPy's
+    add.at written here), repeated and negative indices included; compiled the same."""
+    T = RNG.normal(size=(4, 2, 3))
+    W = RNG.normal(size=(2, 2, 3))
+    t = np.array([[3, -1], [0, 2]], dtype=float)
+    text = ("let T = %s\nlet W = %s\nlet t = %s\n"
+            "print grad(col_sum(row_sum(reshape(T[t, 1] * W, tensor[1x12]))), T)\n"
+            % (literal(T), literal(W), literal(t)))
+    (g,) = run(text)
+    want = np.zeros_like(T)
+    np.add.at(want[:, 1], t.astype(int).ravel() % 4, W.reshape(4, 3))
+    assert np.array_equal(g, want)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(text)
+    (numbers,) = compiled_numbers(tmp_path)
+    assert np.array_equal(np.array(numbers), want.ravel())
