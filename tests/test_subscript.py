@@ -106,6 +106,32 @@ def test_each_step_of_assignments_is_numpys():
         assert np.array_equal(g, w)
 
 
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 5, 3), (3, 2, 2, 4)])
+def test_an_ellipsis_stands_for_the_axes_the_other_subscripts_leave_as_in_numpy(shape):
+    x = RNG.normal(size=shape)
+    lines = ["var x = %s" % _literal(x)]
+    want = []
+    r = len(shape)
+    for _ in range(30):
+        index = ()
+        while len(index) < r:                       # a subscript for every axis
+            text, index = _subscripts(shape, RNG)
+        text = text.split(", ")
+        at = int(RNG.integers(r + 1))
+        m = int(RNG.integers(r - at + 1))           # (... may stand for no axis, or several)
+        lines.append("print x[%s]" % ", ".join(text[:at] + ["..."] + text[at + m:]))
+        want.append(x[index[:at] + (Ellipsis,) + index[at + m:]])
+    lines += ["x[..., 0] = 7", "x[0, ...] += 1", "print x"]
+    x = x.copy()
+    x[..., 0] = 7
+    x[0, ...] += 1
+    want.append(x)
+    got = run("\n".join(lines) + "\n")
+    assert len(got) == len(want)
+    for g, w, line in zip(got, want, lines[1:]):
+        assert g.shape == w.shape and np.array_equal(g, w), line
+
+
 def test_an_assignment_keeps_the_number_written_exactly():
     """x[i] = v is v in those cells, bit for bit (not x + (v - x), which 1e20 would lose)."""
     (x,) = run("var x = [1e20, -0.0, 3]\nx[0] = 1\nx[2] = 0.1\nprint x\n")
@@ -272,8 +298,10 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                                        "3: the value's shape must be that one, or broadcast to "
                                        "it"),
     # NumPy's ellipsis and newaxis (found by a newcomer)
-    ("print x[..., 0]", "unexpected character '.'; a subscript has no ellipsis (...): write a : "
-                        "for each leading axis, x[:, :, 0]"),
+    ("print x[..., 0, ...]", "a subscript holds one ... at most (it stands for every axis the "
+                             "others leave)"),
+    ("let y = ...", "unexpected character '.'; ... is written only in a subscript, x[..., 0], "
+                    "where it stands for the whole axes the others leave"),
     ("print x[:, None]", "unknown name 'None': goat has no None; a subscript has no newaxis "
                          "either: reshape(x, tensor[...]) adds an axis of size 1 (a slice "
                          "t:t + 1 keeps one)"),

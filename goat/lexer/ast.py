@@ -104,6 +104,15 @@ class Slice(Expr):
         self.loc = loc
 
 
+class Ellipsis(Expr):
+    """``...`` in a subscript: the whole axes it stands for, as many as the other subscripts
+    leave (NumPy's Ellipsis, x[..., 0])."""
+    __slots__ = ()
+
+    def __init__(self, loc: Loc):
+        self.loc = loc
+
+
 class TypeArg(Expr):
     """A type written as an argument: ``reshape(x, tensor[2x3x4])``.  ``ann`` is its TypeAnn."""
     __slots__ = ("ann",)

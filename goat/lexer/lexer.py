@@ -368,9 +368,9 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 if piece == ".":
                     hint = ""
                     if out and out[-1].type == "DOTDOT" and out[-1].end_pos == start_:
-                        # x[..., 0], as NumPy writes every leading axis
-                        hint = ("; a subscript has no ellipsis (...): write a : for each "
-                                "leading axis, x[:, :, 0]")
+                        # ... outside a subscript (a subscript's is the ELLIPSIS token)
+                        hint = ("; ... is written only in a subscript, x[..., 0], where it "
+                                "stands for the whole axes the others leave")
                     elif out and out[-1].type in ("RPAR", "RSQB", "ARRAY"):
                         hint = ("; goat has no methods or fields: call a function on the value "
                                 "(row_sum(x), transpose(x), ...)")
@@ -403,6 +403,12 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 i = n if eol < 0 else bisect_left(ends, eol + 1, i)
                 continue
             elif (kind == _PUNCT and piece in punctuation) or piece == "..":
+                if (piece == ".." and text[end_:end_ + 1] == "." and stack
+                        and stack[-1][1] in subscripts):
+                    # x[..., 0]: NumPy's ellipsis, the whole axes it stands for
+                    out.append(Tok("ELLIPSIS", "...", start_, end_ + 1))
+                    i = bisect_left(ends, end_ + 1, i) + 1
+                    continue
                 if piece == ".." and text[end_:end_ + 1] == "." and text[end_ + 1:end_ + 2].isdigit():
                     # 0...3 reads as 0 .. .3: a range of Python's or Ruby's three dots
                     local(GoatError("a range is written with two dots: 0..3 (three read as .. .3)",

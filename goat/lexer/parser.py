@@ -258,6 +258,9 @@ class _Build:
         bracket = self._subscripts(items, lsq, rsq)
         return ast.Index(value, items, value.loc.to(bracket), bracket)
 
+    def ellipsis(self, c):
+        return ast.Ellipsis(self._loc(c[0]))
+
     def slice(self, c):
         bounds = [e for e in c if e is not None]
         loc = bounds[0].loc.to(bounds[-1].loc) if bounds else None

@@ -74,6 +74,7 @@ DESCRIPTIONS = {
     "TYPE": "a type such as tensor[2x3]",
     "STRING": "a string",
     "SUBSCRIPT": "'['",
+    "ELLIPSIS": "'...'",
     "TARGET": "'['",
     "_NL": "the end of the line",
     "$END": "the end of the file",

@@ -2512,6 +2512,16 @@ class Checker:
         if r == 0:
             raise GoatError("a scalar has no axes to subscript: x[...] takes cells of a tensor "
                             "of rank 1 or more", bracket_loc)
+        dots = [item for item in items if type(item) is ast.Ellipsis]
+        if len(dots) > 1:
+            raise GoatError("a subscript holds one ... at most (it stands for every axis the "
+                            "others leave)", dots[1].loc)
+        if dots:
+            # x[..., 0]: ... is the whole axes the other subscripts leave (none, x[..., 0] of
+            # a vector), as in NumPy
+            at = items.index(dots[0])
+            whole_axis = [ast.Slice(None, None, None, dots[0].loc)] * max(0, r - len(items) + 1)
+            items = items[:at] + whole_axis + items[at + 1:]
         if len(items) > r:
             raise GoatError("%d subscripts for a value of rank %d (%s): one per axis, at most"
                             % (len(items), r, format_type(shape)), bracket_loc)
