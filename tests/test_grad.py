@@ -56,6 +56,8 @@ OPS = {
     "transpose": (1, "transpose({0})", lambda a: np.swapaxes(a, -1, -2),
                   lambda t, a: a.transpose(-1, -2), "any"),
     "reshape": (1, "reshape({0}, tensor[{target}])", None, None, "any"),
+    "sum": (1, "sum({0})", np.sum, lambda t, a: a.sum(), "any"),
+    "mean": (1, "mean({0})", np.mean, lambda t, a: a.mean(), "any"),
 }
 for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),
                        ("max", np.max, "amax"), ("min", np.min, "amin")):

@@ -154,3 +154,64 @@ def test_remainder_of_two_python_floats_has_numpys_bits():
             got = struct.pack("<d", float(f(a, b)))
             want = struct.pack("<d", float(np.remainder(np.float64(a), np.float64(b))))
             assert got == want, (a, b)
+
+
+# ---------------------------------------------------------------- sum(x), mean(x)
+
+_WHOLE_RNG = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (4, 1, 9), (2, 3, 4, 5), (300, 7),
+                                   (2, 0)])
+def test_sum_and_mean_of_every_cell_are_numpys_bit_for_bit(shape):
+    """sum(x) is x.sum() and mean(x) x.mean(), to the bit (NumPy's pairwise order over the
+    row-major cells), a scalar at any rank; the mean of no cells is NaN."""
+    x = _WHOLE_RNG.normal(size=shape) * 10.0 ** _WHOLE_RNG.integers(-3, 4, size=shape)
+    text = ("let x = zeros(tensor[2x0])\n" if 0 in shape else "let x = %s\n" % lit(x))
+    got = run(text + "print sum(x)\nprint mean(x)\nprint sum(x * x) / 2\n")
+    with np.errstate(invalid="ignore"):
+        want = [np.sum(x), np.mean(x), np.sum(x * x) / 2]
+    for g, w in zip(got, want):
+        assert g.shape == () and (g.tobytes() == np.float64(w).tobytes() or
+                                  (np.isnan(g) and np.isnan(w)))
+
+
+def test_grad_of_sum_and_mean_of_any_rank_needs_no_reshape():
+    torch = pytest.importorskip("torch")
+    x0 = _WHOLE_RNG.normal(size=(2, 3, 4))
+    g1, g2 = run("var x = %s\nprint grad(sum(tanh(x) * x), x)\n"
+                 "print grad(mean(x * x) * sum(x), x)\n" % lit(x0))
+    x = torch.tensor(x0, requires_grad=True)
+    (t1,) = torch.autograd.grad((torch.tanh(x) * x).sum(), x)
+    (t2,) = torch.autograd.grad((x * x).mean() * x.sum(), x)
+    assert np.allclose(g1, t1.numpy(), rtol=1e-14, atol=1e-15)
+    assert np.allclose(g2, t2.numpy(), rtol=1e-14, atol=1e-15)
+
+
+def test_the_mean_of_cells_counted_when_the_program_runs(tmp_path):
+    """mean(x) of a value whose sizes are ? until it is loaded, and its gradient 1/n."""
+    import goat
+    x = _WHOLE_RNG.normal(size=(3, 5))
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "p.mg").write_text('var x: tensor[?x?] = load("x.npy")\nprint mean(x)\n'
+                                   "print grad(mean(x), x)\n")
+    m, g = goat.run_file(str(tmp_path / "p.mg"))
+    assert m.tobytes() == np.mean(x).tobytes()
+    assert np.array_equal(g, np.full((3, 5), 1 / 15))
+
+
+def test_sum_and_mean_compiled_on_the_gpu_test_back_end_and_in_f32(tmp_path):
+    from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
+                          compiled_numbers)
+    import goat
+    text = ("let x = randn(tensor[37x29x3], 5)\nprint sum(x)\nprint mean(x * x)\n"
+            "print grad(mean(x * x) + sum(x), x)\n")
+    want = run(text)
+    assert_same_on_the_gpu_test_back_end(text)
+    narrow = goat.run_source(text, dtype="f32")
+    for a, b in zip(want, narrow):
+        assert b.dtype == np.float32 and np.allclose(a, b, rtol=1e-5, atol=1e-6)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(text)
+    for numbers, w in zip(compiled_numbers(tmp_path), want):
+        assert_compiled_equal(numbers, w, text)

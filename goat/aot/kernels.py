@@ -400,6 +400,15 @@ def numpy_sum(k: Kernel, reduced, divide_by=None, lead=0):
         k.loop(n_out, div)
 
 
+def whole_reduction(kind: str):
+    """sum(x), mean(x): x read as one row (as goat run reduces it), summed in NumPy's order."""
+    def lower(k: Kernel):
+        n = cells(k.in_shapes[0])
+        k.in_shapes = [(1, n)]
+        numpy_sum(k, {1}, n if kind == "mean" else None)
+    return lower
+
+
 def reduction(kind: str, axis: int):
     """A row (axis -1) or column (axis -2) reduction keeping the axis as size 1: sums (and
     the mean, the sum over the count) in NumPy's order (:func:`numpy_sum`), max/min by IEEE

@@ -802,12 +802,7 @@ def loss_shape_error(shape, loc) -> GoatError:
 def loss_shape_message(shape) -> str:
     """:func:`loss_shape_error`'s message (also when a ``?`` size shows it as the program
     runs)."""
-    if len(shape) <= 2:
-        how = "col_sum(row_sum(x)) for its sum, col_mean(row_mean(x)) for its mean"
-    else:
-        cells = _cells(shape)
-        how = ("row_sum(reshape(x, tensor[1x%s])) for its sum (a rank-%d value: reshape it to "
-               "one row first)" % (cells if cells is not None else "?", len(shape)))
+    how = "sum(x) for its sum, mean(x) for its mean"
     return ("grad needs a loss of one element, got shape %s; reduce it first: %s"
             % (format_shape(shape), how))
 

@@ -347,6 +347,36 @@ for _kind, _doc in (("sum", "sum"),
     _col("col_" + _kind, _kind, _doc)
 
 
+def _whole(kind):
+    """sum(x) or mean(x): every cell of x reduced to a scalar -- the row reduction of x read
+    as one row (its cells in row-major order), so that the sum adds in NumPy's order for
+    x.sum() (pairwise over the contiguous cells) on every back end and compiled."""
+    def evaluate(be):
+        row = be.reducer(kind, -1)
+        xp = be.xp
+        return lambda x: row(xp.reshape(x, (1, -1))).reshape(())
+
+    def vjp(d, g, out, x):
+        if kind == "mean":
+            count = None
+            for a in range(len(x.shape)):
+                n = d.size(x, a)
+                count = n if count is None else d.mul(count, n)
+            if count is not None:
+                g = d.div(g, count)
+        return (d.expand(g, x),)
+
+    register(Op(name=kind, arity=1, signature="%s(x) -> scalar" % kind,
+                doc="the %s of every cell of x, a scalar (NumPy's x.%s(); a loss to hand to "
+                    "grad, whatever x's rank)" % (kind, kind),
+                shape=lambda s: (), evaluate=evaluate, tags=("reduction",), vjp=vjp,
+                lowering=lower.whole_reduction(kind)))
+
+
+_whole("sum")
+_whole("mean")
+
+
 def _transpose_shape(s):
     _rank_at_least("transpose", 2, "a matrix (rank 2 or more)")(s)
     return tuple(s[:-2]) + (s[-1], s[-2])

@@ -2761,8 +2761,8 @@ _METHOD_HABITS = {
     "T": "write transpose(x)", "transpose": "write transpose(x)",
     "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes); "
              "size(x, axis) gives one of its sizes as a number",
-    "sum": "write row_sum(x), col_sum(x), or col_sum(row_sum(x)) for all of it",
-    "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
+    "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
+    "mean": "write mean(x) (every cell), row_mean(x) or col_mean(x)",
     "round": "write floor(x + 0.5) to round halves up", "max": "write row_max(x) or col_max(x)",
     "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
     "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
@@ -2778,9 +2778,8 @@ _NAME_HABITS = {
             "adds an axis of size 1 (a slice t:t + 1 keeps one)",
 }
 _FUNCTION_HABITS = {
-    "sum": "write row_sum(x) or col_sum(x) (col_sum(row_sum(x)) sums a matrix; a tensor of "
-           "higher rank: row_sum(reshape(x, tensor[1x?])))",
-    "mean": "write row_mean(x) or col_mean(x) (col_mean(row_mean(x)) for a matrix's mean)",
+    "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
+    "mean": "write mean(x) (every cell), row_mean(x) or col_mean(x)",
     "round": "write floor(x + 0.5) to round halves up",
     "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
     "min": "write row_min(x) or col_min(x), or minimum(a, b) elementwise",
