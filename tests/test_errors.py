@@ -95,7 +95,7 @@ def test_use_before_definition():
 @pytest.mark.parametrize("src, hint", [
     ("print 1 ! 2", "'not x' negates a condition, and a != b compares"),
     ("print 2 ** 3", "there is no power operator"),
-    ("let a = [[1, 2]]\nprint a[::2]", "a slice with a step (lo:hi:step) is not supported"),
+    ("let a = [[1, 2]]\nprint a[::-1]", "goat has no reversed slice: a step of -1"),
     ("a = 3", "a new name needs let (let a = ...), or var (var a = ...) to assign to it later"),
 ])
 def test_hints_for_common_slips(src, hint):

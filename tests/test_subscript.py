@@ -13,8 +13,9 @@ from conftest import (assert_compiled_equal, assert_f32_within_float32_of_f64,
 RNG = np.random.default_rng(2026)
 
 
-def _subscripts(shape, rng):
-    """A random subscript of an array of ``shape``: (goat's text, NumPy's index)."""
+def _subscripts(shape, rng, steps=True):
+    """A random subscript of an array of ``shape``: (goat's text, NumPy's index); a slice
+    may have a step."""
     k = rng.integers(1, len(shape) + 1)
     text, index = [], []
     for n in shape[:k]:
@@ -30,15 +31,18 @@ def _subscripts(shape, rng):
             a, b = sorted(int(v) for v in rng.integers(0, n + 1, size=2))
             lo = a - n if rng.integers(2) else a
             hi = b - n if rng.integers(2) and b < n else b
+            # and now and then a step (every step-th cell)
+            step = int(rng.integers(1, 4)) if steps and rng.integers(3) == 0 else None
+            by = "" if step is None else ":%d" % step
             if kind == 2:
-                text.append("%d:%d" % (lo, hi))
-                index.append(slice(lo, hi))
+                text.append("%d:%d%s" % (lo, hi, by))
+                index.append(slice(lo, hi, step))
             elif a == 0:
-                text.append(":%d" % hi)
-                index.append(slice(None, hi))
+                text.append(":%d%s" % (hi, by))
+                index.append(slice(None, hi, step))
             else:
-                text.append("%d:" % lo)
-                index.append(slice(lo, None))
+                text.append("%d:%s" % (lo, by))
+                index.append(slice(lo, None, step))
     return ", ".join(text), tuple(index)
 
 
@@ -276,8 +280,11 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                         "are from -3 to 3 (goat does not shorten a slice as NumPy does)"),
     ("print x[:, 2:1]", "the slice 2:1 ends before it starts: it would hold no cells, and goat "
                         "does not make an empty slice of that"),
-    ("print x[::2]", "a slice with a step (lo:hi:step) is not supported: a slice takes a run of "
-                     "cells, lo:hi"),
+    ("print x[::-1]", "a slice's step must be a whole number from 1, got -1 (goat has no "
+                      "reversed slice: a step of -1)"),
+    ("print x[:, 0:3:0]", "a slice's step must be a whole number from 1, got 0"),
+    ("for k in 1..2 {\n    print x[::k]\n}", "a slice's step must be a whole number written in "
+     "the program (or a let holding one): the result's size depends on it"),
     # a value of more than one cell is a tensor of indices (test_rows.py)
     ("print x[row_sum(x)]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
                             "cells), got 6 at position 0"),
@@ -575,3 +582,56 @@ def test_an_index_float32_computes_otherwise_is_read_when_it_runs_in_each_precis
         goat.run_source(text, dtype="f32")
     assert info.value.message.startswith("an index in float32 (--dtype f32) must be below "
                                          "2**24 = 16777216")
+
+
+def test_stepped_slices_read_and_write_as_numpy_compiled_bit_for_bit(tmp_path):
+    """lo:hi:step takes every step-th cell (the last group short or not, a computed start);
+    its assignment writes those cells; compiled, the same bits."""
+    x = RNG.normal(size=(7, 6))
+    text = ("var x = %s\nprint x[::2]\nprint x[1::3, ::4]\nprint x[:, 1:6:2]\nprint x[2:3:5]\n"
+            "for k in 0..2 {\n    print x[k + 1:k + 6:2, -1]\n}\n"
+            "x[::3, 1::2] = 0.5\nx[1:7:2] *= -1\nx[6::2, ::5] += [[1, 2]]\nprint x\n" % _literal(x))
+    want = [x[::2], x[1::3, ::4], x[:, 1:6:2], x[2:3:5], x[1:6:2, -1], x[2:7:2, -1]]
+    y = x.copy()
+    y[::3, 1::2] = 0.5
+    y[1:7:2] *= -1
+    y[6::2, ::5] += [[1, 2]]
+    want.append(y)
+    got = run(text)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and np.array_equal(g, w)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(text)
+    for numbers, w in zip(compiled_numbers(tmp_path), want):
+        assert np.array_equal(np.array(numbers), w.ravel())
+
+
+def test_grad_through_stepped_slices_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    w0 = RNG.normal(size=(5, 7))
+    (g,) = run("var w = %s\ndef f(w: tensor[5x7]) {\n    var y = w * 1\n"
+               "    y[::2, 1::3] = tanh(w[0:5:2, 0:5:3] * w[::2, 0:5:2][0:3, 0:2])\n"
+               "    return sum(y * y) + sum(w[3::4, ::6])\n}\nprint grad(f(w), w)\n"
+               % _literal(w0))
+    w = torch.tensor(w0, requires_grad=True)
+    y = (w * 1).clone()
+    y[::2, 1::3] = torch.tanh(w[0:5:2, 0:5:3] * w[::2, 0:5:2][0:3, 0:2])
+    (t,) = torch.autograd.grad((y * y).sum() + w[3::4, ::6].sum(), w)
+    assert np.allclose(g, t.numpy(), rtol=1e-13, atol=1e-14)
+
+
+def test_stepped_slices_on_the_gpu_test_back_end():
+    assert_same_on_the_gpu_test_back_end(
+        "var x = randn(tensor[6x5x4], 3)\nprint x[::2, 1::3, 0:4:3]\nx[1::2] = 0\nprint x\n")
+
+
+def test_a_stepped_slice_of_a_size_known_when_it_runs(tmp_path):
+    x = RNG.normal(size=(9, 4))
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "p.mg").write_text('var x: tensor[?x4] = load("x.npy")\nprint x[1:8:3]\n'
+                                   "x[0:9:4, ::2] = 7\nprint x\n")
+    a, b = goat.run_file(str(tmp_path / "p.mg"))
+    y = x.copy()
+    y[0:9:4, ::2] = 7
+    assert np.array_equal(a, x[1:8:3]) and np.array_equal(b, y)

@@ -2479,8 +2479,8 @@ class Checker:
         whole = format_shape(x.shape) if x.shape and all(type(d) is int for d in x.shape) \
             else None
         parts, kept, rows = self._subscripts(x, e.items, e.bracket_loc, scope, b)
-        for axis, start, length, what, loc in parts:
-            x = b.op(REGISTRY["narrow"], (x, start), loc, (axis, length, what))
+        for part in parts:
+            x = self._take(b, x, part)
         if len(kept) != len(x.shape):
             # drop the axes indexed: a reshape to the others
             out_shape = tuple(x.shape[a] for a in kept)
@@ -2544,20 +2544,141 @@ class Checker:
                     continue
                 start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
-                              item.loc))
+                              item.loc, 1))
                 continue
             kept.append(axis)
-            if item.step is not None:
-                raise GoatError("a slice with a step (lo:hi:step) is not supported: a slice "
-                                "takes a run of cells, lo:hi", item.step.loc)
-            if item.lo is None and item.hi is None:
+            step = self._slice_step(item, scope, b)
+            if item.lo is None and item.hi is None and step == 1:
                 continue                    # x[:, 1]: the whole axis
-            start, length = self._subscript_slice(x, axis, item, n, size, whole, scope, b)
-            if start is not None:           # (None: the whole axis, as written, x[0:n])
-                parts.append((axis, start, length, ("slice", named) if named else "slice",
-                              item.loc))
+            if item.lo is None and item.hi is None and size is None:
+                raise GoatError(
+                    "the slice ::%d needs the size of axis %d of %s, which is known only when "
+                    "the program runs (or a def is called): write both bounds as whole numbers "
+                    "from 0 (the result's sizes are known before the run)" % (step, axis, whole),
+                    item.loc)
+            if item.lo is None and item.hi is None:
+                start, length = b.const(0.0, item.loc), size
+            else:
+                start, length = self._subscript_slice(x, axis, item, n, size, whole, scope, b)
+            if start is None:               # the whole axis, as written, x[0:n]
+                if step == 1:
+                    continue
+                start, length = b.const(0.0, item.loc), size
+            if step > 1:
+                # every step-th cell of the run lo to hi - 1, as NumPy's lo:hi:step takes them
+                length = -(-length // step)
+            parts.append((axis, start, length, ("slice", named) if named else "slice",
+                          item.loc, step))
         kept.extend(range(len(items), r))
         return parts, kept, rows
+
+    def _slice_step(self, item, scope, b) -> int:
+        """A slice's step: 1 when left out; a whole number from 1 the program fixes."""
+        if item.step is None:
+            return 1
+        node = self.value(item.step, scope, b)
+        v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
+        if v is None:
+            raise GoatError("a slice's step must be a whole number written in the program (or "
+                            "a let holding one): the result's size depends on it",
+                            item.step.loc)
+        if not (v == v and abs(v) <= 2 ** 53 and v == int(v)) or v < 1:
+            raise GoatError("a slice's step must be a whole number from 1, got %s%s"
+                            % (_number_text(v), " (goat has no reversed slice: a step of -1)"
+                               if v < 0 else ""), item.step.loc)
+        return int(v)
+
+    def _take(self, b, x, part):
+        """The cells ``part`` (one of _subscripts' parts) takes from x along its axis: a
+        narrow; for a slice with a step, the run's every step-th cell -- the groups of step
+        cells, as a new axis (a reshape), their first cell each (a narrow), then, where the
+        last group would run past the axis, its one cell joined on (concat)."""
+        axis, start, count, what, loc, step = part
+        if step == 1:
+            return b.op(REGISTRY["narrow"], (x, start), loc, (axis, count, what))
+        a = known_number(start)
+        n = x.shape[axis]
+        if a is not None and type(n) is int and a + count * step <= n:
+            return self._firsts(b, self._run(b, x, part, count * step), axis, count, step, loc)
+        head = self._firsts(b, self._run(b, x, part, (count - 1) * step), axis, count - 1,
+                            step, loc) if count > 1 else None
+        tail = b.op(REGISTRY["narrow"], (x, self._after(b, start, (count - 1) * step, loc)),
+                    loc, (axis, 1, what))
+        if head is None:
+            return tail
+        return b.op(REGISTRY["concat"], (head, tail), loc, (axis,))
+
+    def _give(self, b, y, v, part):
+        """y with the cells ``part`` takes (as _take takes them) replaced by v."""
+        axis, start, count, what, loc, step = part
+        if step == 1:
+            return b.op(REGISTRY["put"], (y, v, start), loc, (axis, what))
+        a = known_number(start)
+        n = y.shape[axis]
+        if a is not None and type(n) is int and a + count * step <= n:
+            return self._put_run(b, y, v, part, count)
+        tail = self._after(b, start, (count - 1) * step, loc)
+        if count == 1:
+            return b.op(REGISTRY["put"], (y, v, tail), loc, (axis, what))
+        zero = b.const(0.0, loc)
+        head_v = b.op(REGISTRY["narrow"], (v, zero), loc, (axis, count - 1))
+        tail_v = b.op(REGISTRY["narrow"], (v, b.const(float(count - 1), loc)), loc, (axis, 1))
+        y = self._put_run(b, y, head_v, part, count - 1)
+        return b.op(REGISTRY["put"], (y, tail_v, tail), loc, (axis, what))
+
+    def _put_run(self, b, y, v, part, count):
+        """y with the first cells of ``count`` groups of step cells from part's start replaced
+        by v (count cells along the axis)."""
+        axis, start, _, what, loc, step = part
+        run = self._run(b, y, part, count * step)
+        groups = self._groups(b, run, axis, count, step, loc)
+        shape = tuple(v.shape[:axis]) + (count, 1) + tuple(v.shape[axis + 1:])
+        v = b.op(REGISTRY["reshape"], (v,), loc,
+                 (_run_shape(shape, _split_sources(v, axis)),), shape=shape, check=False)
+        groups = b.op(REGISTRY["put"], (groups, v, b.const(0.0, loc)), loc, (axis + 1,))
+        run2 = b.op(REGISTRY["reshape"], (groups,), loc,
+                    (_run_shape(run.shape, [(run, k) for k in range(len(run.shape))]),),
+                    shape=run.shape, check=False)
+        if run2.shape == y.shape and known_number(start) == 0:
+            return run2
+        return b.op(REGISTRY["put"], (y, run2, start), loc, (axis, what))
+
+    @staticmethod
+    def _run(b, x, part, length):
+        """The ``length`` cells of x from part's start along its axis (x itself when that is
+        all of x)."""
+        axis, start, _, what, loc, _ = part
+        if x.shape[axis] == length and known_number(start) == 0:
+            return x
+        return b.op(REGISTRY["narrow"], (x, start), loc, (axis, length, what))
+
+    def _firsts(self, b, run, axis, count, step, loc):
+        """The first cell of each of the ``count`` groups of ``step`` cells ``run`` holds
+        along ``axis``."""
+        groups = self._groups(b, run, axis, count, step, loc)
+        first = b.op(REGISTRY["narrow"], (groups, b.const(0.0, loc)), loc, (axis + 1, 1))
+        shape = tuple(run.shape[:axis]) + (count,) + tuple(run.shape[axis + 1:])
+        sources = [(first, k) for k in range(axis)] + [None] + \
+            [(first, k + 1) for k in range(axis + 1, len(run.shape))]
+        return b.op(REGISTRY["reshape"], (first,), loc, (_run_shape(shape, sources),),
+                    shape=shape, check=False)
+
+    @staticmethod
+    def _groups(b, run, axis, count, step, loc):
+        """``run`` (count x step cells along axis) with that axis split in two: count, step."""
+        shape = tuple(run.shape[:axis]) + (count, step) + tuple(run.shape[axis + 1:])
+        return b.op(REGISTRY["reshape"], (run,), loc,
+                    (_run_shape(shape, _split_sources(run, axis)),), shape=shape, check=False)
+
+    @staticmethod
+    def _after(b, start, offset, loc):
+        """start + offset (a number when start is one)."""
+        a = known_number(start)
+        if a is not None:
+            return b.const(a + offset, loc)
+        if offset == 0:
+            return start
+        return b.op(REGISTRY["add"], (start, b.const(float(offset), loc)), loc)
 
     @staticmethod
     def _indices_subscript(node, axis, item):
@@ -2586,7 +2707,7 @@ class Checker:
                             % (stmt.name, format_shape(rows.shape)), stmt.items[0].loc)
         r = len(x.shape)
         part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
-        for axis, _, length, _, _ in parts:
+        for axis, _, length, _, _, _ in parts:
             part[axis] = length
         part = tuple(part)
         target = tuple(part[a] for a in kept)
@@ -2626,11 +2747,10 @@ class Checker:
                      (_run_shape(part, [(x, a) for a in range(r)]), (stmt.name, tuple(kept))),
                      shape=part, check=unknown)
         chain = [x]                         # x, then the part each axis but the last takes
-        for axis, start, length, what, ploc in parts[:-1]:
-            chain.append(b.op(REGISTRY["narrow"], (chain[-1], start), ploc,
-                              (axis, length, what)))
-        for (axis, start, length, what, ploc), y in reversed(list(zip(parts, chain))):
-            v = b.op(REGISTRY["put"], (y, v, start), ploc, (axis, what))
+        for p in parts[:-1]:
+            chain.append(self._take(b, chain[-1], p))
+        for p, y in reversed(list(zip(parts, chain))):
+            v = self._give(b, y, v, p)
         return v
 
     def _subscript_index(self, axis, item, node, size, whole, b):
@@ -2828,6 +2948,13 @@ def _elsewhere(member, mod_name, scope) -> str:
     if member in _FUNCTION_HABITS:
         return "; %s" % _FUNCTION_HABITS[member]
     return ""
+
+
+def _split_sources(x, axis):
+    """Where the sizes of x with ``axis`` split in two are read when the program runs (the
+    two new sizes are known)."""
+    r = len(x.shape)
+    return [(x, k) for k in range(axis)] + [None, None] + [(x, k) for k in range(axis + 1, r)]
 
 
 def _run_shape(shape, sources):
