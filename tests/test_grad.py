@@ -57,6 +57,8 @@ OPS = {
                   lambda t, a: a.transpose(-1, -2), "any"),
     "reshape": (1, "reshape({0}, tensor[{target}])", None, None, "any"),
     "sum": (1, "sum({0})", np.sum, lambda t, a: a.sum(), "any"),
+    "swapaxes": (1, "swapaxes({0}, 0, -1)", lambda a: np.swapaxes(a, 0, -1),
+                 lambda t, a: a.transpose(0, -1), "any"),
     "mean": (1, "mean({0})", np.mean, lambda t, a: a.mean(), "any"),
 }
 for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),

@@ -215,3 +215,59 @@ def test_sum_and_mean_compiled_on_the_gpu_test_back_end_and_in_f32(tmp_path):
     (tmp_path / "p.mg").write_text(text)
     for numbers, w in zip(compiled_numbers(tmp_path), want):
         assert_compiled_equal(numbers, w, text)
+
+
+# ---------------------------------------------------------------- swapaxes
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (2, 3, 4), (2, 1, 3, 5)])
+def test_swapaxes_is_numpys_for_every_pair_of_axes(shape):
+    x = _WHOLE_RNG.normal(size=shape)
+    r = len(shape)
+    pairs = [(a, b) for a in range(-r, r) for b in range(-r, r)]
+    got = run("let x = %s\n" % lit(x) + "".join("print swapaxes(x, %d, %d)\n" % p for p in pairs))
+    for (a, b), g in zip(pairs, got):
+        assert np.array_equal(g, np.swapaxes(x, a, b)), (a, b)
+
+
+def test_heads_split_and_merged_with_swapaxes_compiled_bit_for_bit(tmp_path):
+    """Multi-head attention's layout, B x T x H x D -> B x H x T x D and back, as PyTorch's
+    view + transpose(1, 2) writes it; grad through it; goat compile --aot the same bits."""
+    from conftest import assert_compiled_equal, assert_same_on_the_gpu_test_back_end, \
+        compiled_numbers
+    x0 = _WHOLE_RNG.normal(size=(2, 5, 6))
+    text = ("let x = %s\n"
+            "let q = swapaxes(reshape(x, tensor[2x5x3x2]), 1, 2)\n"
+            "let s = q @ transpose(q)\n"
+            "let o: tensor[2x5x6] = reshape(swapaxes(s @ q, 1, 2))\n"
+            "print o\nprint grad(sum(o * o), x)\n" % lit(x0))
+    o, g = run(text)
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(x0, requires_grad=True)
+    q = x.view(2, 5, 3, 2).transpose(1, 2)
+    to = ((q @ q.transpose(-1, -2)) @ q).transpose(1, 2).reshape(2, 5, 6)
+    (tg,) = torch.autograd.grad((to * to).sum(), x)
+    assert np.allclose(o, to.detach().numpy(), rtol=1e-14, atol=1e-14)
+    assert np.allclose(g, tg.numpy(), rtol=1e-13, atol=1e-13)
+    assert_same_on_the_gpu_test_back_end(text)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(text)
+    for numbers, w in zip(compiled_numbers(tmp_path), (o, g)):
+        assert_compiled_equal(numbers, w, text)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print swapaxes(x, 0, 3)", "swapaxes's axis2 3 is outside tensor[2x3x4], of rank 3 (axes 0 "
+                                "to 2, or -3 to -1 counting from the last)"),
+    ("print transpose(x, 1, 2)", "transpose takes 1 argument, got 3; transpose(x) swaps the last "
+                                 "two axes; swapaxes(x, a, b) swaps axes a and b (PyTorch's "
+                                 "x.transpose(a, b))"),
+    ("print mean(x, -1)", "mean takes 1 argument, got 2; mean(x) averages every cell; "
+                          "row_mean(x) along the last axis, col_mean(x) along the one before it "
+                          "(each keeping it as size 1)"),
+    ("print permute(x, 0, 2, 1)", "unknown function 'permute'; write swapaxes(x, a, b), a pair "
+                                  "of axes at a time"),
+])
+def test_pytorch_habits_for_axes_point_to_goats_spelling(src, message):
+    from conftest import error
+    e = error("let x = zeros(tensor[2x3x4])\n" + src + "\n")
+    assert e.message == message

@@ -621,6 +621,22 @@ def transpose(k: Kernel):
     k.void_call("goat_lay_transpose", [k.out, k.ins[0], k.int(len(src)), k.i64s(src)])
 
 
+def swapaxes(k: Kernel):
+    """Two axes swapped: an index map into a row-major result; its layout is goat run's (the
+    last two: transpose's view; the same axis: the argument itself; else a row-major copy)."""
+    src = k.in_shapes[0]
+    r = len(src)
+    i, j = sorted(a % r for a in k.attrs[:2])
+    st = strides(src)
+    st[i], st[j] = st[j], st[i]
+    k.nest(k.out_shape, [strides(k.out_shape), st],
+           lambda offs: k.store(k.load(k.ins[0], offs[1]), k.out, offs[0]))
+    if i == j:
+        k.void_call("goat_lay_same", [k.out, k.ins[0], k.int(r), k.i64s(src)])
+    elif (i, j) == (r - 2, r - 1):
+        k.void_call("goat_lay_transpose", [k.out, k.ins[0], k.int(r), k.i64s(src)])
+
+
 def fill(value: float):
     def lower(k: Kernel):
         k.loop(cells(k.out_shape), lambda i: k.store(k.const(value), k.out, i))

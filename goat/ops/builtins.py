@@ -388,6 +388,46 @@ register(Op(name="transpose", arity=1, signature="transpose(x: RxC) -> CxR",
             vjp=lambda d, g, out, x: (d.T(g),), lowering=lower.transpose))
 
 
+def _swapaxes_shape(s, axis1, axis2):
+    r = len(s)
+    if r == 0:
+        raise ShapeError("swapaxes needs a tensor of rank 1 or more, got a scalar")
+    for which, axis in (("axis1", axis1), ("axis2", axis2)):
+        if not -r <= axis < r:
+            raise ShapeError("swapaxes's %s %s is outside %s, of rank %d (%s)"
+                             % (which, format_huge(axis), format_type(s), r, _axes(r)))
+    out = list(s)
+    i, j = axis1 % r, axis2 % r
+    out[i], out[j] = s[j], s[i]
+    return tuple(out)
+
+
+def _swapaxes(be, axis1, axis2):
+    xp = be.xp
+
+    def run(x):
+        r = x.ndim
+        i, j = sorted((axis1 % r, axis2 % r))
+        if i == j:
+            return x
+        if (i, j) == (r - 2, r - 1):
+            return x.swapaxes(-1, -2)           # (as transpose holds it: a view)
+        return xp.ascontiguousarray(x.swapaxes(i, j))
+    return run
+
+
+register(Op(name="swapaxes", arity=3,
+            params=(("x", "value"), ("axis1", "int"), ("axis2", "int")),
+            signature="swapaxes(x, axis1, axis2) -> x with those two axes swapped",
+            doc="x with axes axis1 and axis2 swapped (NumPy's swapaxes, PyTorch's "
+                "x.transpose(axis1, axis2)): swapaxes(x, 1, 2) of a BxTxHxD is BxHxTxD, as "
+                "multi-head attention takes it; the axes are whole numbers the program fixes (a "
+                "negative one counts from the last)",
+            shape=_swapaxes_shape, evaluate=_swapaxes, lowering=lower.swapaxes,
+            vjp=lambda d, g, out, x, axis1, axis2: (
+                d.op("swapaxes", g, attrs=(axis1, axis2)),)))
+
+
 # ---------------------------------------------------------------- shapes and new tensors
 
 def _static_shape(name, target):

@@ -2364,8 +2364,10 @@ class Checker:
             args.insert(k, ast.TypeArg(ast.TypeAnn(want, e.loc), e.loc))
         if len(args) != len(params):
             n = len(params)
-            hint = ""
-            if (any(kind == "type" for _, kind in params) and len(args) > n
+            hint = _ARITY_HABITS.get((e.name, len(args)), "")
+            if hint:
+                pass
+            elif (any(kind == "type" for _, kind in params) and len(args) > n
                     and type(args[0]) is ast.Number):
                 # zeros(4, 8), as NumPy and PyTorch write it
                 hint = "; a shape is written as a type: %s" % _written_call(
@@ -2878,7 +2880,10 @@ _BLOCKS = (ast.For, ast.If, ast.Def)
 _FOREIGN_MODULES = {"np": "NumPy", "numpy": "NumPy", "torch": "PyTorch", "math": "Python",
                     "F": "PyTorch", "jnp": "JAX"}
 _METHOD_HABITS = {
-    "T": "write transpose(x)", "transpose": "write transpose(x)",
+    "T": "write transpose(x)",
+    "transpose": "write transpose(x) (the last two axes) or swapaxes(x, a, b)",
+    "permute": "write swapaxes(x, a, b), a pair of axes at a time",
+    "swapaxes": "write swapaxes(x, a, b)",
     "shape": "a value's shape is its type (:type x in the REPL, goat check --shapes); "
              "size(x, axis) gives one of its sizes as a number",
     "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
@@ -2897,6 +2902,15 @@ _NAME_HABITS = {
     "None": "goat has no None; a subscript has no newaxis either: reshape(x, tensor[...]) "
             "adds an axis of size 1 (a slice t:t + 1 keeps one)",
 }
+# a built-in called as another library's function of that name is: (name, arguments) -> hint
+_ARITY_HABITS = {
+    ("transpose", 3): "; transpose(x) swaps the last two axes; swapaxes(x, a, b) swaps axes a "
+                      "and b (PyTorch's x.transpose(a, b))",
+    ("sum", 2): "; sum(x) adds every cell; row_sum(x) sums along the last axis, col_sum(x) "
+                "along the one before it (each keeping it as size 1)",
+    ("mean", 2): "; mean(x) averages every cell; row_mean(x) along the last axis, col_mean(x) "
+                 "along the one before it (each keeping it as size 1)",
+}
 _FUNCTION_HABITS = {
     "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
     "mean": "write mean(x) (every cell), row_mean(x) or col_mean(x)",
@@ -2910,6 +2924,8 @@ _FUNCTION_HABITS = {
     "len": "write size(x, 0) (a value's sizes are part of its type: :type x in the REPL, "
            "goat check --shapes)",
     "dot": "write a @ b", "matmul": "write a @ b", "mm": "write a @ b",
+    "permute": "write swapaxes(x, a, b), a pair of axes at a time",
+    "moveaxis": "write swapaxes(x, a, b), a pair of axes at a time",
     "pow": "there is no power: multiply, or write exp(p * log(x))",
     "clip": "write minimum(maximum(x, lo), hi)", "clamp": "write minimum(maximum(x, lo), hi)",
     "sign": "write (x > 0) - (x < 0)",
