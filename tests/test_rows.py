@@ -234,3 +234,27 @@ def test_the_gradient_of_rows_of_a_rank_3_table_adds_each_read(tmp_path):
     (tmp_path / "p.mg").write_text(text)
     (numbers,) = compiled_numbers(tmp_path)
     assert np.array_equal(np.array(numbers), want.ravel())
+
+
+@pytest.mark.parametrize("src, message", [
+    ("print x[[5, 0]]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
+                        "cells), got 5 at position 0"),
+    ("let t = [[1], [0.5]]\nprint x[t]", "an index must be a whole number from -2 to 1 (axis 0 "
+                                         "of 2x3 has 2 cells), got 0.5 at position 1"),
+    ("if size(x, 0) > 5 {\n    print x[[0, 16777217]]\n}", "an index must be a whole number "
+     "from -2 to 1 (axis 0 of 2x3 has 2 cells), got 16777217 at position 1"),
+])
+def test_indices_written_in_the_program_are_checked_before_anything_runs(src, message):
+    """Found by a breaker: x[[5, 0]] printed what came before it, then failed (gather as
+    written was checked before the run; the subscript's column of indices hid the constant)."""
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source("var x = [[1, 2, 3], [4, 5, 6]]\nprint 1\n" + src + "\n")
+    assert info.value.message == message
+
+
+def test_grad_through_rows_named_by_what_it_differentiates_names_the_subscript():
+    e = error("let x = [[1, 2], [3, 4]]\nlet w = [0.0, 1.0]\n"
+              "print grad(sum(x[w]), w)\n")
+    assert e.message == ("grad cannot differentiate through a subscript on line 3: it has no "
+                         "derivative with respect to its indices; if computing the indices from "
+                         "the values differentiated is meant, write stop_gradient(...) around it")

@@ -238,7 +238,10 @@ def _op_words(node) -> str:
 
 def _subscript_kind(node):
     """"index" or "slice" for a narrow or put a subscript x[...] was written as (its wording
-    attribute, goat/ops/builtins.py: _start_words), else None."""
+    attribute, goat/ops/builtins.py: _start_words), "rows" for the gather of x[t] with t a
+    tensor of indices (_rows_words), else None."""
+    if node.kind == OP and node.op.name == "gather" and node.attrs:
+        return "rows"
     if node.kind != OP or node.op.name not in ("narrow", "put"):
         return None
     what = node.attrs[-1] if len(node.attrs) > (2 if node.op.name == "narrow" else 1) else None
@@ -397,6 +400,8 @@ class _Pass:
             if kind is not None and name == "start":     # x[i] with i computed from w
                 name = "index" if kind == "index" else "slice's start"
                 why = "it has no derivative with respect to its %s" % name
+            elif kind == "rows":                            # x[t], t computed from w
+                why = "it has no derivative with respect to its indices"
             hint = ("; if computing the %s from the values differentiated is meant, write "
                     "stop_gradient(...) around %s" % (
                         name, "it" if kind is not None else "that argument"))

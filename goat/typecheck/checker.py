@@ -3216,6 +3216,21 @@ def _unbound(node):
     return node
 
 
+def _constant(node):
+    """The value of ``node`` when the program writes it: a constant, or a reshape of one (a
+    subscript's tensor of indices, x[[5, 0]], made a column), else None."""
+    import numpy as np
+    node = _unbound(node)
+    if node.kind == CONST:
+        return node.value
+    if node.kind == OP and node.op.name == "reshape" and all(
+            type(d) is int for d in node.shape):
+        inner = _constant(node.args[0])
+        if inner is not None:
+            return np.reshape(inner, node.shape)
+    return None
+
+
 def _static_verdict(op, args, attrs):
     """What the run-time check of ``op`` (``Op.checks_values``) on ``args`` is sure to give
     from its operands written in the program (constants): True (it passes), the message of
@@ -3224,8 +3239,7 @@ def _static_verdict(op, args, attrs):
     if op.static_check is None:
         return None
     import numpy as np
-    values = [v.value if v.kind == CONST else None
-              for v in map(_unbound, args[:op.n_values])]
+    values = [_constant(v) for v in args[:op.n_values]]
     try:
         # a number beyond float32's range (an index or seed of 1e39, rounded as --dtype f32
         # would) is a verdict, not a warning to show the user
