@@ -1350,22 +1350,23 @@ def test_brackets_that_do_not_match_come_after_the_errors_before_them():
 def test_a_let_holding_a_whole_number_is_a_size():
     """Found by a newcomer: a batch size or a width could not be a hyperparameter (let B = 32
     then tensor[B, 1] was 'B is a value, not a size'), so --let could not set it.  A let the
-    program's own numbers fix is a size, at the top, in blocks and in a def's body; a def's
-    parameters keep their size variables."""
+    program's own numbers fix is a size, at the top, in blocks, in a def's body and in its
+    parameters (test_a_let_named_in_a_defs_parameters_is_that_size)."""
     src = ("let B = 4\nlet H = 2 * 3\nlet idx = iota(tensor[B, 1], 0)\n"
            "var w: tensor[H, 2] = ones()\n"
            "def f(x: tensor[N, 2]) {\n    let z = zeros(tensor[N, H])\n    return z + row_sum(x)\n}\n"
            "def g(x: tensor[B, 1]) = x * 2\n"
            "for i in 0..2 {\n    print zeros(tensor[B, H]) + i\n}\n"
-           "print idx\nprint f(w)\nprint g([[1], [2]])\n")
+           "print idx\nprint f(w)\nprint g(idx)\n")
     first, second, idx, fw, g = run(src)
     assert first.shape == second.shape == (4, 6) and second.tolist()[0][0] == 1
     assert idx.tolist() == [[0], [1], [2], [3]]
     assert fw.tolist() == [[2.0] * 6] * 6
-    assert g.tolist() == [[2], [4]]            # a def's parameter B is its own size variable
+    assert g.tolist() == [[0], [2], [4], [6]]  # g's B is the let's
     import goat
     sized = goat.run_source(src.replace("let H = 2 * 3", "let H = 6"), lets={"B": 2, "H": 3})
     assert sized[0].shape == (2, 3) and sized[2].tolist() == [[0], [1]]
+    assert sized[4].tolist() == [[0], [2]]
 
 
 @pytest.mark.parametrize("src, message", [
@@ -1512,10 +1513,22 @@ def test_a_let_that_cannot_be_a_size_is_one_error_however_often_it_is_used(tmp_p
     assert r.stderr.splitlines()[-1] == "note: H is the let on line 1"
 
 
-def test_an_error_in_a_def_whose_size_variable_shadows_a_let_says_so():
-    """Found by a newcomer: with let T = 4, def f(p: tensor[T, 2]) binds its own T (as
-    documented), and the error it led to did not say so."""
-    e = error("let T = 4\ndef f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
+def test_a_let_named_in_a_defs_parameters_is_that_size():
+    """Found by two newcomers: with let T = 4 (or let C = 32), def f(p: tensor[T, 2]) had bound
+    a T of its own, so its body could not reshape by it; a let above the def holding a size is
+    that size in its parameters' types too, as in every other type."""
+    (y,) = run("let T = 4\ndef f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
+               "    let y: tensor[2, T, 2] = reshape(x + p[0, 0])\n    return y\n}\n"
+               "print f(ones(tensor[4x2]), reshape(iota(tensor[16x1], 0), tensor[8x2]))\n")
+    assert np.array_equal(y, np.arange(16.0).reshape(2, 4, 2) + 1)
+    e = error("let T = 4\ndef f(p: tensor[T, 2]) = p\nprint f(ones(tensor[3x2]))\n")
+    assert (e.line, e.message) == (3, "argument p of f must have shape 4x2, got 3x2")
+    assert e.notes == ("T in f's types is 4, the let T on line 1",)
+    # a let defined after the def, or one computed when the program runs, is not a size: the
+    # def's T is its own size variable (and an error naming it says so)
+    (y,) = run("def f(p: tensor[T, 2]) = p * 2\nlet T = 4\nprint f(ones(tensor[3x2]))\n")
+    assert y.shape == (3, 2)
+    e = error("let T = row_sum([[1, 1]])\ndef f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
               "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n")
     assert e.line == 3
     assert e.notes == ("T in f's types is its own size variable, bound by the shapes of the "
@@ -1523,12 +1536,6 @@ def test_an_error_in_a_def_whose_size_variable_shadows_a_let_says_so():
     # no let of that name, or an error that does not name it: no note
     assert error("def f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
                  "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n").notes == ()
-    assert error("let T = 4\ndef f(p: tensor[T, 2]) = p * q\n").notes == ()
-    # found by a reviewer: the n of 'cannot' is not the size n
-    assert error("let n = 3\ndef f(x: tensor[n, 2], y: tensor[1x3]) = y + [[1, 2]]\n"
-                 ).notes == ()
-    assert len(error("let T = 4\ndef f(x: tensor[N, T]) {\n    let y: tensor[NxTx3] = "
-                     "reshape(x)\n    return y\n}\n").notes) == 1
 
 
 def test_the_sum_hint_runs_as_written():
@@ -1915,3 +1922,15 @@ def test_a_third_round_of_slips_is_one_error_each(src, expected):
     """Found by a third breaker: each of these hid an error after it or added one."""
     _expect(src, expected)
 
+
+
+def test_a_size_variable_read_as_a_value_points_to_size():
+    """Found by a newcomer: wpe[0:Tn] in a def over tokens: tensor[Bn, Tn] said only
+    "unknown name 'Tn'"; the size is read with size(x, axis), which the message writes."""
+    e = error("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n    return tokens / T\n}\n"
+              "print f([[1, 2]], [[1]])\n")
+    assert (e.line, e.message) == (2, "unknown name 'T': T is a size in f's types, not a value; "
+                                      "size(tokens, 1) gives it as a number")
+    (y,) = run("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n"
+               "    return tokens / size(tokens, 1)\n}\nprint f([[1, 2]], [[1]])\n")
+    assert y.tolist() == [[0.5, 1.0]]

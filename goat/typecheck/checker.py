@@ -56,7 +56,7 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display", "scope", "_book", "_reads")
+                 "display", "scope", "_book", "_reads", "let_sizes")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -79,6 +79,7 @@ class Template:
         self.specs = {}
         self.display = None         # a generic def's result with ... as written (signature)
         self.scope = None           # the names it saw when written (its later checks see them)
+        self.let_sizes = {}         # the lets its parameters' types name: name -> (size, Loc)
         self._book = None
         self._reads = None
 
@@ -816,6 +817,8 @@ class Checker:
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
         self._generic_def = False     # the def being checked has a parameter typed [..., ...]
+        self._param_lets = None       # while a def's parameters are read: the lets their
+        #                               types name, name -> (size, the let's Loc)
         self._sizes = None            # the size variables its parameters bind (None: while
                                       # they are being read, when each may bind new ones)
         self._quiet = False           # checking a def again for a call: no outline
@@ -1287,6 +1290,19 @@ class Checker:
                     if fixed is not None:       # let B = 32 ... tensor[B, 1]
                         dims.append(fixed)
                         continue
+                elif self._sizes is None:
+                    # a def's parameter: a let above the def holding a size is that size, as
+                    # in any other type (let C = 32 ... def f(x: tensor[N, C])); any other name
+                    # is a size variable each call binds
+                    try:
+                        fixed = self._let_size(d, scope, ann.loc)
+                    except GoatError:
+                        fixed = None
+                    if fixed is not None:
+                        if self._param_lets is not None:
+                            self._param_lets[d] = (fixed, scope.find(d)[0].loc)
+                        dims.append(fixed)
+                        continue
                 # a let of that name: it is a value, known only when the program runs
                 value = ("" if scope is None or scope.find(d)[0] is None else
                          " (%s is a value, not a size: a type's sizes are known before the "
@@ -1722,6 +1738,7 @@ class Checker:
         outer_quiet, self._quiet = self._quiet, self._quiet or (rest is not None
                                                                and not outlined)
         outer_sizes, self._sizes = self._sizes, None
+        outer_lets, self._param_lets = self._param_lets, {}
         try:
             for p in stmt.params:
                 if p.name in seen:
@@ -1732,7 +1749,12 @@ class Checker:
                 if dims and dims[0] is ...:
                     dims = (rest or ()) + dims[1:]
                 params.append((p.name, dims, p.loc))
-            self._sizes = {d.name for _, dims, _ in params for d in dims if isinstance(d, SizeVar)}
+            # each size variable -> where a call gives it (the first parameter and axis)
+            self._sizes = {}
+            for pname, dims, _ in params:
+                for axis, d in enumerate(dims):
+                    if isinstance(d, SizeVar):
+                        self._sizes.setdefault(d.name, (pname, axis))
             if rest is None:
                 self.program.templates += 1
                 index = self.program.templates
@@ -1740,6 +1762,7 @@ class Checker:
                 self.program.specializations += 1
                 index = -self.program.specializations
             tmpl = Template(stmt.name, params, stmt.loc, index)
+            tmpl.let_sizes, self._param_lets = self._param_lets, None
             if any(d and d[0] is ... for _, d, _ in generic):
                 tmpl.generic = generic
                 tmpl.stmt = stmt
@@ -1814,6 +1837,7 @@ class Checker:
             self._quiet = outer_quiet
             self._generic_def = outer_generic
             self._sizes = outer_sizes
+            self._param_lets = outer_lets
         return tmpl
 
     def _note_shadowed_sizes(self, e, stmt, scope):
@@ -2049,9 +2073,12 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
+                notes = tuple("%s in %s's types is %d, the let %s on line %d" % (
+                    name, tmpl.qualname, size, name, at.line)
+                    for name, (size, at) in sorted(tmpl.let_sizes.items()) if size in declared)
                 raise GoatError("%s must have shape %s, got %s%s"
                                 % (what, _declared_shape(declared, env), format_shape(actual),
-                                   hint), loc)
+                                   hint), loc, notes=notes)
             out.append((bound, runtime, what))
         return out, env
 
@@ -2235,6 +2262,11 @@ class Checker:
             raise GoatError("unknown name '%s': the '%s' defined on line %d belongs to a block "
                             "that has ended; declare a var before the block and assign it inside"
                             % (name, name, self.gone[name]), e.loc)
+        if self._sizes and name in self._sizes and not name.startswith("..."):
+            pname, axis = self._sizes[name]
+            raise GoatError("unknown name '%s': %s is a size in %s's types, not a value; "
+                            "size(%s, %d) gives it as a number" % (
+                                name, name, self._defining, pname, axis), e.loc)
         if name in _NAME_HABITS:
             raise GoatError("unknown name '%s': %s" % (name, _NAME_HABITS[name]), e.loc)
         raise GoatError("unknown name '%s'%s" % (name, _suggest(name, _visible(scope))), e.loc)
