@@ -69,6 +69,14 @@ def test_pygments_lexer_on_a_program():
     assert "".join(text for _, text in GoatLexer().get_tokens(src)) == src
 
 
+def test_pygments_lexer_reads_every_subscript_form_without_an_error_token():
+    from pygments.token import Error
+    src = "print x[..., ::2] + sum(E[[0, -1], 1:3])\nfor i in 0..3 {\n    y[i, ...] = 1\n}\n"
+    tokens = list(GoatLexer().get_tokens(src))
+    assert not [text for kind, text in tokens if kind in Error]
+    assert ("...") in [text for _, text in tokens] and ".." in [text for _, text in tokens]
+
+
 def test_vscode_package_points_at_the_grammar():
     pkg = json.loads(read("vscode/package.json"))
     assert pkg["contributes"]["grammars"][0]["path"] == "./syntaxes/goat.tmLanguage.json"

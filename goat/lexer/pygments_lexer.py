@@ -42,6 +42,7 @@ class GoatLexer(RegexLexer):
             (r"\d+\.(?!\.)\d*|\.\d+", Number.Float),
             (r"\d+", Number.Integer),
             (NAME, Name),
+            (r"\.\.\.", Punctuation),          # a subscript's ellipsis, x[..., 0]
             (r"==|!=|<=|>=|->|\.\.|[-+*/@%<>]=?|=", Operator),
             (r"[()\[\]{},:;]", Punctuation),
             (r".", Error),
