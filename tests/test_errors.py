@@ -1934,3 +1934,24 @@ def test_a_size_variable_read_as_a_value_points_to_size():
     (y,) = run("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n"
                "    return tokens / size(tokens, 1)\n}\nprint f([[1, 2]], [[1]])\n")
     assert y.tolist() == [[0.5, 1.0]]
+
+
+def test_a_let_in_a_defs_parameters_that_is_no_size_is_that_error(tmp_path):
+    """Found by a breaker: with let C = 4.5 (or --let C=-3) the def's C had become a size
+    variable taking any size, quietly dropping the check."""
+    e = error("let C = 4.5\ndef f(x: tensor[N, C]) = x * C\nprint f(ones(tensor[1x5]))\n")
+    assert (e.line, e.message) == (2, "the size C is 4.5, not a whole number from 0")
+    (tmp_path / "p.mg").write_text("let C = 4\ndef f(x: tensor[N, C]) = x\n"
+                                   "print f(ones(tensor[1x4]))\n")
+    status, _, err = cli("run", "--let", "C=-3", "p.mg", cwd=str(tmp_path))
+    assert status == 1
+    assert err.splitlines()[0] == "p.mg:2: error: the size C is -3, not a whole number from 0"
+
+
+def test_the_note_on_a_lets_size_names_its_file_when_it_is_another(tmp_path):
+    (tmp_path / "mm.mg").write_text("# a module\n\n\nlet C = 4\ndef f(x: tensor[N, C]) = x\n")
+    (tmp_path / "main.mg").write_text("import mm\nlet C = 5\nprint mm.f(ones(tensor[2x5]))\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_file(str(tmp_path / "main.mg"))
+    assert info.value.notes == ("C in mm.f's types is 4, the let C on line 4 of %s"
+                                % (tmp_path / "mm.mg"),)

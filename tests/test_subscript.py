@@ -635,3 +635,50 @@ def test_a_stepped_slice_of_a_size_known_when_it_runs(tmp_path):
     y = x.copy()
     y[0:9:4, ::2] = 7
     assert np.array_equal(a, x[1:8:3]) and np.array_equal(b, y)
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_a_stepped_slice_with_a_computed_start_must_fit_its_whole_run(tmp_path, aot):
+    """Found by a breaker: x[k:k + 6:2] had checked only the cells it takes (3:9:2 of 8 rows
+    ran, where the written x[3:9:2] is refused) and named the last cell's start (8) and 1."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(
+        "let x = reshape(iota(tensor[32x1], 0), tensor[8x4])\nvar y = zeros(tensor[8x4])\n"
+        "for k in 0..9 {\n    print \"k {k}\"\n    y[k:k + 6:2] += 1\n    print x[k:k + 6:2, 0]\n}\n")
+    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[-1] == "k 3"
+    assert r.stderr.splitlines()[0] == (
+        "p.mg:5: error: a slice's start must be a whole number from 0 to 2 (axis 0 of 8x4 has 8 "
+        "cells, the slice runs over 6), got 3")
+
+
+@pytest.mark.parametrize("src, message", [
+    ("def g(x: tensor[..., 6]) = x[1:6:4]\nprint g(ones(tensor[3x6]))",
+     "the slice runs over 5 cells, more than axis 0 of 3x6 has (3)"),
+    ("def h(x: tensor[N, C]) = x[1::2]",
+     "the slice 1::2 needs the size of axis 0 of NxC, which is known only when the program runs "
+     "(or a def is called): write both bounds as whole numbers from 0 (the result's sizes are "
+     "known before the run; goat's types have no N - 1)"),
+    ("var v = 2\nprint zeros(tensor[4])[::v]",
+     "v is a var, which may change, so it cannot be in a slice's step (the result's size depends "
+     "on it): make it a let (let v = ...)"),
+    ("print zeros(tensor[2x3])[....]", "syntax error: expected an expression, '...' or ':', "
+                                      "found '..'"),
+])
+def test_stepped_slice_and_ellipsis_errors_found_by_a_breaker(src, message):
+    assert error(src + "\n").message == message
+
+
+def test_a_slice_from_0_to_the_end_of_an_axis_known_when_called_is_the_whole_axis():
+    (a, b) = run("def f(x: tensor[N, C]) = x[0:, 0::1]\ndef g(x: tensor[N, C]) = x[..., ::1]\n"
+                 "print f([[1, 2], [3, 4]])\nprint g([[5, 6, 7]])\n")
+    assert a.tolist() == [[1, 2], [3, 4]] and b.tolist() == [[5, 6, 7]]
+
+
+def test_the_caret_is_under_the_whole_slice_as_written():
+    e = error("def h(x: tensor[N, C]) = x[..., ::2]\n")
+    assert e.loc.source.text[e.loc.start:e.loc.end] == "::2"
+    e = error("def k(x: tensor[N, C]) = x[1: , 0]\n")
+    assert e.loc.source.text[e.loc.start:e.loc.end] == "1:"

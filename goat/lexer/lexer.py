@@ -403,7 +403,7 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                 i = n if eol < 0 else bisect_left(ends, eol + 1, i)
                 continue
             elif (kind == _PUNCT and piece in punctuation) or piece == "..":
-                if (piece == ".." and text[end_:end_ + 1] == "." and stack
+                if (piece == ".." and i + 1 < n and pieces[i + 1] == "." and stack
                         and stack[-1][1] in subscripts):
                     # x[..., 0]: NumPy's ellipsis, the whole axes it stands for
                     out.append(Tok("ELLIPSIS", "...", start_, end_ + 1))

@@ -264,6 +264,18 @@ class _Build:
     def slice(self, c):
         bounds = [e for e in c if e is not None]
         loc = bounds[0].loc.to(bounds[-1].loc) if bounds else None
+        if loc is not None:
+            # its colons too (::2, 1:): the slice as written, for a caret under all of it
+            text = loc.source.text
+            a, z = loc.start, loc.end
+            while a > 0 and text[a - 1] in " :" and ":" in text[a - 1:loc.start]:
+                a -= 1
+            while z < len(text) and text[z] in " :" and ":" in text[loc.end:z + 1]:
+                z += 1
+            text_a, text_z = text[a:loc.start], text[loc.end:z]
+            a = loc.start - len(text_a.lstrip(" "))
+            z = loc.end + len(text_z.rstrip(" "))
+            loc = Loc(loc.source, a, z)
         return ast.Slice(c[0], c[1], c[2] if len(c) > 2 else None, loc)
 
     def type_arg(self, c):

@@ -1172,6 +1172,9 @@ def _start_words(what, n, length, axis, shape) -> tuple:
     if what == "slice":
         return "a slice's start", "axis %d of %s has %s, the slice takes %d" % (
             axis, shape, cells_, length)
+    if what == "span":          # a slice with a step: the cells from its start to its end
+        return "a slice's start", "axis %d of %s has %s, the slice runs over %d" % (
+            axis, shape, cells_, length)
     return "narrow's start", "the axis has %s, the length is %d" % (cells_, length)
 
 
@@ -1202,6 +1205,9 @@ def _narrow_too_long(length, n, axis, shape, what=None) -> str:
         what, shape = what
     if what == "slice":
         return ("the slice of %d cell%s is longer than axis %d of %s, which has %d"
+                % (length, "" if length == 1 else "s", axis, shape, n))
+    if what == "span":
+        return ("the slice runs over %d cell%s, more than axis %d of %s has (%d)"
                 % (length, "" if length == 1 else "s", axis, shape, n))
     if what == "index":
         return "axis %d of %s has no cells to index" % (axis, shape)

@@ -1294,10 +1294,13 @@ class Checker:
                     # a def's parameter: a let above the def holding a size is that size, as
                     # in any other type (let C = 32 ... def f(x: tensor[N, C])); any other name
                     # is a size variable each call binds
-                    try:
+                    binding = scope.find(d)[0] if scope is not None else None
+                    fixed = None
+                    if (isinstance(binding, Node) and binding.shape in ((), (1,), (1, 1))
+                            and known_number(binding) is not None):
+                        # (a let that is no whole number from 0 -- --let C=4.5 -- is that
+                        # error here too, not a size variable taking any size)
                         fixed = self._let_size(d, scope, ann.loc)
-                    except GoatError:
-                        fixed = None
                     if fixed is not None:
                         if self._param_lets is not None:
                             self._param_lets[d] = (fixed, scope.find(d)[0].loc)
@@ -2073,8 +2076,9 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
-                notes = tuple("%s in %s's types is %d, the let %s on line %d" % (
-                    name, tmpl.qualname, size, name, at.line)
+                notes = tuple("%s in %s's types is %d, the let %s on line %d%s" % (
+                    name, tmpl.qualname, size, name, at.line,
+                    "" if at.source is loc.source else " of %s" % at.source.path)
                     for name, (size, at) in sorted(tmpl.let_sizes.items()) if size in declared)
                 raise GoatError("%s must have shape %s, got %s%s"
                                 % (what, _declared_shape(declared, env), format_shape(actual),
@@ -2578,7 +2582,7 @@ class Checker:
                     continue
                 start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
-                              item.loc, 1))
+                              item.loc, 1, 1))
                 continue
             kept.append(axis)
             step = self._slice_step(item, scope, b)
@@ -2591,18 +2595,19 @@ class Checker:
                     "from 0 (the result's sizes are known before the run)" % (step, axis, whole),
                     item.loc)
             if item.lo is None and item.hi is None:
-                start, length = b.const(0.0, item.loc), size
+                start, span = b.const(0.0, item.loc), size
             else:
-                start, length = self._subscript_slice(x, axis, item, n, size, whole, scope, b)
+                start, span = self._subscript_slice(x, axis, item, n, size, whole, scope, b,
+                                                    step)
             if start is None:               # the whole axis, as written, x[0:n]
                 if step == 1:
                     continue
-                start, length = b.const(0.0, item.loc), size
-            if step > 1:
-                # every step-th cell of the run lo to hi - 1, as NumPy's lo:hi:step takes them
-                length = -(-length // step)
-            parts.append((axis, start, length, ("slice", named) if named else "slice",
-                          item.loc, step))
+                start, span = b.const(0.0, item.loc), size
+            # every step-th cell of the run lo to hi - 1, as NumPy's lo:hi:step takes them
+            length = -(-span // step)
+            kind = "slice" if step == 1 else "span"
+            parts.append((axis, start, length, (kind, named) if named else kind,
+                          item.loc, step, span))
         kept.extend(range(len(items), r))
         return parts, kept, rows
 
@@ -2610,6 +2615,11 @@ class Checker:
         """A slice's step: 1 when left out; a whole number from 1 the program fixes."""
         if item.step is None:
             return 1
+        for name in sorted(_uses(item.step)):
+            if isinstance(scope.find(name)[0], VarBinding):
+                raise GoatError("%s is a var, which may change, so it cannot be in a slice's "
+                                "step (the result's size depends on it): make it a let (let %s "
+                                "= ...)" % (name, name), item.step.loc)
         node = self.value(item.step, scope, b)
         v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
         if v is None:
@@ -2624,67 +2634,80 @@ class Checker:
 
     def _take(self, b, x, part):
         """The cells ``part`` (one of _subscripts' parts) takes from x along its axis: a
-        narrow; for a slice with a step, the run's every step-th cell -- the groups of step
-        cells, as a new axis (a reshape), their first cell each (a narrow), then, where the
-        last group would run past the axis, its one cell joined on (concat)."""
-        axis, start, count, what, loc, step = part
+        narrow; for a slice with a step, the slice's whole run (a narrow, its start checked as
+        a slice's), then its every step-th cell -- the groups of step cells as a new axis (a
+        reshape) and their first cells (a narrow), a short last group's one cell joined on
+        (concat)."""
+        axis, start, count, what, loc, step, span = part
         if step == 1:
             return b.op(REGISTRY["narrow"], (x, start), loc, (axis, count, what))
-        a = known_number(start)
-        n = x.shape[axis]
-        if a is not None and type(n) is int and a + count * step <= n:
-            return self._firsts(b, self._run(b, x, part, count * step), axis, count, step, loc)
-        head = self._firsts(b, self._run(b, x, part, (count - 1) * step), axis, count - 1,
-                            step, loc) if count > 1 else None
-        tail = b.op(REGISTRY["narrow"], (x, self._after(b, start, (count - 1) * step, loc)),
-                    loc, (axis, 1, what))
-        if head is None:
+        run = self._run(b, x, part)
+        zero = b.const(0.0, loc)
+        if count * step <= span:
+            groups = b.op(REGISTRY["narrow"], (run, zero), loc, (axis, count * step))
+            return self._firsts(b, self._run_all(b, run, groups), axis, count, step, loc)
+        tail = b.op(REGISTRY["narrow"], (run, b.const(float((count - 1) * step), loc)), loc,
+                    (axis, 1))
+        if count == 1:
             return tail
+        head = b.op(REGISTRY["narrow"], (run, zero), loc, (axis, (count - 1) * step))
+        head = self._firsts(b, head, axis, count - 1, step, loc)
         return b.op(REGISTRY["concat"], (head, tail), loc, (axis,))
 
     def _give(self, b, y, v, part):
         """y with the cells ``part`` takes (as _take takes them) replaced by v."""
-        axis, start, count, what, loc, step = part
+        axis, start, count, what, loc, step, span = part
         if step == 1:
             return b.op(REGISTRY["put"], (y, v, start), loc, (axis, what))
-        a = known_number(start)
-        n = y.shape[axis]
-        if a is not None and type(n) is int and a + count * step <= n:
-            return self._put_run(b, y, v, part, count)
-        tail = self._after(b, start, (count - 1) * step, loc)
-        if count == 1:
-            return b.op(REGISTRY["put"], (y, v, tail), loc, (axis, what))
+        run = self._run(b, y, part)
         zero = b.const(0.0, loc)
-        head_v = b.op(REGISTRY["narrow"], (v, zero), loc, (axis, count - 1))
-        tail_v = b.op(REGISTRY["narrow"], (v, b.const(float(count - 1), loc)), loc, (axis, 1))
-        y = self._put_run(b, y, head_v, part, count - 1)
-        return b.op(REGISTRY["put"], (y, tail_v, tail), loc, (axis, what))
-
-    def _put_run(self, b, y, v, part, count):
-        """y with the first cells of ``count`` groups of step cells from part's start replaced
-        by v (count cells along the axis)."""
-        axis, start, _, what, loc, step = part
-        run = self._run(b, y, part, count * step)
-        groups = self._groups(b, run, axis, count, step, loc)
-        shape = tuple(v.shape[:axis]) + (count, 1) + tuple(v.shape[axis + 1:])
-        v = b.op(REGISTRY["reshape"], (v,), loc,
-                 (_run_shape(shape, _split_sources(v, axis)),), shape=shape, check=False)
-        groups = b.op(REGISTRY["put"], (groups, v, b.const(0.0, loc)), loc, (axis + 1,))
-        run2 = b.op(REGISTRY["reshape"], (groups,), loc,
-                    (_run_shape(run.shape, [(run, k) for k in range(len(run.shape))]),),
-                    shape=run.shape, check=False)
-        if run2.shape == y.shape and known_number(start) == 0:
+        if count * step <= span:
+            run2 = self._put_groups(b, run, v, axis, count, step, loc)
+        else:
+            last = b.const(float((count - 1) * step), loc)
+            tail_v = b.op(REGISTRY["narrow"], (v, b.const(float(count - 1), loc)), loc,
+                          (axis, 1))
+            run2 = run
+            if count > 1:
+                head_v = b.op(REGISTRY["narrow"], (v, zero), loc, (axis, count - 1))
+                run2 = self._put_groups(b, run2, head_v, axis, count - 1, step, loc)
+            run2 = b.op(REGISTRY["put"], (run2, tail_v, last), loc, (axis,))
+        if run is y:
             return run2
         return b.op(REGISTRY["put"], (y, run2, start), loc, (axis, what))
 
+    def _put_groups(self, b, run, v, axis, count, step, loc):
+        """``run`` with the first cell of each of its first ``count`` groups of ``step`` cells
+        along axis replaced by v (count cells along the axis)."""
+        zero = b.const(0.0, loc)
+        whole = run.shape[axis] == count * step
+        part = run if whole else b.op(REGISTRY["narrow"], (run, zero), loc,
+                                      (axis, count * step))
+        groups = self._groups(b, part, axis, count, step, loc)
+        shape = tuple(v.shape[:axis]) + (count, 1) + tuple(v.shape[axis + 1:])
+        v = b.op(REGISTRY["reshape"], (v,), loc,
+                 (_run_shape(shape, _split_sources(v, axis)),), shape=shape, check=False)
+        groups = b.op(REGISTRY["put"], (groups, v, zero), loc, (axis + 1,))
+        part2 = b.op(REGISTRY["reshape"], (groups,), loc,
+                     (_run_shape(part.shape, [(part, k) for k in range(len(part.shape))]),),
+                     shape=part.shape, check=False)
+        if whole:
+            return part2
+        return b.op(REGISTRY["put"], (run, part2, zero), loc, (axis,))
+
     @staticmethod
-    def _run(b, x, part, length):
-        """The ``length`` cells of x from part's start along its axis (x itself when that is
-        all of x)."""
-        axis, start, _, what, loc, _ = part
-        if x.shape[axis] == length and known_number(start) == 0:
+    def _run(b, x, part):
+        """The cells of x a stepped slice runs over, from its start (x itself when that is
+        all of x): its start checked as a slice's of that many cells."""
+        axis, start, _, what, loc, _, span = part
+        if x.shape[axis] == span and known_number(start) == 0:
             return x
-        return b.op(REGISTRY["narrow"], (x, start), loc, (axis, length, what))
+        return b.op(REGISTRY["narrow"], (x, start), loc, (axis, span, what))
+
+    @staticmethod
+    def _run_all(b, run, groups):
+        """``groups`` (the first cells of ``run``), or run itself when they are all of it."""
+        return run if groups.shape == run.shape else groups
 
     def _firsts(self, b, run, axis, count, step, loc):
         """The first cell of each of the ``count`` groups of ``step`` cells ``run`` holds
@@ -2703,16 +2726,6 @@ class Checker:
         shape = tuple(run.shape[:axis]) + (count, step) + tuple(run.shape[axis + 1:])
         return b.op(REGISTRY["reshape"], (run,), loc,
                     (_run_shape(shape, _split_sources(run, axis)),), shape=shape, check=False)
-
-    @staticmethod
-    def _after(b, start, offset, loc):
-        """start + offset (a number when start is one)."""
-        a = known_number(start)
-        if a is not None:
-            return b.const(a + offset, loc)
-        if offset == 0:
-            return start
-        return b.op(REGISTRY["add"], (start, b.const(float(offset), loc)), loc)
 
     @staticmethod
     def _indices_subscript(node, axis, item):
@@ -2741,7 +2754,7 @@ class Checker:
                             % (stmt.name, format_shape(rows.shape)), stmt.items[0].loc)
         r = len(x.shape)
         part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
-        for axis, _, length, _, _, _ in parts:
+        for axis, _, length, _, _, _, _ in parts:
             part[axis] = length
         part = tuple(part)
         target = tuple(part[a] for a in kept)
@@ -2813,7 +2826,7 @@ class Checker:
         # as a computed index does)
         return b.const(float(v), item.loc)
 
-    def _subscript_slice(self, x, axis, item, n, size, whole, scope, b):
+    def _subscript_slice(self, x, axis, item, n, size, whole, scope, b, step=1):
         """(start node, length) of slice ``item`` of ``axis``, or (None, None) when it takes
         the whole axis.  Bounds written as numbers are checked here (a negative one counts
         from the end of an axis whose size is known); a computed start is checked when it
@@ -2832,9 +2845,12 @@ class Checker:
             if v is not None and not (v == v and abs(v) <= 2 ** 53 and v == int(v)):
                 raise GoatError("a slice's bounds are whole numbers, got %s" % _number_text(v),
                                 bound.loc)
-        written = "%s:%s" % ("" if vlo is None or item.lo is None else "%d" % vlo,
-                             "" if vhi is None or item.hi is None else "%d" % vhi)
+        written = "%s:%s%s" % ("" if vlo is None or item.lo is None else "%d" % vlo,
+                               "" if vhi is None or item.hi is None else "%d" % vhi,
+                               ":%d" % step if step > 1 else "")
         if vlo is not None and (vhi is not None or hi is None):
+            if size is None and hi is None and vlo == 0:
+                return None, None           # x[0:], the whole axis
             if size is None and (hi is None or vlo < 0 or vhi < 0):
                 raise GoatError(
                     "the slice %s needs the size of axis %d of %s, which is known only when "
