@@ -39,9 +39,10 @@ def cosine_lr(step: scalar, warmup: scalar, total: scalar, peak: scalar) {
 # global norm (the square root of the sum).
 def sq_norm(g: tensor[...]) = row_sum(reshape(g * g, tensor[1x?]))
 
-# the factor that clips gradients whose squared norms sum to total_sq to the norm max_norm:
-# min(1, max_norm / (sqrt(total_sq) + 1e-06)), as PyTorch's clip_grad_norm_.
-def clip_coef(total_sq: tensor[1, 1], max_norm: scalar) = minimum(max_norm / (sqrt(total_sq) + 1e-06), 1)
+# the factor that clips gradients whose squared norms sum to total_sq (one number: a 1x1, or
+# a scalar) to the norm max_norm: min(1, max_norm / (sqrt(total_sq) + 1e-06)), as PyTorch's
+# clip_grad_norm_; a scalar, so that multiplying a gradient of any rank by it keeps its shape.
+def clip_coef(total_sq: tensor[...], max_norm: scalar) = minimum(max_norm / (sqrt(sum(total_sq)) + 1e-06), 1)
 
 # a gradient scaled down to norm max_norm when its norm is larger, on its own (as PyTorch's
 # clip_grad_norm_ given this one tensor: the factor is max_norm / (norm + 1e-06), at most 1).

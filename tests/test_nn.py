@@ -456,7 +456,9 @@ def test_several_attention_heads_as_docs_write_them_against_numpy():
     col_sum) against a NumPy version written separately: per head, per sequence, the causal
     softmax attention, then each head's output projection, added."""
     text = (Path(ROOT) / "docs" / "language.md").read_text()
-    start = text.index("### Several attention heads")
+    # (the section's second example: its first splits one matrix's columns with swapaxes,
+    # tests/test_flat_parameters.py)
+    start = text.index("Or the heads are a leading batch axis", text.index("### Several attention heads"))
     program = text[text.index("```goat\n", start) + 8:text.index("```", text.index("```goat\n", start) + 8)]
     program = program.replace("print row_sum(y)",
                               "print x\nprint wq\nprint wk\nprint wv\nprint wo\nprint y")

@@ -302,18 +302,26 @@ def test_sample_rows_refuses_weights_that_are_not_probabilities(weights, row):
 
 
 def test_clipping_by_the_global_norm():
+    """clip_coef is a scalar: a gradient of any rank (a vector, a scalar parameter's) keeps its
+    shape when scaled by it (found by a newcomer: a 1x1 factor had made a scalar's gradient
+    1x1, which adamw then refused)."""
     g1 = np.array([[3.0, 0.0]])
     g2 = np.array([[0.0, 4.0], [0.0, 0.0]])
-    a, b = run("""import optim
+    a, b, c, d = run("""import optim
 let g1 = %s
 let g2 = %s
-let c = optim.clip_coef(optim.sq_norm(g1) + optim.sq_norm(g2), 1)
+let g3 = [0, 0, 0]
+let g4 = 0
+let c = optim.clip_coef(optim.sq_norm(g1) + optim.sq_norm(g2) + optim.sq_norm(g3) + optim.sq_norm(g4), 1)
 print g1 * c
 print g2 * c
+print g3 * c
+print g4 * optim.clip_coef(reshape(optim.sq_norm(g1), scalar), 1)
 """ % (lit(g1), lit(g2)))
     scale = 1 / (5 + 1e-6)
     np.testing.assert_allclose(a, g1 * scale, rtol=1e-15)
     np.testing.assert_allclose(b, g2 * scale, rtol=1e-15)
+    assert c.shape == (3,) and d.shape == ()
 
 
 @pytest.mark.parametrize("src, words", [
