@@ -309,9 +309,14 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
                              "others leave)"),
     ("let y = ...", "unexpected character '.'; ... is written only in a subscript, x[..., 0], "
                     "where it stands for the whole axes the others leave"),
-    ("print x[:, None]", "unknown name 'None': goat has no None; a subscript has no newaxis "
-                         "either: reshape(x, tensor[...]) adds an axis of size 1 (a slice "
-                         "t:t + 1 keeps one)"),
+    ("print x + None", "unknown name 'None': goat has no None, but in a subscript, where it "
+                       "adds an axis of size 1 (x[:, None]; reshape(x, tensor[...]) does too)"),
+    ("x[:, None] = 1", "None (a new axis of size 1) can only be read, x[:, None]; an "
+                       "assignment's subscripts take the var's own axes"),
+    ("print x[[0, 1], None]", "a subscript with a tensor of indices takes no None (a new axis): "
+                              "reshape the result"),
+    ("print x[None, None, 0, 0, 0]", "3 subscripts for a value of rank 2 (tensor[2x3]): one per "
+                                     "axis, at most"),
     ("let y = x\ny[0] = 1", "cannot assign to 'y': it is defined with let on line 2, which cannot "
                             "change; declare it with var to assign to it"),
 ])
@@ -682,3 +687,32 @@ def test_the_caret_is_under_the_whole_slice_as_written():
     assert e.loc.source.text[e.loc.start:e.loc.end] == "::2"
     e = error("def k(x: tensor[N, C]) = x[1: , 0]\n")
     assert e.loc.source.text[e.loc.start:e.loc.end] == "1:"
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 5, 3)])
+def test_none_adds_an_axis_of_size_1_as_numpys_newaxis(shape):
+    """x[:, None], x[None], x[..., None, 0]: None takes no axis of x and gives the result one
+    of size 1 there (the outer product v[:, None] * w[None, :])."""
+    x = RNG.normal(size=shape)
+    lines = ["let x = %s" % _literal(x)]
+    want = []
+    for _ in range(30):
+        text, index = _subscripts(shape, RNG)
+        text, index = text.split(", "), list(index)
+        for _ in range(int(RNG.integers(1, 3))):
+            at = int(RNG.integers(len(index) + 1))
+            text.insert(at, "None")
+            index.insert(at, None)
+        if RNG.integers(2):             # (last: the axes the subscripts leave, and Nones)
+            text.append("...")
+            index.append(Ellipsis)
+            if RNG.integers(2):
+                text.append("None")
+                index.append(None)
+        lines.append("print x[%s]" % ", ".join(text))
+        want.append(x[tuple(index)])
+    got = run("\n".join(lines) + "\n")
+    for g, w, line in zip(got, want, lines[1:]):
+        assert g.shape == w.shape and np.array_equal(g, w), line
+    (outer,) = run("let v = [1, 2, 3]\nlet w = [10, 20]\nprint v[:, None] * w[None, :]\n")
+    assert outer.tolist() == [[10, 20], [20, 40], [30, 60]]

@@ -2516,14 +2516,37 @@ class Checker:
         x = self.value(e.value, scope, b)
         whole = format_shape(x.shape) if x.shape and all(type(d) is int for d in x.shape) \
             else None
-        parts, kept, rows = self._subscripts(x, e.items, e.bracket_loc, scope, b)
+        items = e.items
+        new = []            # x[:, None]: where a new axis of size 1 goes among the result's
+        if any(_is_newaxis(item) for item in items):
+            if not x.shape:
+                raise GoatError("a scalar has no axes to subscript: x[...] takes cells of a "
+                                "tensor of rank 1 or more (reshape(x, tensor[1]) makes a "
+                                "tensor of it)", e.bracket_loc)
+            items = _expand_ellipsis(items, len(x.shape))
+            at = 0
+            for item in items:
+                if _is_newaxis(item):
+                    new.append(at)
+                    at += 1
+                elif type(item) is ast.Slice:
+                    at += 1
+                elif at == 0 and not new:
+                    node = self.value(item, scope, b)
+                    if type(item) is ast.Array or cells(node.shape) != 1:
+                        raise GoatError("a subscript with a tensor of indices takes no None "
+                                        "(a new axis): reshape the result", item.loc)
+            items = [item for item in items if not _is_newaxis(item)]
+        parts, kept, rows = self._subscripts(x, items, e.bracket_loc, scope, b)
         for part in parts:
             x = self._take(b, x, part)
-        if len(kept) != len(x.shape):
-            # drop the axes indexed: a reshape to the others
-            out_shape = tuple(x.shape[a] for a in kept)
-            x = b.op(REGISTRY["reshape"], (x,), e.loc,
-                     (_run_shape(out_shape, [(x, a) for a in kept]),),
+        if len(kept) != len(x.shape) or new:
+            # drop the axes indexed, and add the new ones: a reshape to the others
+            sources = [(x, a) for a in kept]
+            for at in new:
+                sources.insert(at, None)
+            out_shape = tuple(1 if src is None else x.shape[src[1]] for src in sources)
+            x = b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
                      shape=out_shape, check=False)
         if rows is not None:
             x = self._rows(x, rows, whole, e.items[0].loc, b)
@@ -2550,16 +2573,11 @@ class Checker:
         if r == 0:
             raise GoatError("a scalar has no axes to subscript: x[...] takes cells of a tensor "
                             "of rank 1 or more", bracket_loc)
-        dots = [item for item in items if type(item) is ast.Ellipsis]
-        if len(dots) > 1:
-            raise GoatError("a subscript holds one ... at most (it stands for every axis the "
-                            "others leave)", dots[1].loc)
-        if dots:
-            # x[..., 0]: ... is the whole axes the other subscripts leave (none, x[..., 0] of
-            # a vector), as in NumPy
-            at = items.index(dots[0])
-            whole_axis = [ast.Slice(None, None, None, dots[0].loc)] * max(0, r - len(items) + 1)
-            items = items[:at] + whole_axis + items[at + 1:]
+        items = _expand_ellipsis(items, r)
+        for item in items:
+            if _is_newaxis(item):
+                raise GoatError("None (a new axis of size 1) can only be read, x[:, None]; an "
+                                "assignment's subscripts take the var's own axes", item.loc)
         if len(items) > r:
             raise GoatError("%d subscripts for a value of rank %d (%s): one per axis, at most"
                             % (len(items), r, format_type(shape)), bracket_loc)
@@ -2947,8 +2965,8 @@ _NAME_HABITS = {
     "false": "write 0 (a condition is a number; 0 is false)",
     "inf": "write 1 / 0 (and -1 / 0 for -inf)", "nan": "write 0 / 0",
     "pi": "write 3.141592653589793",
-    "None": "goat has no None; a subscript has no newaxis either: reshape(x, tensor[...]) "
-            "adds an axis of size 1 (a slice t:t + 1 keeps one)",
+    "None": "goat has no None, but in a subscript, where it adds an axis of size 1 "
+            "(x[:, None]; reshape(x, tensor[...]) does too)",
 }
 # a built-in called as another library's function of that name is: (name, arguments) -> hint
 _ARITY_HABITS = {
@@ -3012,6 +3030,26 @@ def _elsewhere(member, mod_name, scope) -> str:
     if member in _FUNCTION_HABITS:
         return "; %s" % _FUNCTION_HABITS[member]
     return ""
+
+
+def _is_newaxis(item) -> bool:
+    """``None`` in a subscript: NumPy's newaxis, a new axis of size 1."""
+    return type(item) is ast.Name and item.name == "None"
+
+
+def _expand_ellipsis(items, r):
+    """``items`` with its ``...`` (at most one) replaced by the whole axes the others leave of
+    a value of rank ``r`` (none, x[..., 0] of a vector), as in NumPy; a None takes no axis."""
+    dots = [item for item in items if type(item) is ast.Ellipsis]
+    if len(dots) > 1:
+        raise GoatError("a subscript holds one ... at most (it stands for every axis the "
+                        "others leave)", dots[1].loc)
+    if not dots:
+        return items
+    at = items.index(dots[0])
+    taken = sum(not _is_newaxis(item) for item in items) - 1
+    whole_axis = [ast.Slice(None, None, None, dots[0].loc)] * max(0, r - taken)
+    return items[:at] + whole_axis + items[at + 1:]
 
 
 def _split_sources(x, axis):
