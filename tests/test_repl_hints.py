@@ -488,7 +488,9 @@ def test_typing_echoes_at_once_in_a_terminal_while_the_hint_explodes(tmp_path):
     defs = tmp_path / "explode.mg"
     defs.write_text(exploding_defs(24))
     env = dict(os.environ, PYTHONPATH=ROOT, XDG_STATE_HOME=str(tmp_path), TERM="xterm")
-    term = Terminal(env)
+    # (a screen wide enough for the path: under pytest-xdist tmp_path is longer, and the
+    # "loaded PATH: 25 statements" line had wrapped on the 100 columns of the emulated screen)
+    term = Terminal(env, cols=max(100, len(str(defs)) + 60))
     try:
         term.wait_for("goat>")
         term.child.send(":load %s\r" % defs)
