@@ -1152,7 +1152,8 @@ def test_a_block_of_a_loaded_file_may_define_a_name_the_session_has(tmp_path):
     # sizes are not arithmetic: a ? for reshape, the number for numbers alone
     ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * H])\n",
      "malformed type tensor[3, H * H]: write its dimensions as 6x6, ?x4 or N, K; a size is a "
-     "number, a size variable or ?, not arithmetic: reshape works out one ? from the others "
+     "number, a size variable or ?, not arithmetic: a let holds it (let S = H * H, then "
+     "tensor[3, S]), where its names are lets; in reshape, a ? is worked out from the others "
      "(reshape(x, tensor[3, ?]))"),
     ("let a: tensor[2 * (3 + 1), 4] = zeros()\n",
      "malformed type tensor[2 * (3 + 1), 4]: write its dimensions as 6x6, ?x4 or N, K; a size is "
@@ -1398,8 +1399,11 @@ def test_a_loss_not_yet_reduced_is_not_taken_for_swapped_arguments():
 @pytest.mark.parametrize("written, hint", [
     ("2*3x4", "tensor[6x4]"),
     ("2x3*4", "tensor[2x12]"),
-    ("H*2, W*2", None),          # two sizes of arithmetic: reshape takes one ? only
-    ("max_len*2", "reshape works out one ? from the others (reshape(x, tensor[?]))"),
+    # two sizes of arithmetic: reshape takes one ? only
+    ("H*2, W*2", "a let holds each (let S = 4 * H, then tensor[S, ...]), where their names "
+                 "are lets"),
+    ("max_len*2", "a let holds it (let S = max_len*2, then tensor[S]), where its names are "
+                  "lets; in reshape, a ? is worked out from the others (reshape(x, tensor[?]))"),
     ("BATCHx2*3", None),         # a name with an x in it, not the x form
 ])
 def test_arithmetic_in_a_type_gets_a_hint_goat_accepts(written, hint):
@@ -1955,3 +1959,26 @@ def test_the_note_on_a_lets_size_names_its_file_when_it_is_another(tmp_path):
         goat.run_file(str(tmp_path / "main.mg"))
     assert info.value.notes == ("C in mm.f's types is 4, the let C on line 4 of %s"
                                 % (tmp_path / "mm.mg"),)
+
+
+@pytest.mark.parametrize("src", [
+    "let a = 3\nlet b = if a > 2 { 1 } else { 0 }\nprint b\n",
+    "let a = 3\nlet b = if a > 2 {\n    1\n} else {\n    0\n}\nprint b\n",
+])
+def test_an_if_written_as_a_value_is_one_error_pointing_to_where(src):
+    """Found by a newcomer: let b = if a > 2 { 1 } else { 0 } said only 'expected an
+    expression, found if', then twice that a value on its own line does nothing."""
+    e = error(src)
+    assert len(getattr(e, "errors", [e])) == 1
+    assert e.line == 2 and e.message == (
+        "syntax error: expected an expression, found 'if'; an if is a statement, not a value: "
+        "where(c, a, b) chooses between two values (elementwise), or declare a var and assign "
+        "it in each branch")
+
+
+def test_the_power_hint_multiplies_first():
+    """Found by a newcomer: mean((p - y) ** 2) was told to write exp(p * log(x)), a NaN for a
+    negative difference."""
+    e = error("let d = [-1, 2]\nprint d ** 2\n")
+    assert e.message.endswith("there is no power operator (**): multiply (x * x), or for x > 0 "
+                              "write exp(p * log(x))")

@@ -84,7 +84,7 @@ _QUOTES = {"'": "'", "\u201c": "\u201d\u201c\"", "\u2018": "\u2019\u2018'"}
 
 _CHARACTER_HINTS = {
     "!": "; 'not x' negates a condition, and a != b compares",
-    "^": "; there is no power operator: multiply, or write exp(p * log(x))",
+    "^": "; there is no power operator: multiply (x * x), or for x > 0 write exp(p * log(x))",
     "'": "; strings are written in double quotes: \"...\"",
     "&": "; write 'and'", "|": "; write 'or'",
     "\\": "; a statement goes on to the next line only inside ( ) or [ ]: put the expression "
@@ -857,10 +857,14 @@ def _arithmetic_hint(inner: str) -> str:
     if all(v is not None for v in sized):
         return say + ": tensor[%s]" % join.join(str(v) for v in sized)
     if sum(1 for p in parts if arithmetic(p)) == 1:
+        expr = next(p for p in parts if arithmetic(p))
+        named = join.join("S" if arithmetic(p) else p for p in parts)
         worked = join.join("?" if arithmetic(p) else p for p in parts)
-        return say + (": reshape works out one ? from the others (reshape(x, tensor[%s]))"
-                      % worked)
-    return say
+        return say + (": a let holds it (let S = %s, then tensor[%s]), where its names are "
+                      "lets; in reshape, a ? is worked out from the others "
+                      "(reshape(x, tensor[%s]))" % (expr, named, worked))
+    return say + ": a let holds each (let S = 4 * H, then tensor[S, ...]), where their names "\
+        "are lets"
 
 
 def _type_token(source, word, start, end):

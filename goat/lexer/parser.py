@@ -789,6 +789,8 @@ def _hint(tokens, tok) -> str:
         return "; there is no integer division (//): write (a - a % b) / b"
     if tok.type == "IF" and prev in ("NAME", "NUMBER", "RPAR", "RSQB", "ARRAY"):
         return "; there is no A if C else B: write where(C, A, B), elementwise"
+    if tok.type == "IF" and prev is not None:
+        return _IF_VALUE
     if (tokens[0].type == "ASSERT" and len(tokens) > 1 and tokens[1].type == "LPAR"
             and tok.type == "STRING"):
         return '; an assert is written without parentheses: assert COND, "message"'
@@ -802,7 +804,8 @@ def _hint(tokens, tok) -> str:
     if tok.type in comparisons and any(t.type in comparisons for t in tokens[:i]):
         return "; comparisons do not chain: write a < b and b < c"
     if tok.type == "STAR" and prev == "STAR":
-        return "; there is no power operator (**): multiply, or write exp(p * log(x))"
+        return ("; there is no power operator (**): multiply (x * x), or for x > 0 write "
+                "exp(p * log(x))")
     if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
             t.type in ("NAME", "_COMMA", "LET", "VAR")
             for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]) \
@@ -1335,6 +1338,11 @@ def _open_else(current: list, header) -> list | None:
     return last.orelse
 
 
+# let b = if c { 1 } else { 0 }: an if where a value goes (its blocks' values are not said to
+# do nothing on their own lines)
+_IF_VALUE = ("; an if is a statement, not a value: where(c, a, b) chooses between two "
+             "values (elementwise), or declare a var and assign it in each branch")
+
 # a statement's last token that leaves its value to come (``let y =``, ``x +=``)
 _OPEN_ENDS = frozenset(("_EQUAL", "PLUS_EQUAL", "MINUS_EQUAL", "STAR_EQUAL", "SLASH_EQUAL"))
 _ON_ITS_OWN = "syntax error: a value on its own line"
@@ -1357,6 +1365,8 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
     append = stmts.append
     blocks = False
     dangling = False        # the statement before failed ending in =: this one is its value
+    if_value = 0            # the depth of the blocks of an if written as a value
+    if_value_else = False   # ... whose block has just ended (an else may follow)
     unbraced = None         # (its tokens, its error's index) when the statement before was a
     #                         block's header with no { that failed
     for tokens in tokenize(source):
@@ -1371,9 +1381,20 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                 blocks = True
                 continue
             unbraced = None
+            quiet = if_value > 0 or (if_value_else and tokens[0].type == "ELSE")
+            if quiet:
+                if tokens[0].type == "RBRACE":
+                    if_value -= 1
+                if len(tokens) > 1 and tokens[-2].type == "LBRACE":
+                    if_value += 1
+                if_value_else = if_value == 0       # (an else may follow its block)
+            else:
+                if_value_else = False
             try:
                 stmt = _parse_statement(build, tokens, start)
             except GoatError as e:
+                if quiet and e.message.startswith(_ON_ITS_OWN):
+                    continue            # (a value in the block of an if written as a value)
                 if len(tokens) > 1 and tokens[-2].type == "LBRACE":
                     # a block's header (the lexer ends a statement at the { that opens a
                     # block): its block stands as the Broken, the names it would define
@@ -1386,6 +1407,8 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                     names = () if tokens[0].type in _HEADS and tokens[0].type != "DEF" \
                         else _names_of(tokens)
                     append(ast.Header("broken", ast.Broken(names, loc), loc))
+                    if e.message.endswith(_IF_VALUE) and if_value == 0:
+                        if_value = 1
                     continue
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
                     errors.append(e)    # (a value left on the next line is the last error's)

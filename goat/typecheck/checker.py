@@ -2992,7 +2992,7 @@ _FUNCTION_HABITS = {
     "dot": "write a @ b", "matmul": "write a @ b", "mm": "write a @ b",
     "permute": "write swapaxes(x, a, b), a pair of axes at a time",
     "moveaxis": "write swapaxes(x, a, b), a pair of axes at a time",
-    "pow": "there is no power: multiply, or write exp(p * log(x))",
+    "pow": "there is no power: multiply (x * x), or for x > 0 write exp(p * log(x))",
     "clip": "write minimum(maximum(x, lo), hi)", "clamp": "write minimum(maximum(x, lo), hi)",
     "sign": "write (x > 0) - (x < 0)",
     "arange": "write iota(tensor[N], 0) (0, 1, ..., N-1)",
