@@ -555,10 +555,31 @@ def test_a_name_inside_a_list_literal_gets_a_hint():
 
 def test_a_shape_left_out_inside_a_larger_expression_says_where_it_may_be():
     from conftest import error as error_of
-    e = error_of("var w: tensor[4x4] = randn(2) * 0.3\n")
+    e = error_of("var w: tensor[4x4] = randn(2) @ ones(tensor[4x4])\n")
     assert "the shape may be left out only where the call is the whole value of an annotated " \
            "let or var" in e.message
     assert "randn(tensor[4x4], ...)" in e.message
+
+
+def test_a_shape_left_out_where_the_call_is_scaled_by_numbers_is_the_annotations():
+    """Found by two newcomers: var w: tensor[H, 1] = randn(3) * 0.3, the usual initialisation,
+    had been an error; a call combined with numbers only keeps its shape, so it takes the
+    annotation's."""
+    a, b, c, d = run("let H = 3\nvar w: tensor[H, 2] = randn(3) * 0.3\n"
+                     "let z: tensor[2x2] = 0.5 * ones()\nlet m: tensor[2] = zeros() - 1\n"
+                     "var u: tensor[1x2] = -randn(1) * 0.1 + 2\n"
+                     "print w - randn(tensor[3x2], 3) * 0.3\nprint z\nprint m\n"
+                     "print u - (-randn(tensor[1x2], 1) * 0.1 + 2)\n")
+    assert np.array_equal(a, np.zeros((3, 2))) and z_ok(b) and m_ok(c)
+    assert np.array_equal(d, np.zeros((1, 2)))
+
+
+def z_ok(b):
+    return b.tolist() == [[0.5, 0.5], [0.5, 0.5]]
+
+
+def m_ok(c):
+    return c.tolist() == [-1, -1]
 
 
 @pytest.mark.parametrize("call, written", [
@@ -1141,14 +1162,14 @@ def test_a_block_of_a_loaded_file_may_define_a_name_the_session_has(tmp_path):
 # found by a newcomer writing an RNN: each message says what to write instead
 @pytest.mark.parametrize("src, message", [
     # the annotation of the let is the shape the hint writes
-    ("var wx: tensor[1x16] = randn(1) * 0.5\n",
+    ("var wx: tensor[1x16] = randn(1) @ ones(tensor[16x16])\n",
      "randn takes 2 arguments, got 1; the shape may be left out only where the call is the "
-     "whole value of an annotated let or var (let x: tensor[1x16] = randn(...)); inside a "
-     "larger expression, write it: randn(tensor[1x16], ...)"),
+     "whole value of an annotated let or var, or it with numbers (let x: tensor[1x16] = "
+     "randn(...) * 0.5); inside a larger expression, write it: randn(tensor[1x16], ...)"),
     ("let a = zeros() + 1\n",
      "zeros takes 1 argument, got 0; the shape may be left out only where the call is the "
-     "whole value of an annotated let or var (let x: tensor[4x4] = zeros(...)); inside a "
-     "larger expression, write it: zeros(tensor[4x4])"),
+     "whole value of an annotated let or var, or it with numbers (let x: tensor[4x4] = "
+     "zeros(...) * 0.5); inside a larger expression, write it: zeros(tensor[4x4])"),
     # sizes are not arithmetic: a ? for reshape, the number for numbers alone
     ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * H])\n",
      "malformed type tensor[3, H * H]: write its dimensions as 6x6, ?x4 or N, K; a size is a "
@@ -1487,7 +1508,7 @@ def test_a_python_swap_gets_the_tuple_spelling(src):
 def test_a_missing_shape_hint_writes_the_annotation_as_written():
     """Found by a newcomer: with sizes from lets, the hint wrote randn(tensor[28x16], ...),
     which pinned the sizes --let was to change."""
-    e = error("let V = 28\nlet D = 16\nvar emb: tensor[V, D] = randn(1) * 0.3\n")
+    e = error("let V = 28\nlet D = 16\nvar emb: tensor[V, D] = randn(1) @ ones(tensor[D, D])\n")
     assert e.message.endswith("inside a larger expression, write it: randn(tensor[V, D], ...)")
 
 

@@ -2174,7 +2174,18 @@ class Checker:
             while type(e) is ast.Binary:
                 spine.append(e)
                 e = e.left
-            acc = self.value(e, scope, b)
+            # var w: tensor[H, 1] = randn(3) * 0.3: a number combined with the call keeps its
+            # shape, so the annotation's shape is the call's too (0.3 * randn(3) alike)
+            if want is not None and all(_number_written(n.right) for n in spine):
+                acc = self.value(e, scope, b, want=want)
+            elif (want is not None and len(spine) == 1 and _number_written(e)
+                  and type(spine[0].right) is ast.Call):
+                acc = self.value(e, scope, b)
+                node = spine[0]
+                return b.op(OPERATORS[node.op], (acc, self.value(node.right, scope, b, want)),
+                            node.loc)
+            else:
+                acc = self.value(e, scope, b)
             for node in reversed(spine):
                 right = self.value(node.right, scope, b)
                 acc = b.op(OPERATORS[node.op], (acc, right), node.loc)
@@ -2191,7 +2202,8 @@ class Checker:
             if e.op == "-":
                 if type(e.operand) is ast.Number:            # fold -12 into a constant
                     return b.const(-e.operand.value, e.loc)
-                return b.op(_NEGATE, (self.value(e.operand, scope, b),), e.loc)
+                # (-randn(1): the annotation's shape is the call's)
+                return b.op(_NEGATE, (self.value(e.operand, scope, b, want),), e.loc)
             return b.op(_NOT, (self.value(e.operand, scope, b),), e.loc)
         if t is ast.Tuple:
             for item in e.items:
@@ -2421,9 +2433,9 @@ class Checker:
                 else:
                     sizes, shape = ["4", "4"], "4x4"
                 hint = ("; the shape may be left out only where the call is the whole value of "
-                        "an annotated let or var (let x: tensor[%s] = %s(...)); inside a "
-                        "larger expression, write it: %s" % (shape, e.name,
-                                                              _written_call(e.name, params, sizes)))
+                        "an annotated let or var, or it with numbers (let x: tensor[%s] = "
+                        "%s(...) * 0.5); inside a larger expression, write it: %s"
+                        % (shape, e.name, _written_call(e.name, params, sizes)))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
                             notes=(op.signature,))
@@ -3030,6 +3042,12 @@ def _elsewhere(member, mod_name, scope) -> str:
     if member in _FUNCTION_HABITS:
         return "; %s" % _FUNCTION_HABITS[member]
     return ""
+
+
+def _number_written(e) -> bool:
+    """Is ``e`` a number written in the program (3, 0.5, -1)?"""
+    return type(e) is ast.Number or (type(e) is ast.Unary and e.op == "-"
+                                      and type(e.operand) is ast.Number)
 
 
 def _is_newaxis(item) -> bool:
