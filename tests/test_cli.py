@@ -51,12 +51,15 @@ def test_check_does_not_run_and_shows_shapes(tmp_path):
     status, out, err = cli("check", "--shapes", path)
     assert status == 0 and err == ""
     assert out.splitlines() == ["def f(m: tensor[2x3]) -> tensor[2x1]", "a : tensor[2x3]",
-                                "b : tensor[2x1]", "c : scalar"]
+                                "b : tensor[2x1]", "c : scalar = 6"]
     # a number the program fixes shows its value: a size a type may name (a newcomer saw
     # let D = 64 as a plain scalar)
-    path = write(tmp_path, "d.mg", "let D = 64\nlet lr = 3e-4\nlet x: tensor[2xD] = zeros()\n")
+    # let D = 64, and arithmetic on such (a newcomer's let G = 4 * H had shown no value)
+    path = write(tmp_path, "d.mg", "let D = 64\nlet lr = 3e-4\nlet x: tensor[2xD] = zeros()\n"
+                                   "let G = 4 * D\nlet s = row_sum(x)\n")
     assert cli("check", "--shapes", path)[1].splitlines() == [
-        "D : scalar = 64", "lr : scalar = 0.0003", "x : tensor[2x64]"]
+        "D : scalar = 64", "lr : scalar = 0.0003", "x : tensor[2x64]", "G : scalar = 256",
+        "s : tensor[2x1]"]
 
 
 def test_check_reports_errors(tmp_path):

@@ -1030,11 +1030,11 @@ class Checker:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
-            value = _unbound(node)
-            # a number the program fixes (let D = 64) shows it: a size a type may name
+            # a number the program fixes (let D = 64, let G = 4 * D) shows it: a size a type
+            # may name
+            fixed = known_number(node) if node.shape == () else None
             self._outline("%s : %s%s" % (stmt.name, format_type(node.shape),
-                                         " = %g" % value.value if value.kind == CONST
-                                         and node.shape == () else ""))
+                                         " = %g" % fixed if fixed is not None else ""))
             return node
         if t is ast.Print:
             if type(stmt.expr) is ast.Tuple:        # print(a, b), as Python writes it
