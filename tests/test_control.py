@@ -458,8 +458,9 @@ def test_assigning_to_a_parameter_is_an_error():
     ("var x = [[1, 2]]\nx = [[1, 2], [3, 4]]", 2, "1x2", "2x2"),       # broadcasting shapes
     ("var x = [[1, 2], [3, 4]]\nx = [[1, 2]]", 2, "2x2", "1x2"),
     ("var x = [[1, 2]]\nx += [[1], [2]]", 2, "1x2", "2x2"),             # 1x2 + 2x1 -> 2x2
-    ("var s = 0\ns = [5]", 2, "scalar", "1"),                           # one element, rank 1
-    ("var s = [5]\ns = 3", 2, "1", "scalar"),
+    # (one number into a var of one number keeps the var's shape: tests/test_limits_and_habits.py)
+    ("var s = 0\ns = [5, 6]", 2, "scalar", "2"),
+    ("var s = [5]\ns = [[3, 4]]", 2, "1", "1x2"),
     ("var x = [[1, 2]]\nfor i in 0..2 {\n  x = x + [[1], [2]]\n}", 3, "1x2", "2x2"),
 ])
 def test_a_var_cannot_change_shape(src, line, old, new):

@@ -108,7 +108,7 @@ def test_a_tuple_assigns_several_vars():
 
 @pytest.mark.parametrize("src, says", [
     ("var a = 1\nlet c = 2\na, c = (3, 4)", "cannot assign to 'c': it is defined with let"),
-    ("var a = 1\nvar c = [[1]]\na, c = (3, 4)", "cannot assign a value of shape scalar to var 'c'"),
+    ("var a = 1\nvar c = [[1, 2]]\na, c = (3, 4)", "cannot assign a value of shape scalar to var 'c'"),
     ("var a = 1\na, b = (3, 4)", "cannot assign to 'b': no var of that name is defined"),
     ("var a, b = (1, 2, 3)", "var binds 2 names, but the value holds 3"),
     ("def f(x: scalar) { return ((x, x), x) }", "a tuple cannot hold a tuple"),
@@ -117,11 +117,17 @@ def test_tuple_assignment_errors(src, says):
     assert says in error(src).message
 
 
-def test_a_scalar_var_and_a_1x1_value_are_told_apart_with_the_way_out():
-    e = error("var b = 0\nb = col_mean([[1], [2]])")
-    assert e.message.endswith("both hold one number: write reshape(VALUE, scalar) to change its "
-                              "shape")
-    assert run("var b = 0\nb = reshape(col_mean([[1], [2]]), scalar)\nprint b")[0].item() == 1.5
+def test_one_number_assigned_to_a_var_of_one_number_takes_the_vars_shape():
+    """Found by a newcomer: var total = 0 ... total += nn.cross_entropy(...) (a 1x1) was an
+    error asking for reshape(VALUE, scalar); both hold one number, and the var keeps its
+    shape. A var of more cells still refuses a scalar."""
+    b, c = run("var b = 0\nb = col_mean([[1], [2]])\nprint b\n"
+               "var c = [[0]]\nc += mean([1, 2])\nprint c\n")
+    assert b.shape == () and b.item() == 1.5
+    assert c.shape == (1, 1) and c.item() == 1.5
+    e = error("var d = [[0, 0]]\nd = col_mean([[1], [2]])\n")
+    assert e.message == ("cannot assign a value of shape 1x1 to var 'd' of shape 1x2: a var "
+                         "keeps the shape it was declared with")
 
 
 def test_save_with_fields_in_its_name(tmp_path):

@@ -1479,11 +1479,14 @@ class Checker:
             # as an annotated let's is
             b.defer(_var_shape_message(name, node.shape, binding.declared), value_loc)
             node, ok, runtime, loc = widened[0], True, True, value_loc
+        if not ok and _cells(node.shape) == 1 and _cells(binding.declared) == 1 \
+                and None not in binding.declared:
+            # one number into a var of one number (var total = 0 ... total += loss, a 1x1):
+            # the var's shape, the same number
+            node = b.op(REGISTRY["reshape"], (node,), value_loc, (tuple(binding.declared),))
+            ok, runtime = True, False
         if not ok:
             hint = ""
-            if _cells(node.shape) == 1 and _cells(binding.declared) == 1:
-                hint = ("; both hold one number: write reshape(VALUE, %s) to change its shape"
-                        % format_type(binding.declared))
             shown = node.shape if node.book is None else node.book     # the type that fails
             raise GoatError(_var_shape_message(name, shown, binding.declared) + hint, value_loc)
         what = ("var", name)            # the run-time checks say what the static one says
