@@ -271,3 +271,24 @@ def test_pytorch_habits_for_axes_point_to_goats_spelling(src, message):
     from conftest import error
     e = error("let x = zeros(tensor[2x3x4])\n" + src + "\n")
     assert e.message == message
+
+
+def test_a_column_compared_with_a_vector_of_its_length_is_an_error_not_every_pair():
+    """Found by a newcomer: argmax_rows(X @ w) == y with y a vector of the N labels broadcast
+    to an NxN table, and the accuracy read 1/3, silently (as NumPy does). The forms that say
+    what is meant run as NumPy does."""
+    from conftest import error
+    e = error("let p = [[0], [1], [2]]\nlet y = [0, 1, 2]\nprint mean(p == y)\n")
+    assert e.message == (
+        "comparing a column of 3 (3x1) with a vector of 3 (3) would give a 3x3 table of every "
+        "pair, as NumPy broadcasts them: make both columns (v[:, None], or reshape(v, "
+        "tensor[3x1])) or both vectors; for every pair, write the vector as a row, v[None, :]")
+    e = error("def acc(p: tensor[N, 1], y: tensor[N]) = mean(p == y)\n")
+    assert "a column of N (Nx1) with a vector of N (N)" in e.message
+    p = np.array([[0.0], [1.0], [2.0]])
+    y = np.array([0.0, 1.0, 1.0])
+    a, b, c, d = run("let p = %s\nlet y = %s\nprint mean(p == y[:, None])\n"
+                     "print mean(p[:, 0] == y)\nprint p == y[None, :]\nprint p - y\n"
+                     % (lit(p), lit(y)))
+    assert a.item() == np.mean(p == y[:, None]) and b.item() == np.mean(p[:, 0] == y)
+    assert np.array_equal(c, p == y[None, :]) and np.array_equal(d, p - y)   # (- stays NumPy's)
