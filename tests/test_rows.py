@@ -1,5 +1,5 @@
 """Subscripts by a tensor of indices: E[tokens], x[[0, 2]], x[idx, 1:3] take rows as NumPy's
-indexing by an integer array on axis 0 takes them.  Against NumPy written here, PyTorch's
+indexing by an integer array takes them (x[:, t] too).  Against NumPy written here, PyTorch's
 autograd, the compiled program and the GPU test back end."""
 
 import numpy as np
@@ -146,17 +146,20 @@ def test_a_def_over_size_variables_takes_rows_at_each_calls_sizes():
                                    "has 2 cells), got -3 at position 2"),
     ("print x[[0.5, 1]]", "an index must be a whole number from -2 to 1 (axis 0 of 2x3 has 2 "
                           "cells), got 0.5 at position 0"),
-    ("print x[:, [0, 1]]", "only the first subscript may be a tensor of indices, taking rows "
-                           "(x[i], x[i, 1:3]); got one of shape 2 for axis 1"),
-    ("print x[[0], [1]]", "only the first subscript may be a tensor of indices, taking rows "
-                          "(x[i], x[i, 1:3]); got one of shape 1 for axis 1"),
+    ("print x[:, [0, 5]]", "an index must be a whole number from -3 to 2 (axis 1 of 2x3 has 3 "
+                           "cells), got 5 at position 1"),
+    ("print x[[0], [1]]", "a subscript holds one tensor of indices (x[t], x[:, t]); NumPy's "
+                          "pairing of several (x[rows, cols]) is not supported: gather from "
+                          "reshape(x, tensor[N]) by rows * C + cols"),
     ("print x[x > 2]", "a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
                        "supported: its result's size would be known only when the program runs; "
                        "where(mask, x, 0) keeps x's shape"),
-    ("x[[0, 1]] = 1", "cannot assign to rows taken by a tensor of indices (x[i] = v with i of "
-                      "shape 2): assign one row at a time, x[k] = v, in a loop"),
-    ("x[[1], 0] += 1", "cannot assign to rows taken by a tensor of indices (x[i] = v with i of "
-                       "shape 1): assign one row at a time, x[k] = v, in a loop"),
+    ("x[[0, 1]] = 1", "cannot assign through a tensor of indices (t of shape 2 in x[...] = v; "
+                      "NumPy's would keep one of repeated indices' writes): assign one index at "
+                      "a time, x[k] = v, in a loop"),
+    ("x[[1], 0] += 1", "cannot assign through a tensor of indices (t of shape 1 in x[...] = v; "
+                       "NumPy's would keep one of repeated indices' writes): assign one index at "
+                       "a time, x[k] = v, in a loop"),
     # a list after a value and a blank is a comma forgotten, not a subscript
     ("print concat(x [[3, 4, 5]], 0)", "syntax error: expected an operator, '(', ')' or ',', "
      "found a list literal; is a comma missing before the list? (a subscript is written right "
@@ -258,3 +261,58 @@ def test_grad_through_rows_named_by_what_it_differentiates_names_the_subscript()
     assert e.message == ("grad cannot differentiate through a subscript on line 3: it has no "
                          "derivative with respect to its indices; if computing the indices from "
                          "the values differentiated is meant, write stop_gradient(...) around it")
+
+
+def _item(n, rng):
+    """One random subscript item for an axis of n cells: (text, NumPy's)."""
+    kind = rng.integers(3)
+    if kind == 0:
+        i = int(rng.integers(-n, n))
+        return str(i), i
+    if kind == 1:
+        return ":", slice(None)
+    a, b = sorted(int(v) for v in rng.integers(0, n + 1, size=2))
+    return "%d:%d" % (a, b), slice(a, b)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5, 2), (3, 2, 2, 4)])
+def test_a_tensor_of_indices_on_any_axis_takes_what_numpy_takes_where_numpy_puts_it(
+        shape, tmp_path):
+    """x[:, t], x[2, :, t], x[0:2, t, 3]: the indices' axes stand where the axis was when the
+    subscripts that index (the tensor and the numbers) are side by side, else first, as in
+    NumPy; compiled, the same bits; the gradient adds each read into its cell."""
+    x = RNG.normal(size=shape)
+    r = len(shape)
+    lines = ["let x = %s" % literal(x)]
+    want = []
+    for k in range(30):
+        axis = int(RNG.integers(r))
+        before = [_item(shape[a], RNG) for a in range(axis)]
+        idx_shape = (1,)
+        while np.prod(idx_shape) == 1:
+            idx_shape = tuple(int(v) for v in RNG.integers(1, 4, size=RNG.integers(1, 3)))
+        idx = RNG.integers(-shape[axis], shape[axis], size=idx_shape).astype(float)
+        after = [_item(shape[a], RNG) for a in range(axis + 1, r)][:int(RNG.integers(r - axis))]
+        lines.append("let t%d = %s" % (k, literal(idx)))
+        lines.append("print x[%s]" % ", ".join([t for t, _ in before] + ["t%d" % k] +
+                                               [t for t, _ in after]))
+        want.append(x[tuple(i for _, i in before) + (idx.astype(np.intp),) +
+                      tuple(i for _, i in after)])
+    text = "\n".join(lines) + "\n"
+    got = run(text)
+    for g, w, line in zip(got, want, [ln for ln in lines if ln.startswith("print")]):
+        assert g.shape == w.shape and np.array_equal(g, w), line
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(text)
+    for numbers, w in zip(compiled_numbers(tmp_path), want):
+        assert np.array_equal(np.array(numbers), w.ravel())
+
+
+def test_the_gradient_through_columns_taken_by_indices_adds_each_read():
+    x = RNG.normal(size=(3, 4))
+    (g,) = run("var x = %s\nprint grad(sum(x[:, [1, 1, -1]] * x[:, [1, 1, -1]]), x)\n"
+               % literal(x))
+    want = np.zeros_like(x)
+    for j in (1, 1, 3):
+        want[:, j] += 2 * x[:, j]
+    assert np.array_equal(g, want)

@@ -664,7 +664,8 @@ def _rows_from(name, count) -> int:
 def _rows_words(name) -> str:
     """'gather's indices', or what a subscript's tensor of indices takes ('axis 0 of 5x3')."""
     if type(name) is tuple:
-        return "axis 0 of %s" % name[1] if name[1] else "axis 0"
+        axis = name[2] if len(name) > 2 else 0      # ("index", shape, the subscript's axis)
+        return "axis %d of %s" % (axis, name[1]) if name[1] else "axis %d" % axis
     return "%s's indices" % name
 
 

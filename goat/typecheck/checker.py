@@ -2546,7 +2546,7 @@ class Checker:
                     at += 1
                 elif type(item) is ast.Slice:
                     at += 1
-                elif at == 0 and not new:
+                else:
                     node = self.value(item, scope, b)
                     if type(item) is ast.Array or cells(node.shape) != 1:
                         raise GoatError("a subscript with a tensor of indices takes no None "
@@ -2564,20 +2564,40 @@ class Checker:
             x = b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
                      shape=out_shape, check=False)
         if rows is not None:
-            x = self._rows(x, rows, whole, e.items[0].loc, b)
+            idx, axis, loc, indexed = rows
+            p = kept.index(axis)            # the axis's place among those left
+            x = self._moved(b, x, p, 0, loc)
+            x = self._rows(x, idx, whole, axis, loc, b)
+            # NumPy's place for the indices' axes: where the axis was, when the subscripts
+            # that index (this tensor and the numbers) are side by side; else first
+            together = sorted(indexed + [axis])
+            if together == list(range(together[0], together[-1] + 1)) and p:
+                s = len(idx.shape)
+                for i in range(p):          # the axes that were before it go back before
+                    x = self._moved(b, x, s + i, i, loc)
         return x
 
-    def _rows(self, x, idx, whole, loc, b):
-        """``x[idx]`` for a tensor of indices ``idx`` of shape S: the rows of x that idx
-        names, of shape S + x's other sizes (NumPy's indexing by an integer array on axis 0)
-        -- a gather of x by idx as a column.  A negative index counts from the end; each is
-        checked when the program runs (before, when written)."""
+    @staticmethod
+    def _moved(b, x, at, to, loc):
+        """x with its axis ``at`` moved to ``to`` (to <= at), the others in their order: swaps
+        of neighbouring axes."""
+        for k in range(at, to, -1):
+            x = b.op(REGISTRY["swapaxes"], (x,), loc, (k - 1, k))
+        return x
+
+    def _rows(self, x, idx, whole, axis, loc, b):
+        """x's cells of the first axis at each of a tensor of indices ``idx`` (of shape S):
+        S + x's other sizes (NumPy's indexing by an integer array) -- a gather of x by idx as
+        a column.  ``axis`` is the axis of the subscripted value it was (its errors name it).
+        A negative index counts from the end; each is checked when the program runs (before,
+        when written)."""
         s = tuple(idx.shape)
         column = s + (1,)
         idx = b.op(REGISTRY["reshape"], (idx,), loc,
                    (_run_shape(column, [(idx, a) for a in range(len(s))] + [None]),),
                    shape=column, check=False)
-        return b.op(REGISTRY["gather"], (x, idx), loc, (("index", whole),))
+        return b.op(REGISTRY["gather"], (x, idx), loc,
+                    (("index", whole) if axis == 0 else ("index", whole, axis),))
 
     def _subscripts(self, x, items, bracket_loc, scope, b):
         """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
@@ -2603,16 +2623,18 @@ class Checker:
         parts = []
         kept = []
         rows = None
+        indexed = []        # the axes a number indexes (NumPy's place for a tensor's axes)
         for axis, item in enumerate(items):
             n = shape[axis]
             size = n if type(n) is int else None
             if type(item) is not ast.Slice:
                 node = self.value(item, scope, b)
                 if type(item) is ast.Array or cells(node.shape) != 1:
-                    self._indices_subscript(node, axis, item)
-                    rows = node
+                    self._indices_subscript(node, item, rows)
+                    rows = (node, axis, item.loc, indexed)
                     kept.append(axis)
                     continue
+                indexed.append(axis)
                 start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
                               item.loc, 1, 1))
@@ -2761,8 +2783,8 @@ class Checker:
                     (_run_shape(shape, _split_sources(run, axis)),), shape=shape, check=False)
 
     @staticmethod
-    def _indices_subscript(node, axis, item):
-        """A subscript that is a tensor of indices: the first, and no mask."""
+    def _indices_subscript(node, item, before):
+        """A subscript that is a tensor of indices: one in a subscript, and no mask."""
         inner = node
         while inner.kind == OP and inner.op.name in ("bind", "stop_gradient"):
             inner = inner.args[0]
@@ -2770,10 +2792,10 @@ class Checker:
             raise GoatError("a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
                             "supported: its result's size would be known only when the program "
                             "runs; where(mask, x, 0) keeps x's shape", item.loc)
-        if axis:
-            raise GoatError("only the first subscript may be a tensor of indices, taking rows "
-                            "(x[i], x[i, 1:3]); got one of shape %s for axis %d"
-                            % (format_shape(node.shape), axis), item.loc)
+        if before is not None:
+            raise GoatError("a subscript holds one tensor of indices (x[t], x[:, t]); NumPy's "
+                            "pairing of several (x[rows, cols]) is not supported: gather from "
+                            "reshape(x, tensor[N]) by rows * C + cols", item.loc)
 
     def _store(self, stmt, x, v, scope, b):
         """``x[s1, ...] = v``: x with the cells the subscripts take replaced by v (which
@@ -2782,9 +2804,10 @@ class Checker:
         part out, so that grad and goat compile take it."""
         parts, kept, rows = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
         if rows is not None:
-            raise GoatError("cannot assign to rows taken by a tensor of indices (%s[i] = v with "
-                            "i of shape %s): assign one row at a time, x[k] = v, in a loop"
-                            % (stmt.name, format_shape(rows.shape)), stmt.items[0].loc)
+            raise GoatError("cannot assign through a tensor of indices (t of shape %s in "
+                            "%s[...] = v; NumPy's would keep one of repeated indices' writes): "
+                            "assign one index at a time, %s[k] = v, in a loop"
+                            % (format_shape(rows[0].shape), stmt.name, stmt.name), rows[2])
         r = len(x.shape)
         part = list(x.shape)                # the shape x[s1, ...] has, its indexed axes kept
         for axis, _, length, _, _, _, _ in parts:
