@@ -1549,15 +1549,22 @@ def test_a_let_named_in_a_defs_parameters_is_that_size():
     e = error("let T = 4\ndef f(p: tensor[T, 2]) = p\nprint f(ones(tensor[3x2]))\n")
     assert (e.line, e.message) == (3, "argument p of f must have shape 4x2, got 3x2")
     assert e.notes == ("T in f's types is 4, the let T on line 1",)
-    # a let defined after the def, or one computed when the program runs, is not a size: the
-    # def's T is its own size variable (and an error naming it says so)
+    # a let defined after the def is not a size: the def's T is its own size variable
     (y,) = run("def f(p: tensor[T, 2]) = p * 2\nlet T = 4\nprint f(ones(tensor[3x2]))\n")
     assert y.shape == (3, 2)
-    e = error("let T = row_sum([[1, 1]])\ndef f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
-              "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n")
-    assert e.line == 3
-    assert e.notes == ("T in f's types is its own size variable, bound by the shapes of the "
-                       "arguments of each call, not the let T on line 1 (rename one of them)",)
+    # a let that is no size (computed when the program runs, or not one number) cannot be
+    # named there: the body's T would be the let, the type's another (found by a breaker)
+    e = error("let T = col_sum(row_sum(ones(tensor[2x2]) * 0))\n"
+              "def f(p: tensor[T, 2]) = p * T\n")
+    assert (e.line, e.message) == (2, "T is a value computed when the program runs, so it "
+                                      "cannot be a size: a type's sizes are known before; a let "
+                                      "holding a whole number written in the program can (let T "
+                                      "= 32)")
+    e = error("let E = [3, 4]\ndef k(x: tensor[N, E]) = E\n")
+    assert (e.line, e.message) == (2, "E is a let holding a value of shape 2, not a size, so k's "
+                                      "types cannot name it: a let that is a size holds one "
+                                      "whole number (let E = 32); for a size of each call's "
+                                      "own, use another name")
     # no let of that name, or an error that does not name it: no note
     assert error("def f(p: tensor[T, 2], x: tensor[8, 2]) {\n"
                  "    let y: tensor[2, T, 2] = reshape(x)\n    return y\n}\n").notes == ()
@@ -2003,3 +2010,24 @@ def test_the_power_hint_multiplies_first():
     e = error("let d = [-1, 2]\nprint d ** 2\n")
     assert e.message.endswith("there is no power operator (**): multiply (x * x), or for x > 0 "
                               "write exp(p * log(x))")
+
+
+def test_numbers_combined_with_a_call_anywhere_give_it_the_annotations_shape():
+    """Found by a breaker: 0.02 * randn(5) + 1, 2 * (randn(1) + 1), 1 - 2 * rand(1) were still
+    refused; a var's assignment takes the var's shape the same way."""
+    got = run("var b: tensor[3x1] = 0.02 * randn(5) + 1\nlet c: tensor[2] = 2 * (randn(1) + 1)\n"
+              "let d: tensor[2] = 1 - 2 * rand(3)\nlet e: tensor[2] = 0.1 * -randn(1)\n"
+              "var w: tensor[2x2] = zeros()\nw = randn(7) * 0.3\n"
+              "print b - (0.02 * randn(tensor[3x1], 5) + 1)\n"
+              "print c - 2 * (randn(tensor[2], 1) + 1)\nprint d - (1 - 2 * rand(tensor[2], 3))\n"
+              "print e - 0.1 * -randn(tensor[2], 1)\nprint w - randn(tensor[2x2], 7) * 0.3\n")
+    for g in got:
+        assert not np.any(g)
+    e = error("var w: tensor[2x2] = randn(1) * randn(2)\n")
+    assert e.message.startswith("randn takes 2 arguments, got 1")
+
+
+def test_check_shapes_shows_a_whole_numbers_every_digit(tmp_path):
+    (tmp_path / "s.mg").write_text("let A = 1000001\nlet B = 1234567 * 3\nlet c = 0.5\n")
+    assert cli("check", "--shapes", str(tmp_path / "s.mg"))[1].splitlines() == [
+        "A : scalar = 1000001", "B : scalar = 3703701", "c : scalar = 0.5"]

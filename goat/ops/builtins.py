@@ -178,10 +178,12 @@ def _compare_shape(relation):
                     and ((type(col[0]) is int and col[0] > 1) or isinstance(col[0], SizeVar))):
                 n = format_dim(col[0])
                 raise ShapeError(
-                    "comparing a column of %s (%sx1) with a vector of %s (%s) would give a "
-                    "%sx%s table of every pair, as NumPy broadcasts them: make both columns "
-                    "(v[:, None], or reshape(v, tensor[%sx1])) or both vectors; for every pair, "
-                    "write the vector as a row, v[None, :]" % (n, n, n, n, n, n, n))
+                    "comparing a column of %s (%s) with a vector of %s (%s) would give a "
+                    "%s table of every pair, as NumPy broadcasts them: make both columns "
+                    "(v[:, None], or reshape(v, %s)) or both vectors; for every pair, write the "
+                    "vector as a row, v[None, :]" % (
+                        n, format_shape(col), n, format_shape(vec),
+                        format_shape((col[0], col[0])), format_type(col)))
         return broadcast("compare", a, b)
     return shape
 

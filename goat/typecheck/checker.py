@@ -1033,8 +1033,9 @@ class Checker:
             # a number the program fixes (let D = 64, let G = 4 * D) shows it: a size a type
             # may name
             fixed = known_number(node) if node.shape == () else None
-            self._outline("%s : %s%s" % (stmt.name, format_type(node.shape),
-                                         " = %g" % fixed if fixed is not None else ""))
+            shown = "" if fixed is None else " = %d" % fixed if (
+                fixed == fixed and abs(fixed) < 2 ** 53 and fixed == int(fixed)) else " = %g" % fixed
+            self._outline("%s : %s%s" % (stmt.name, format_type(node.shape), shown))
             return node
         if t is ast.Print:
             if type(stmt.expr) is ast.Tuple:        # print(a, b), as Python writes it
@@ -1296,11 +1297,18 @@ class Checker:
                     # is a size variable each call binds
                     binding = scope.find(d)[0] if scope is not None else None
                     fixed = None
-                    if (isinstance(binding, Node) and binding.shape in ((), (1,), (1, 1))
-                            and known_number(binding) is not None):
-                        # (a let that is no whole number from 0 -- --let C=4.5 -- is that
-                        # error here too, not a size variable taking any size)
+                    if isinstance(binding, Node):
+                        # (a let that is no whole number from 0 -- --let C=4.5, a value
+                        # computed when it runs, a vector -- is that error here too, not a
+                        # size variable the body's C would not be)
                         fixed = self._let_size(d, scope, ann.loc)
+                        if fixed is None:
+                            raise GoatError(
+                                "%s is a let holding a %s, not a size, so %s's types cannot "
+                                "name it: a let that is a size holds one whole number (let "
+                                "%s = 32); for a size of each call's own, use another name"
+                                % (d, "value of shape " + format_shape(binding.shape),
+                                   self._defining, d), ann.loc)
                     if fixed is not None:
                         if self._param_lets is not None:
                             self._param_lets[d] = (fixed, scope.find(d)[0].loc)
@@ -1451,7 +1459,10 @@ class Checker:
 
     def _assign(self, stmt, scope, b):
         binding, _ = self._assignable(stmt.name, stmt.name_loc, scope)
-        node = self.expr(stmt.expr, scope, b)
+        # (w = randn(7) * 0.3: a built-in's shape left out is the var's)
+        want = tuple(binding.declared) if stmt.items is None and None not in binding.declared \
+            else None
+        node = self.expr(stmt.expr, scope, b, want)
         if stmt.items is not None:          # x[i] = v: x with those cells replaced
             node = self._store(stmt, binding.node, self._one(stmt.expr, node), scope, b)
         if isinstance(node, tuple) and not _is_grad(stmt.expr):
@@ -1834,8 +1845,6 @@ class Checker:
         except GoatError as e:
             if rest is None and self._generic_def:
                 _note_no_leading_sizes(e, stmt.name)
-            if rest is None and self._sizes:
-                self._note_shadowed_sizes(e, stmt, scope or self.top)
             raise
         finally:
             self._defining = outer_defining
@@ -1845,22 +1854,6 @@ class Checker:
             self._sizes = outer_sizes
             self._param_lets = outer_lets
         return tmpl
-
-    def _note_shadowed_sizes(self, e, stmt, scope):
-        """Say, under an error in def ``stmt`` that names one of its size variables, when a
-        let of that name holds a size outside it: the def's parameters' types bind their own
-        sizes (``def f(p: tensor[T, 2])``: T is what each call passes), not the let's (found
-        by a newcomer, whose let T = 4 the def had silently not used)."""
-        for name in sorted(self._sizes):
-            binding = scope.find(name)[0]
-            if not isinstance(binding, Node) or binding.shape not in ((), (1,), (1, 1)):
-                continue
-            note = ("%s in %s's types is its own size variable, bound by the shapes of the "
-                    "arguments of each call, not the let %s on line %d (rename one of them)"
-                    % (name, stmt.name, name, binding.loc.line))
-            for err in _each(e):
-                if name in _words(err.message, self._sizes) and note not in err.notes:
-                    err.notes = tuple(err.notes) + (note,)
 
     def specialize(self, tmpl: Template, shapes, locs, call=None) -> Template:
         """The template of a call of ``tmpl`` with arguments of ``shapes``: ``tmpl`` itself,
@@ -2173,22 +2166,17 @@ class Checker:
         if t is ast.Binary:
             # a long chain a + b + c + ... nests to the left: walk its spine in a loop, so that
             # a 100,000-term sum is not 100,000 deep in Python's stack
+            if want is not None and (_numbers_only(e.left) or _numbers_only(e.right)):
+                # var w: tensor[H, 1] = 0.02 * randn(3) + 1: numbers combined with the call
+                # keep its shape, so the annotation's shape is the call's too
+                left = self.value(e.left, scope, b, want if _numbers_only(e.right) else None)
+                right = self.value(e.right, scope, b, want if _numbers_only(e.left) else None)
+                return b.op(OPERATORS[e.op], (left, right), e.loc)
             spine = []
             while type(e) is ast.Binary:
                 spine.append(e)
                 e = e.left
-            # var w: tensor[H, 1] = randn(3) * 0.3: a number combined with the call keeps its
-            # shape, so the annotation's shape is the call's too (0.3 * randn(3) alike)
-            if want is not None and all(_number_written(n.right) for n in spine):
-                acc = self.value(e, scope, b, want=want)
-            elif (want is not None and len(spine) == 1 and _number_written(e)
-                  and type(spine[0].right) is ast.Call):
-                acc = self.value(e, scope, b)
-                node = spine[0]
-                return b.op(OPERATORS[node.op], (acc, self.value(node.right, scope, b, want)),
-                            node.loc)
-            else:
-                acc = self.value(e, scope, b)
+            acc = self.value(e, scope, b)
             for node in reversed(spine):
                 right = self.value(node.right, scope, b)
                 acc = b.op(OPERATORS[node.op], (acc, right), node.loc)
@@ -3070,10 +3058,13 @@ def _elsewhere(member, mod_name, scope) -> str:
     return ""
 
 
-def _number_written(e) -> bool:
-    """Is ``e`` a number written in the program (3, 0.5, -1)?"""
-    return type(e) is ast.Number or (type(e) is ast.Unary and e.op == "-"
-                                      and type(e.operand) is ast.Number)
+def _numbers_only(e) -> bool:
+    """Is ``e`` numbers written in the program and arithmetic on them (3, -0.5, 2 * 0.1)?"""
+    while type(e) is ast.Unary and e.op == "-":
+        e = e.operand
+    if type(e) is ast.Binary:
+        return _numbers_only(e.left) and _numbers_only(e.right)
+    return type(e) is ast.Number
 
 
 def _is_newaxis(item) -> bool:
