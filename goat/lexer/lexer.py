@@ -142,6 +142,41 @@ class _HugeDim:
         self.text = text
 
 
+class SizeExpr(str):
+    """A size written as arithmetic, ``4 * H`` in ``tensor[D, 4 * H]``: whole numbers and names
+    with + - * and brackets.  The checker works it out, each name a let holding a size (a
+    def's size variable has no arithmetic: goat's types have no N - 1)."""
+
+    __slots__ = ()
+
+    @property
+    def names(self) -> tuple:
+        return tuple(dict.fromkeys(_IDENT.findall(self)))
+
+
+_SIZE_CHARS = re.compile(r"[A-Za-z0-9_\s+\-*()]+")
+
+
+def _size_expr(part: str):
+    """``part`` as a SizeExpr when it is arithmetic (+ - * and brackets) on whole numbers and
+    names, else None."""
+    import ast as pyast
+    if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*") or "**" in part \
+            or len(part) > 200:
+        return None
+    try:
+        tree = pyast.parse(part.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+    ok = (pyast.Expression, pyast.BinOp, pyast.UnaryOp, pyast.Add, pyast.Sub, pyast.Mult,
+          pyast.USub, pyast.UAdd, pyast.Name, pyast.Load, pyast.Constant)
+    for node in pyast.walk(tree):
+        if not isinstance(node, ok) or (type(node) is pyast.Constant
+                                        and type(node.value) is not int):
+            return None
+    return SizeExpr(" ".join(part.split()))
+
+
 def _dim_number(text: str):
     """The int a dimension's ASCII digits spell, or a _HugeDim if no machine could hold it."""
     digits = text.lstrip("0")
@@ -183,6 +218,8 @@ def _dims_of(inner: str):
                 dims.append(None)
             elif _IDENT.fullmatch(part):
                 dims.append(part)
+            elif _size_expr(part) is not None:      # tensor[D, 4 * H]
+                dims.append(_size_expr(part))
             else:
                 return None
         return tuple(dims)
@@ -196,6 +233,9 @@ def _dims_of(inner: str):
                      for p in parts)
     if _IDENT.fullmatch(inner):
         return (inner,)
+    if not re.search(r"[A-Z0-9?)]\s*x\s*[A-Z0-9?(]", inner) and _size_expr(inner) is not None:
+        # tensor[4 * H] (not the x form with arithmetic, tensor[2*3x4])
+        return (_size_expr(inner),)
     return None
 
 

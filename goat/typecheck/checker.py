@@ -25,7 +25,7 @@ import re
 
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
-from ..lexer.lexer import IDENT as _IDENT
+from ..lexer.lexer import IDENT as _IDENT, SizeExpr
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..interp.fmt import field_shape_message
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
@@ -1281,6 +1281,8 @@ class Checker:
                     dims.append(d)
                 else:                   # in the body: the sizes it stands for in this check
                     dims.extend(self._rest)
+            elif type(d) is SizeExpr:
+                dims.append(self._size_arithmetic(d, scope, ann.loc))
             elif isinstance(d, str):
                 if d in KEYWORDS or d in TYPE_WORDS:
                     raise GoatError("'%s' is a reserved word and cannot name a size variable"
@@ -1340,6 +1342,47 @@ class Checker:
         except ShapeError as e:
             raise _shape_error(e, ann.loc) from None
         return dims
+
+    def _size_arithmetic(self, expr, scope, loc) -> int:
+        """The size ``expr`` (a SizeExpr: tensor[D, 4 * H]) works out to, each name a let
+        holding a size; GoatError for a name that is none (a def's size variable: goat's
+        types have no arithmetic on a call's sizes) or a result that is no size."""
+        import ast as pyast
+        values = {}
+        for name in expr.names:
+            if self._sizes is not None and name in self._sizes or (
+                    self._in_def(scope) and self._sizes is None and
+                    not isinstance(scope.find(name)[0] if scope is not None else None, Node)):
+                raise GoatError("the size %s names %s, a size variable of %s: goat's types "
+                                "have no arithmetic on a call's sizes (N - 1); reshape works "
+                                "out one ? from the others (reshape(x, tensor[..., ?]))"
+                                % (expr, name, self._defining), loc)
+            v = self._let_size(name, scope, loc)
+            if v is None:
+                raise GoatError("the size %s names %s, which is no let holding a size: a size "
+                                "written as arithmetic is on whole numbers and lets (let H = "
+                                "32 ... tensor[4 * H])" % (expr, name), loc)
+            values[name] = v
+
+        def value(node):
+            t = type(node)
+            if t is pyast.Expression:
+                return value(node.body)
+            if t is pyast.Constant:
+                return node.value
+            if t is pyast.Name:
+                return values[node.id]
+            if t is pyast.UnaryOp:
+                v = value(node.operand)
+                return -v if type(node.op) is pyast.USub else v
+            a, b = value(node.left), value(node.right)
+            return a + b if type(node.op) is pyast.Add else a - b if type(node.op) is \
+                pyast.Sub else a * b
+        v = value(pyast.parse(expr, mode="eval"))
+        if not 0 <= v <= 2 ** 53:
+            raise GoatError("the size %s is %d, not a whole number from 0%s" % (
+                expr, v, " (too large to be a size)" if v > 0 else ""), loc)
+        return v
 
     def _let_size(self, name, scope, loc):
         """The size a let named in a type holds (``let B = 32`` ... ``tensor[B, 4]``): a whole
@@ -3425,8 +3468,11 @@ def _uses(stmt) -> set:
     while stack:
         x = stack.pop()
         t = type(x)
-        if t is ast.TypeAnn:            # a let's size in a type: tensor[B, 1]
+        if t is ast.TypeAnn:            # a let's size in a type: tensor[B, 1], tensor[4 * H]
             out.update(d for d in x.dims if type(d) is str)
+            for d in x.dims:
+                if type(d) is SizeExpr:
+                    out.update(d.names)
         elif t is ast.Name:
             out.add(x.name.split(".")[0])
         elif t is ast.Call:
