@@ -161,7 +161,7 @@ def _size_expr(part: str):
     """``part`` as a SizeExpr when it is arithmetic (+ - * and brackets) on whole numbers and
     names, else None."""
     import ast as pyast
-    if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*") or "**" in part \
+    if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*(") or "**" in part \
             or len(part) > 200:
         return None
     try:
@@ -876,7 +876,9 @@ def _arithmetic_hint(inner: str) -> str:
     sep = "x" if x_form else ","
     parts = [p.strip() for p in inner.split(sep)]
     if not x_form and any(re.search(r"[A-Z0-9?)]x[A-Z0-9?(]", p) for p in parts):
-        return "; a size is a number, a size variable or ?, not arithmetic"
+        return ("; a size written as arithmetic is + - * and brackets on whole numbers and "
+                "lets, with commas between sizes (tensor[D, 4 * H]); the x form takes numbers, "
+                "? and single capitals")
 
     def arithmetic(p):
         return any(c in p for c in "*+/") or "-" in p.lstrip("-")
@@ -893,18 +895,15 @@ def _arithmetic_hint(inner: str) -> str:
             return None
         return v if type(v) is int and 0 <= v < 10 ** 12 else None
     sized = [number(p) if arithmetic(p) else p for p in parts]
-    say = "; a size is a number, a size variable or ?, not arithmetic"
-    if all(v is not None for v in sized):
+    say = ("; a size written as arithmetic is + - * and brackets on whole numbers and lets, "
+           "with commas between sizes (tensor[D, 4 * H])")
+    if x_form and all(v is not None for v in sized):
         return say + ": tensor[%s]" % join.join(str(v) for v in sized)
-    if sum(1 for p in parts if arithmetic(p)) == 1:
-        expr = next(p for p in parts if arithmetic(p))
-        named = join.join("S" if arithmetic(p) else p for p in parts)
-        worked = join.join("?" if arithmetic(p) else p for p in parts)
-        return say + (": a let holds it (let S = %s, then tensor[%s]), where its names are "
-                      "lets; in reshape, a ? is worked out from the others "
-                      "(reshape(x, tensor[%s]))" % (expr, named, worked))
-    return say + ": a let holds each (let S = 4 * H, then tensor[S, ...]), where their names "\
-        "are lets"
+    if any("?" in p for p in parts if arithmetic(p)):
+        return say + "; a ? cannot be in it"
+    if "." in inner:
+        return say + "; a module's let is named through a let of the program's own (let S = m.H)"
+    return say
 
 
 def _type_token(source, word, start, end):

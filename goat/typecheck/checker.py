@@ -1357,7 +1357,8 @@ class Checker:
                                 "have no arithmetic on a call's sizes (N - 1); reshape works "
                                 "out one ? from the others (reshape(x, tensor[..., ?]))"
                                 % (expr, name, self._defining), loc)
-            v = self._let_size(name, scope, loc)
+            # (a let in the arithmetic may be any whole number: only the size is checked)
+            v = self._let_int(name, scope, loc, "part of the size %s" % expr)
             if v is None:
                 raise GoatError("the size %s names %s, which is no let holding a size: a size "
                                 "written as arithmetic is on whole numbers and lets (let H = "
@@ -1382,6 +1383,9 @@ class Checker:
         if not 0 <= v <= 2 ** 53:
             raise GoatError("the size %s is %d, not a whole number from 0%s" % (
                 expr, v, " (too large to be a size)" if v > 0 else ""), loc)
+        if self._param_lets is not None and expr.names:
+            # (a call of another size notes where it comes from)
+            self._param_lets[expr] = (v, scope.find(expr.names[0])[0].loc)
         return v
 
     def _let_size(self, name, scope, loc):
@@ -2115,8 +2119,10 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
-                notes = tuple("%s in %s's types is %d, the let %s on line %d%s" % (
-                    name, tmpl.qualname, size, name, at.line,
+                notes = tuple("%s in %s's types is %d, %s %s on line %d%s" % (
+                    name, tmpl.qualname, size,
+                    "from the let" if type(name) is SizeExpr else "the let",
+                    name.names[0] if type(name) is SizeExpr else name, at.line,
                     "" if at.source is loc.source else " of %s" % at.source.path)
                     for name, (size, at) in sorted(tmpl.let_sizes.items()) if size in declared)
                 raise GoatError("%s must have shape %s, got %s%s"
