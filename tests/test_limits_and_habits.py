@@ -306,3 +306,26 @@ def test_a_save_ruled_out_only_in_float64_is_checked_under_f32(tmp_path):
     assert info.value.line == 3
     assert info.value.message.startswith("cannot save into 'nod': no such directory")
     assert "found before anything ran" in info.value.message
+
+
+def test_a_value_of_sizes_known_when_it_runs_into_a_var_of_one_number(tmp_path):
+    """Found by a breaker: var v = 0 then v = a, a loaded as tensor[?x?] holding [[4]], was
+    refused before the run, where a 1x1 var took it; it is checked when it runs, with the var's
+    words."""
+    import goat
+    import numpy as np
+    np.save(tmp_path / "one.npy", np.array([[4.0]]))
+    np.save(tmp_path / "two.npy", np.array([[4.0, 5.0]]))
+    src = 'let a: tensor[?x?] = load("%s")\nvar v = 0\nv = a\nprint v\nvar w = [0]\nw += a\nprint w\n'
+    v, w = goat.run_source(src % (tmp_path / "one.npy"))
+    assert v.shape == () and v.item() == 4 and w.shape == (1,) and w.tolist() == [4]
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src % (tmp_path / "two.npy"))
+    assert info.value.message == ("cannot assign a value of shape 1x2 to var 'v' of shape "
+                                  "scalar: a var keeps the shape it was declared with")
+
+
+def test_a_let_too_large_to_be_a_size_is_shown_whole():
+    e = error("let H = 1152921504606846976\nprint zeros(tensor[H])\n")
+    assert e.message == ("the size H is 1152921504606846976, too large to be a size (at most "
+                         "2**53 = 9007199254740992)")

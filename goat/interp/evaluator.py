@@ -95,9 +95,9 @@ def _mismatch(what, shape, declared) -> str:
     if type(what) is tuple and what[0] == "declared":    # its size variables' sizes
         return "%s must have shape %s (%s), got %s" % (what[1], format_shape(declared), what[2],
                                                       format_shape(shape))
-    if type(what) is tuple:
+    if type(what) is tuple:         # ("var", name), or with the var's own shape after it
         from ..typecheck.checker import _var_shape_message
-        return _var_shape_message(what[1], shape, declared)
+        return _var_shape_message(what[1], shape, what[2] if len(what) > 2 else declared)
     return "%s must have shape %s, got %s" % (what, format_shape(declared), format_shape(shape))
 
 

@@ -1408,6 +1408,9 @@ class Checker:
                             "size: a type's sizes are known before; a let holding a whole number "
                             "written in the program can (let %s = 32)" % (name, name), loc)
         if not (0 <= v <= 2 ** 53 and v == int(v)):     # (a NaN fails the first test)
+            if 2 ** 53 < v < 1e21 and v == int(v):     # (inf and NaN fail the first test)
+                raise GoatError("the size %s is %d, too large to be a size (at most 2**53 = %d)"
+                                % (name, v, 2 ** 53), loc)
             # reported once, where it is first used (every use of it as a size fails alike:
             # a --let H=32.5 had given one error a use, 31 of them)
             first = self._bad_sizes.get(binding.id)
@@ -1537,10 +1540,14 @@ class Checker:
             # as an annotated let's is
             b.defer(_var_shape_message(name, node.shape, binding.declared), value_loc)
             node, ok, runtime, loc = widened[0], True, True, value_loc
-        if not ok and _cells(node.shape) == 1 and _cells(binding.declared) == 1 \
-                and None not in binding.declared:
+        if not ok and _cells(binding.declared) == 1 and None not in binding.declared and (
+                _cells(node.shape) == 1 or (None in node.shape and
+                                            all(d in (None, 1) for d in node.shape))):
             # one number into a var of one number (var total = 0 ... total += loss, a 1x1):
-            # the var's shape, the same number
+            # the var's shape, the same number (a value of ? sizes checked when it runs)
+            if None in node.shape:
+                node = b.cast(node, (1,) * len(node.shape), ("var", name, binding.declared),
+                              value_loc, True)
             node = b.op(REGISTRY["reshape"], (node,), value_loc, (tuple(binding.declared),))
             ok, runtime = True, False
         if not ok:
