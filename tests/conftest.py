@@ -47,6 +47,17 @@ def goat_run_in(folder, *flags, digits=False):
                           cwd=str(folder), capture_output=True, text=True, env=env)
 
 
+def run_error_in(folder, text, aot):
+    """``text`` as ``folder``/p.mg run by ``goat run`` (or ``--aot``, skipped without
+    llvmlite), which must stop with status 1: (its error's first line, its standard output)."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (folder / "p.mg").write_text(text)
+    r = goat_run_in(folder, *(["--aot"] if aot else []))
+    assert r.returncode == 1, r.stderr
+    return r.stderr.splitlines()[0], r.stdout
+
+
 def compiled_numbers(folder):
     """The numbers each print of ``folder``'s p.mg printed, compiled (goat run --aot), at full
     precision: a list per value (see printed_numbers)."""

@@ -7,7 +7,7 @@ import pytest
 
 import goat
 from conftest import (assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
-                      compiled_numbers, error, goat_run_in, literal, run)
+                      compiled_numbers, error, literal, run, run_error_in)
 from test_subscript import _subscripts
 
 RNG = np.random.default_rng(35)
@@ -181,15 +181,11 @@ def test_what_is_wrong_with_rows_is_said_before_the_run(src, message):
 ])
 def test_a_computed_tensor_of_indices_is_checked_when_it_runs_with_the_same_words_compiled(
         tmp_path, aot, line, message):
-    if aot:
-        pytest.importorskip("llvmlite")
-    (tmp_path / "p.mg").write_text("var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
-                                   "    let t = [0, 1, 0] * k\n"
-                                   "    print \"step {k}\"\n    %s\n}\n" % line)
-    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
-    assert r.returncode == 1
-    assert r.stderr.splitlines()[0] == "p.mg:5: error: " + message
-    assert r.stdout.startswith("step 0\n")
+    first, out = run_error_in(tmp_path, "var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
+                              "    let t = [0, 1, 0] * k\n"
+                              "    print \"step {k}\"\n    %s\n}\n" % line, aot)
+    assert first == "p.mg:5: error: " + message
+    assert out.startswith("step 0\n")
 
 
 def test_a_tensor_of_indices_of_a_size_known_when_it_runs(tmp_path):

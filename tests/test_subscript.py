@@ -8,7 +8,8 @@ import pytest
 import goat
 from conftest import (assert_compiled_equal, assert_f32_within_float32_of_f64,
                       assert_same_on_the_gpu_test_back_end, central_differences, compiled_numbers,
-                      error, goat_run_in, literal as _literal, printed_numbers, run)
+                      error, goat_run_in, literal as _literal, printed_numbers, run,
+                      run_error_in)
 
 RNG = np.random.default_rng(2026)
 
@@ -340,14 +341,10 @@ def test_what_the_program_fixes_is_checked_before_it_runs(src, message):
 ])
 def test_a_computed_index_is_checked_when_it_runs_with_the_same_words_compiled(
         tmp_path, aot, line, message):
-    if aot:
-        pytest.importorskip("llvmlite")
-    (tmp_path / "p.mg").write_text("var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
-                                   "    print \"step {k}\"\n    %s\n}\n" % line)
-    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
-    assert r.returncode == 1
-    assert r.stderr.splitlines()[0] == "p.mg:4: error: " + message
-    assert r.stdout.startswith("step 0\n")
+    first, out = run_error_in(tmp_path, "var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
+                              "    print \"step {k}\"\n    %s\n}\n" % line, aot)
+    assert first == "p.mg:4: error: " + message
+    assert out.startswith("step 0\n")
 
 
 @pytest.mark.parametrize("src, message", [
@@ -646,15 +643,13 @@ def test_a_stepped_slice_of_a_size_known_when_it_runs(tmp_path):
 def test_a_stepped_slice_with_a_computed_start_must_fit_its_whole_run(tmp_path, aot):
     """Found by a breaker: x[k:k + 6:2] had checked only the cells it takes (3:9:2 of 8 rows
     ran, where the written x[3:9:2] is refused) and named the last cell's start (8) and 1."""
-    if aot:
-        pytest.importorskip("llvmlite")
-    (tmp_path / "p.mg").write_text(
+    first, out = run_error_in(
+        tmp_path,
         "let x = reshape(iota(tensor[32x1], 0), tensor[8x4])\nvar y = zeros(tensor[8x4])\n"
-        "for k in 0..9 {\n    print \"k {k}\"\n    y[k:k + 6:2] += 1\n    print x[k:k + 6:2, 0]\n}\n")
-    r = goat_run_in(tmp_path, *(["--aot"] if aot else []))
-    assert r.returncode == 1
-    assert r.stdout.splitlines()[-1] == "k 3"
-    assert r.stderr.splitlines()[0] == (
+        "for k in 0..9 {\n    print \"k {k}\"\n    y[k:k + 6:2] += 1\n    print x[k:k + 6:2, 0]\n}\n",
+        aot)
+    assert out.splitlines()[-1] == "k 3"
+    assert first == (
         "p.mg:5: error: a slice's start must be a whole number from 0 to 2 (axis 0 of 8x4 has 8 "
         "cells, the slice runs over 6), got 3")
 

@@ -169,23 +169,21 @@ def _truth_op(ufunc):
     return make
 
 
-def _compare_shape(relation):
-    def shape(a, b):
-        """Broadcast, but not a column of N against a vector of N: NumPy's NxN table of every
-        pair, a classic silent mistake (predictions Nx1 == labels N: an accuracy of 1/N)."""
-        for col, vec in ((a, b), (b, a)):
-            if (len(col) == 2 and len(vec) == 1 and col[1] == 1 and col[0] == vec[0]
-                    and ((type(col[0]) is int and col[0] > 1) or isinstance(col[0], SizeVar))):
-                n = format_dim(col[0])
-                raise ShapeError(
-                    "comparing a column of %s (%s) with a vector of %s (%s) would give a "
-                    "%s table of every pair, as NumPy broadcasts them: make both columns "
-                    "(v[:, None], or reshape(v, %s)) or both vectors; for every pair, write the "
-                    "vector as a row, v[None, :]" % (
-                        n, format_shape(col), n, format_shape(vec),
-                        format_shape((col[0], col[0])), format_type(col)))
-        return broadcast("compare", a, b)
-    return shape
+def _compare_shape(a, b):
+    """Broadcast, but not a column of N against a vector of N: NumPy's NxN table of every
+    pair, a classic silent mistake (predictions Nx1 == labels N: an accuracy of 1/N)."""
+    for col, vec in ((a, b), (b, a)):
+        if (len(col) == 2 and len(vec) == 1 and col[1] == 1 and col[0] == vec[0]
+                and ((type(col[0]) is int and col[0] > 1) or isinstance(col[0], SizeVar))):
+            n = format_dim(col[0])
+            raise ShapeError(
+                "comparing a column of %s (%s) with a vector of %s (%s) would give a "
+                "%s table of every pair, as NumPy broadcasts them: make both columns "
+                "(v[:, None], or reshape(v, %s)) or both vectors; for every pair, write the "
+                "vector as a row, v[None, :]" % (
+                    n, format_shape(col), n, format_shape(vec),
+                    format_shape((col[0], col[0])), format_type(col)))
+    return broadcast("compare", a, b)
 
 
 def _compare(name, relation, ufunc):
@@ -196,7 +194,7 @@ def _compare(name, relation, ufunc):
                 doc="1 where a %s b, else 0 (broadcasts like +; a NaN compares unequal to "
                     "everything; a column of N against a vector of N is an error, not NumPy's "
                     "NxN table of every pair)" % relation,
-                shape=_compare_shape(relation), evaluate=make,
+                shape=_compare_shape, evaluate=make,
                 tags=("elementwise", "comparison"), lowering=low,
                 kernel="({0} %s {1}) ? (T)1 : (T)0" % relation))
 

@@ -2743,8 +2743,9 @@ class Checker:
         run = self._run(b, x, part)
         zero = b.const(0.0, loc)
         if count * step <= span:
-            groups = b.op(REGISTRY["narrow"], (run, zero), loc, (axis, count * step))
-            return self._firsts(b, self._run_all(b, run, groups), axis, count, step, loc)
+            if count * step < span:         # (the groups' cells, when the run holds more)
+                run = b.op(REGISTRY["narrow"], (run, zero), loc, (axis, count * step))
+            return self._firsts(b, run, axis, count, step, loc)
         tail = b.op(REGISTRY["narrow"], (run, b.const(float((count - 1) * step), loc)), loc,
                     (axis, 1))
         if count == 1:
@@ -2802,11 +2803,6 @@ class Checker:
         if x.shape[axis] == span and known_number(start) == 0:
             return x
         return b.op(REGISTRY["narrow"], (x, start), loc, (axis, span, what))
-
-    @staticmethod
-    def _run_all(b, run, groups):
-        """``groups`` (the first cells of ``run``), or run itself when they are all of it."""
-        return run if groups.shape == run.shape else groups
 
     def _firsts(self, b, run, axis, count, step, loc):
         """The first cell of each of the ``count`` groups of ``step`` cells ``run`` holds
