@@ -1896,8 +1896,8 @@ def test_the_repl_says_a_function_is_defined_with_def_too(text):
       (2, "cannot matrix-multiply"), (4, "unknown name 'z'")]),
     # a let without its let (Python's annotated assignment): one error, saying so
     ("w: tensor[1x2] = [[1, 2]]\nw = w * 10\nprint w\nprint zz\n",
-     [(1, "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found ':'; a new name "
-          "needs let or var: let w: TYPE = ..."), (4, "unknown name 'zz'")]),
+     [(1, "a new name needs let or var: let w: tensor[1x2] = ... (NAME: TYPE = ... gives a "
+          "member its first value in a params block only)"), (4, "unknown name 'zz'")]),
     # a } too many at the header's indentation, the block's lines going on indented after it
     ('for step in 0..3 {\n}\n    print "a {step}"\n}\nprint zz\n',
      [(2, "this '}' closes no block: the block opened on line 1 ends at the '}' on line 4"),

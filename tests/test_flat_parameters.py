@@ -1,7 +1,7 @@
-"""Many parameters, one optimizer (docs/language.md): a model's parameters as one vector,
-each weight a slice of it, trained by one grad, one clip_grad_norm and one adamw -- the same
-steps as PyTorch's AdamW and clip_grad_norm_ over the separate tensors; and several attention
-heads split as PyTorch splits them (swapaxes), against PyTorch."""
+"""A model's parameters as one vector written by hand (the layout a params block makes: see
+tests/test_params.py), each weight a slice of it, trained by one grad, one clip_grad_norm and
+one adamw -- the same steps as PyTorch's AdamW and clip_grad_norm_ over the separate tensors;
+and several attention heads split as PyTorch splits them (swapaxes), against PyTorch."""
 
 import numpy as np
 import pytest

@@ -134,13 +134,16 @@ class StringArg(Expr):
 class TypeAnn:
     """A written type: ``tensor[6x6]``, ``tensor[?x4]``, ``tensor[N, K]``, ``scalar``.
 
-    ``dims`` holds ints, None for ``?``, and strings for size variables.
+    ``dims`` holds ints, None for ``?``, and strings for size variables.  A params block's
+    name written as a type (``p: theta``) has ``layout`` that name and ``dims`` empty: the
+    checker knows its size.
     """
-    __slots__ = ("dims", "loc")
+    __slots__ = ("dims", "loc", "layout")
 
-    def __init__(self, dims: tuple, loc: Loc):
+    def __init__(self, dims, loc: Loc, layout=None):
         self.dims = dims
         self.loc = loc
+        self.layout = layout
 
 
 class Stmt:
@@ -223,6 +226,33 @@ class Assign(Stmt):
         self.name_loc = name_loc
         self.items = items
         self.bracket_loc = bracket_loc
+
+
+class Params(Stmt):
+    """``params NAME { MEMBER ... }``: a model's parameters, each a member (``w1 = EXPR`` or
+    ``w1: tensor[3x8] = EXPR``, a :class:`Member`), held as one var NAME -- a vector of every
+    member's cells, member after member, each row-major -- read and written member by member
+    as ``NAME.w1``.  ``body`` holds the block's statements as written."""
+    __slots__ = ("name", "body", "name_loc", "head")
+
+    def __init__(self, name: str, body: list, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.body = body
+        self.loc = loc
+        self.name_loc = name_loc
+        self.head = loc
+
+
+class Member(Stmt):
+    """``NAME: TYPE = EXPR``, a member of a params block with its shape written."""
+    __slots__ = ("name", "type", "expr", "name_loc")
+
+    def __init__(self, name: str, type, expr: Expr, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.type = type
+        self.expr = expr
+        self.loc = loc
+        self.name_loc = name_loc
 
 
 class For(Stmt):
@@ -380,10 +410,10 @@ def assigned_names(stmts, out, memo=None):
     inside (each if of an else-if chain asks for the rest: quadratic without it)."""
     for s in stmts:
         t = type(s)
-        if t is Assign:
-            out.append(s.name)
+        if t is Assign:             # (p.w1 = v assigns the params var p)
+            out.append(s.name.partition(".")[0])
         elif t is LetTuple and s.kind == "assign":
-            out.extend(n for n in s.names if n != "_")
+            out.extend(n.partition(".")[0] for n in s.names if n != "_")
         elif t is Broken:           # a statement that could not be read: what it names
             out.extend(s.names)
         elif t is For or t is If:

@@ -67,11 +67,23 @@ class _Build:
         d = ast.Def(name.value, params or [], [], loc, self._loc(name), ret, block=True)
         return ast.Header("def", d, loc)
 
+    def params_head(self, c):
+        kw, name, brace = c
+        loc = self._loc(kw).to(self._loc(brace))
+        return ast.Header("params", ast.Params(name.value, [], loc, self._loc(name)), loc)
+
+    def member_stmt(self, c):
+        name, typ, expr = c
+        nloc = self._loc(name)
+        return ast.Member(name.value, self._type(typ), expr, nloc.to(expr.loc), nloc)
+
     def rtype(self, c):
         types = [self._type(t) for t in c if t.type == "TYPE"]
         return types[0] if len(types) == 1 and c[0].type == "TYPE" else types
 
     def _type(self, tok):
+        if tok.type == "NAME":      # a params block's name: its layout
+            return ast.TypeAnn((), self._loc(tok), layout=tok.value)
         return ast.TypeAnn(tok.extra, self._loc(tok))
 
     def let_stmt(self, c):
@@ -221,8 +233,8 @@ class _Build:
 
     def param(self, c):
         name, typ = c
-        tloc = self._loc(typ)
-        return ast.Param(name.value, ast.TypeAnn(typ.extra, tloc), self._loc(name).to(tloc))
+        ann = self._type(typ)
+        return ast.Param(name.value, ann, self._loc(name).to(ann.loc))
 
     # ---- expressions
     def binary(self, c):
@@ -633,6 +645,8 @@ def _describe_found(tok) -> str:
 def _describe_expected(expected) -> str:
     expected = set(expected)
     expected.discard("TARGET")      # (the [ of x[i] = v: the lexer's, written as any [)
+    if "_EQUAL" in expected:
+        expected.discard("_COLON")  # (a params block's member w: TYPE = ...: no slip's fix)
     if len(expected) > 1:
         expected.discard("$END")
     words = []
@@ -1243,7 +1257,7 @@ def _assemble(stmts: list, errors: list | None = None) -> list:
                 wrong(GoatError("unmatched '}': no block is open here", stmt.loc))
                 continue
             header = close()
-            if header.kind in ("for", "if", "elif", "def", "else"):
+            if header.kind in ("for", "if", "elif", "def", "else", "params"):
                 owner = header.stmt
                 if owner is not None:
                     owner.loc = owner.loc.to(stmt.loc)

@@ -22,11 +22,12 @@ KEYWORDS = {
     "and": "AND",
     "or": "OR",
     "not": "NOT",
+    "params": "PARAMS",
 }
 
 # the keywords that begin a statement (the REPL completes them at the start of a line)
 STATEMENT_KEYWORDS = ("def", "let", "var", "print", "for", "if", "else", "return", "import",
-                      "save", "assert")
+                      "save", "assert", "params")
 
 # words that only appear inside a type annotation
 TYPE_WORDS = ("tensor", "scalar")

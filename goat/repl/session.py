@@ -468,7 +468,9 @@ class Session:
         if t is ast.Var:
             return Result("var", stmt.name, checked.shape)
         if t is ast.Assign:
-            return Result("assign", stmt.name, checked.shape)
+            return Result("assign", stmt.name, self._assigned_shape(stmt, checked))
+        if t is ast.Params:
+            return Result("var", stmt.name, checked.shape)
         if t is ast.LetTuple:
             return Result("lets", ", ".join(stmt.names), tuple(n.shape for n in checked))
         if t is ast.Def:
@@ -484,6 +486,18 @@ class Session:
             return Result("value", None, tuple(n.shape for n in checked),
                           tuple(np.array(self.evaluator.value(n)) for n in checked))
         return Result("value", None, checked.shape, np.array(self.evaluator.value(checked)))
+
+    def _assigned_shape(self, stmt, checked):
+        """The shape of what ``stmt`` assigned: a var's, or a params member's (p.w1 = v, whose
+        checked value is the whole var p)."""
+        base, _, path = stmt.name.partition(".")
+        layout = self.checker._layout_of(base, self.checker.top) if path else None
+        if layout is None:
+            return checked.shape
+        for part in path.split("."):
+            member = layout.members[part]
+            layout = member[3]
+        return member[2]
 
     def load(self, path: str) -> list:
         """Run a whole file into the session: checked whole first, taken back whole on error."""
@@ -639,7 +653,10 @@ class Session:
         if t is ast.Var:
             return "let", "var %s : %s" % (stmt.name, format_type(checked.shape)), stmt
         if t is ast.Assign:
-            return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
+            return "let", "%s : %s" % (stmt.name, format_type(
+                self._assigned_shape(stmt, checked))), stmt
+        if t is ast.Params:
+            return "let", "params %s : %s" % (stmt.name, format_type(checked.shape)), stmt
         if t is ast.LetTuple:
             return "let", "%s : %s" % (", ".join(stmt.names), ", ".join(
                 format_type(n.shape) for n in checked)), stmt
@@ -810,6 +827,10 @@ class Session:
                         out.append(("%s.%s" % (name, member), "def " + w.signature()))
                     elif getattr(w, "shape", None) is not None:
                         out.append(("%s.%s" % (name, member), format_type(w.shape)))
+        for name, layout in self.checker.top.layouts.items():
+            # theta.<Tab>: a params block's members (and those of a let laid out as one)
+            for member, (_, _, shape, _) in layout.members.items():
+                out.append(("%s.%s" % (name, member), format_type(shape)))
         return out
 
     def _list_names(self) -> list:
@@ -822,7 +843,10 @@ class Session:
             if isinstance(v, Template):
                 out.append((name, "def " + v.signature()))
             elif isinstance(v, VarBinding):
-                out.append((name, "var " + format_type(v.declared)))
+                layout = self.checker.top.layouts.get(name)
+                out.append((name, ("params %s (%s)" % (format_type(v.declared), layout.describe()))
+                            if layout is not None and layout.name == name
+                            else "var " + format_type(v.declared)))
             elif isinstance(v, Module):
                 out.append((name, "module"))
             elif v is not None:

@@ -56,7 +56,7 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display", "scope", "_book", "_reads", "let_sizes")
+                 "display", "scope", "_book", "_reads", "let_sizes", "layouts")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -78,6 +78,7 @@ class Template:
         self.checker = None
         self.specs = {}
         self.display = None         # a generic def's result with ... as written (signature)
+        self.layouts = {}           # parameter -> the params block its type names (p: theta)
         self.scope = None           # the names it saw when written (its later checks see them)
         self.let_sizes = {}         # the lets its parameters' types name: name -> (size, Loc)
         self._book = None
@@ -152,7 +153,8 @@ class Template:
 
     def signature(self) -> str:
         """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
-        return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, format_type(s))
+        return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, self.layouts.get(
+                                                         p) or format_type(s))
                                                      for p, s, _ in self.generic or self.params),
                                 format_result(self.display or self.shape,
                                               isinstance(self.result, tuple)))
@@ -176,6 +178,25 @@ class VarBinding:
         self.line = line
 
 
+class Layout:
+    """A params block's layout: its members in order, each ``(offset, count, shape, layout)``
+    -- where its cells begin in the block's vector, how many, the shape they are read in
+    (row-major) and, for a member that is itself a params block's value, that block's Layout.
+    ``size`` is the vector's length (every member's cells)."""
+
+    __slots__ = ("name", "members", "size", "loc")
+
+    def __init__(self, name, members, size, loc):
+        self.name = name
+        self.members = members
+        self.size = size
+        self.loc = loc
+
+    def describe(self) -> str:
+        return ", ".join("%s %s" % (m, format_type(shape))
+                         for m, (_, _, shape, _) in self.members.items())
+
+
 class Module:
     """An imported module: the defs and lets of its file, by name."""
 
@@ -192,7 +213,8 @@ class Scope:
     outermost scope: a name defined inside it may not be defined again in a block nested in it,
     and a def body may not assign the vars of the scope around it."""
 
-    __slots__ = ("names", "lines", "sources", "what", "parent", "function", "shadows")
+    __slots__ = ("names", "lines", "sources", "what", "parent", "function", "shadows",
+                 "layouts")
 
     def __init__(self, parent=None, function=False, names=None, lines=None):
         self.names = {} if names is None else names
@@ -200,6 +222,7 @@ class Scope:
         self.sources = {}           # name -> the Source it was defined in (a REPL's input)
         self.what = {}              # name -> "parameter", "loop variable" (for messages)
         self.shadows = set()        # vars of the code around a block, as the block sees them
+        self.layouts = {}           # name -> the Layout of a params block its value has
         self.parent = parent
         self.function = function
 
@@ -824,6 +847,7 @@ class Checker:
         self._quiet = False           # checking a def again for a call: no outline
         self._bad_sizes = {}          # a let that cannot be a size -> the error its first use
                                       # as one gave (each later use gives it again: one error)
+        self.layout_types = {}        # a params block's name -> its Layout (a type's name)
 
     def reachable(self) -> set:
         """The ids of the top region's nodes that a statement checked later may still reach:
@@ -1030,6 +1054,7 @@ class Checker:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
+            self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
             # a number the program fixes (let D = 64, let G = 4 * D) shows it: a size a type
             # may name
             fixed = known_number(node) if node.shape == () else None
@@ -1058,8 +1083,15 @@ class Checker:
             declared = want if want is not None else node.shape
             self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
                        stmt.loc.line)
+            self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
             self._outline("var %s : %s" % (stmt.name, format_type(declared)))
             return node
+        if t is ast.Params:
+            return self._params(stmt, scope, b)
+        if t is ast.Member:
+            raise GoatError("a new name needs let or var: let %s: %s = ... (NAME: TYPE = ... "
+                            "gives a member its first value in a params block only)" % (
+                                stmt.name, _written_type(stmt.type)), stmt.loc)
         if t is ast.For:
             return self._for(stmt, scope, b)
         if t is ast.If:
@@ -1220,6 +1252,7 @@ class Checker:
 
     def _bind(self, scope: Scope, name, loc, binding, line):
         self._new_name(scope, name, loc)
+        scope.layouts.pop(name, None)
         scope.names[name] = binding
         scope.lines[name] = line
         scope.sources[name] = loc.source if loc is not None else None
@@ -1266,6 +1299,8 @@ class Checker:
             s = s.parent
 
     def _dims(self, ann: ast.TypeAnn, scope=None, rest_ok=False):
+        if ann.layout is not None:      # p: theta, the vector of a params block's cells
+            return (self._layout_type(ann.layout, ann.loc).size,)
         dims = []
         for d in ann.dims:
             if d is ...:
@@ -1475,6 +1510,200 @@ class Checker:
         return b.cast(node, declared, "%s (declared %s)" % (what, format_type(declared)),
                       stmt.loc, runtime)
 
+    # ---- params blocks: a model's parameters as one vector, read and written by member
+    def _layout_of(self, name, scope):
+        """The Layout of the value ``name`` is bound to (a params var, a parameter typed with
+        a params block's name, a let so annotated or holding grad with respect to one), or
+        None."""
+        binding, s = scope.find(name)
+        while s is not None:        # (a block's own binding of a var it assigns: the var's)
+            layout = s.layouts.get(name)
+            if layout is not None or s.function:
+                return layout
+            s = s.parent
+        return None
+
+    def _layout_type(self, name, loc) -> Layout:
+        """The params block ``name`` written as a type (``p: theta``)."""
+        layout = self.layout_types.get(name)
+        if layout is not None:
+            return layout
+        if name in self.later and self.later[name] > loc.line:
+            raise GoatError("'%s' is a params block defined later, on line %d; it must be "
+                            "defined before a type names it" % (name, self.later[name]), loc)
+        known = self.globals.get(name)
+        what = ("'%s' is a %s, not a params block, so it is no type" % (
+                    name, "def" if isinstance(known, Template) else "module"
+                    if isinstance(known, Module) else "var" if isinstance(known, VarBinding)
+                    else "let") if known is not None else "unknown type '%s'" % name)
+        hint = _TYPE_HABITS.get(name.lower(), "")
+        raise GoatError("%s: a type is tensor[...] (tensor[3x4], tensor[N, D]), scalar, or the "
+                        "name of a params block%s%s" % (
+                            what, "; " + hint if hint else "",
+                            _suggest(name, self.layout_types) if not hint else ""), loc)
+
+    def _lay_out(self, scope, name, ann, expr):
+        """After ``let name[: ann] = expr``: the name's Layout, if its value has one -- written
+        (``let g: theta = ...``), or that of the value it names (``let p = theta``) or of the
+        one value grad differentiates with respect to (``let g = grad(l, theta)``)."""
+        if ann is not None:
+            if ann.layout is not None:
+                scope.layouts[name] = self.layout_types[ann.layout]
+            return
+        if type(expr) is ast.Call and expr.args and lookup(expr.name) is not None and any(
+                type(x) is ast.Name and x.name in self.layout_types
+                for x, (_, kind) in zip(expr.args, lookup(expr.name).params) if kind == "type"):
+            # var m = zeros(theta): laid out as theta
+            scope.layouts[name] = self.layout_types[next(
+                x.name for x, (_, kind) in zip(expr.args, lookup(expr.name).params)
+                if kind == "type" and type(x) is ast.Name and x.name in self.layout_types)]
+            return
+        if type(expr) is ast.Name:
+            source = expr.name
+        elif _is_grad(expr) and len(expr.args) == 2 and type(expr.args[1]) is ast.Name:
+            source = expr.args[1].name
+        else:
+            return
+        if "." in source:               # let q = theta.blk: the member's own layout
+            base, _, rest = source.partition(".")
+            layout = self._layout_of(base, scope)
+            for part in rest.split(".") if layout is not None else ():
+                member = layout.members.get(part)
+                layout = member[3] if member is not None else None
+                if layout is None:
+                    break
+        else:
+            layout = self._layout_of(source, scope)
+        if layout is not None:
+            scope.layouts[name] = layout
+
+    def _member(self, name, loc, scope, b):
+        """``theta.w1`` (or ``theta.blk.w1``): the cells of the member, read in its shape --
+        a narrow of the vector and a reshape, so that grad and goat compile take it as they
+        take any slice.  Returns (node, the member's (offset, count, shape, layout), the base's
+        binding node)."""
+        base, *path = name.split(".")
+        layout = self._layout_of(base, scope)
+        node = self._name(ast.Name(base, loc), scope, b)
+        whole = node
+        offset, member, walked = 0, None, base
+        for part in path:
+            if layout is None:
+                raise GoatError("'%s' is %s, not a params block's value: it has no members"
+                                % (walked, format_type(member[2])), loc)
+            member = layout.members.get(part)
+            if member is None:
+                raise GoatError("%s has no member '%s'%s; its members: %s" % (
+                    walked, part, _suggest(part, layout.members), layout.describe()), loc)
+            offset += member[0]
+            layout = member[3]
+            walked += "." + part
+        _, count, shape, _ = member
+        if count != whole.shape[0]:
+            node = b.op(REGISTRY["narrow"], (whole, b.const(float(offset), loc)), loc,
+                        (0, count))
+        if tuple(shape) != tuple(node.shape):
+            node = b.op(REGISTRY["reshape"], (node,), loc, (tuple(shape),))
+        return node, (offset, count, shape, layout), whole
+
+    def _assign_member(self, stmt, scope, b, name=None, name_loc=None, node=None,
+                       value_loc=None, loc=None):
+        """``theta.w1 = v`` (``stmt``; or, from ``theta.w1, m = ...``, the value ``node``):
+        the params var theta with w1's cells replaced by v, which has w1's shape (one number
+        goes into a member of one cell); ``theta.w1[0, 1] = v`` replaces those cells of w1."""
+        if stmt is not None:
+            name, name_loc, value_loc, loc = stmt.name, stmt.name_loc, stmt.expr.loc, stmt.loc
+        base = name.partition(".")[0]
+        self._assignable(base, name_loc, scope)
+        current, (offset, count, shape, _), whole = self._member(name, name_loc, scope, b)
+        if stmt is not None:
+            node = self._one(stmt.expr, self.expr(
+                stmt.expr, scope, b, tuple(shape) if stmt.items is None else None))
+            if stmt.items is not None:  # theta.w1[0, 1] = v: w1 with those cells replaced
+                node = self._store(stmt, current, node, scope, b)
+        ok, runtime = compatible(tuple(shape), node.shape)
+        if not ok and _cells(shape) == 1 and _cells(node.shape) == 1:
+            node, ok, runtime = b.op(REGISTRY["reshape"], (node,), value_loc,
+                                     (tuple(shape),)), True, False
+        if not ok:
+            raise GoatError("%s is %s, but this value has shape %s" % (
+                name, format_type(shape), format_shape(node.shape)), value_loc)
+        node = b.cast(node, tuple(shape), ("var", name), loc, runtime)
+        flat = node if tuple(shape) == (count,) else b.op(REGISTRY["reshape"], (node,), loc,
+                                                          ((count,),))
+        if count == whole.shape[0]:
+            new = flat
+        else:
+            new = b.op(REGISTRY["put"], (whole, flat, b.const(float(offset), loc)), loc, (0,))
+        return self._assign_value(base, name_loc, new, value_loc, loc, scope, b)
+
+    def _params(self, stmt: ast.Params, scope, b):
+        """``params NAME { w1 = EXPR ... }``: each member's value (its shape known before the
+        run), their cells one after another in one var NAME (a vector), and NAME's Layout, a
+        type a def's parameter may have (``p: NAME``)."""
+        if scope is not self.top or self._defining is not None:
+            raise GoatError("params must be at the top level of the program, not inside a "
+                            "block or a def: a def takes a params block's value as a parameter "
+                            "(def f(p: %s, ...), and reads p.NAME)" % stmt.name, stmt.head)
+        if self.module:
+            raise GoatError("params belongs in a program, not in a module: a module's values "
+                            "cannot change, and a params block is a var", stmt.head)
+        members, parts, offset = {}, [], 0
+        for s in stmt.body:
+            t = type(s)
+            if t is ast.Assign and s.items is None and "." not in s.name and not (
+                    type(s.expr) is ast.Binary and type(s.expr.left) is ast.Name
+                    and s.expr.left.name == s.name and s.expr.left.loc == s.name_loc):
+                name, name_loc, ann, expr, member_loc = s.name, s.name_loc, None, s.expr, s.loc
+            elif t is ast.Member:
+                name, name_loc, ann, expr, member_loc = s.name, s.name_loc, s.type, s.expr, s.loc
+            else:
+                raise GoatError("a params block holds its members, one per line, each given "
+                                "its first value: NAME = VALUE, or NAME: tensor[...] = VALUE "
+                                "(a let, a loop or another statement belongs outside it)",
+                                s.loc)
+            if name in members:
+                raise GoatError("%s has a member '%s' already; each member has a name of its "
+                                "own" % (stmt.name, name), name_loc)
+            if name in KEYWORDS or name in TYPE_WORDS:
+                raise GoatError("'%s' is a reserved word and cannot name a member" % name,
+                                name_loc)
+            want = self._dims(ann, scope) if ann is not None else None
+            node = self._stated_value(expr, scope, b, want, ann)
+            if ann is not None:
+                node = self._annotate(s, want, node, b)
+            shape = tuple(node.shape)
+            if not all(type(d) is int for d in shape):
+                raise GoatError("member %s.%s has shape %s: a member's shape must be known "
+                                "before the run (write it: %s: tensor[...] = ...)" % (
+                                    stmt.name, name, format_shape(shape), name), expr.loc)
+            sub = None
+            if ann is not None and ann.layout is not None:
+                sub = self.layout_types[ann.layout]
+            elif type(expr) is ast.Name:        # blk = block: laid out as the params block
+                sub = self._layout_of(expr.name, scope) if "." not in expr.name else None
+            count = _cells(shape)
+            members[name] = (offset, count, shape, sub)
+            parts.append(node if shape == (count,) else b.op(
+                REGISTRY["reshape"], (node,), member_loc, ((count,),)))
+            offset += count
+        if not members:
+            raise GoatError("params %s has no members: write each, one per line, as NAME = "
+                            "VALUE (w = randn(tensor[3x4], 1) * 0.1)" % stmt.name, stmt.head)
+        while len(parts) > 1:       # joined pairwise, each cell copied log2(members) times
+            parts = [b.op(REGISTRY["concat"], tuple(parts[k:k + 2]), stmt.head, (0,))
+                     if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+        node = self._own(parts[0], stmt.name, stmt.loc, b)
+        layout = Layout(stmt.name, members, offset, stmt.head)
+        self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, (offset,), stmt.loc.line),
+                   stmt.loc.line)
+        scope.layouts[stmt.name] = layout
+        self.layout_types[stmt.name] = layout
+        self._outline("params %s : tensor[%d]" % (stmt.name, offset))
+        for m, (_, _, shape, _) in members.items():
+            self._outline("  %s.%s : %s" % (stmt.name, m, format_type(shape)))
+        return node
+
     def _let_tuple(self, stmt, scope, b):
         n = len(stmt.names)
         seen = set()
@@ -1505,9 +1734,16 @@ class Checker:
             else:
                 self._bind(scope, name, loc, node, stmt.loc.line)
                 self._outline("%s : %s" % (name, format_type(node.shape)))
+            if _is_grad(stmt.expr) and stmt.kind != "assign":
+                # let g1, g2 = grad(l, theta, x): g1 is laid out as theta
+                wrt = stmt.expr.args[1 + stmt.names.index(name)]
+                if type(wrt) is ast.Name and self._layout_of(wrt.name, scope) is not None:
+                    scope.layouts[name] = self._layout_of(wrt.name, scope)
         return value
 
     def _assign(self, stmt, scope, b):
+        if "." in stmt.name and self._layout_of(stmt.name.partition(".")[0], scope) is not None:
+            return self._assign_member(stmt, scope, b)
         binding, _ = self._assignable(stmt.name, stmt.name_loc, scope)
         # (w = randn(7) * 0.3: a built-in's shape left out is the var's)
         want = tuple(binding.declared) if stmt.items is None and None not in binding.declared \
@@ -1532,6 +1768,9 @@ class Checker:
         return binding, owner
 
     def _assign_value(self, name, name_loc, node, value_loc, loc, scope, b):
+        if "." in name and self._layout_of(name.partition(".")[0], scope) is not None:
+            # theta.w1, m = ...: the member's cells of the params var replaced
+            return self._assign_member(None, scope, b, name, name_loc, node, value_loc, loc)
         binding, owner = self._assignable(name, name_loc, scope)
         ok, runtime = compatible(binding.declared, node.shape)
         widened = b.widen([node], value_loc) if not ok and node.book is not None else None
@@ -1853,6 +2092,10 @@ class Checker:
                 fscope.names[name] = node
                 fscope.lines[name] = stmt.loc.line
                 fscope.what[name] = "parameter"
+            for p in stmt.params:           # p: theta reads theta's members as p.w1
+                if p.type.layout is not None:
+                    fscope.layouts[p.name] = self.layout_types[p.type.layout]
+                    tmpl.layouts[p.name] = p.type.layout
             # the declared result sees the parameters and the names outside, not the body's
             # lets (def f(x: tensor[N, 1]) -> tensor[N, B] { let B = 4 ...}: B is the outer B)
             sig = Scope(fscope.parent, function=True, names=dict(fscope.names),
@@ -2126,6 +2369,11 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
+                pname = what.split()[1]
+                if pname in tmpl.layouts:       # p: theta
+                    hint = (" (the vector of params block %s's members: %s)"
+                            % (tmpl.layouts[pname], self.layout_types[tmpl.layouts[pname]]
+                               .describe()))
                 notes = tuple("%s in %s's types is %d, %s %s on line %d%s" % (
                     name, tmpl.qualname, size,
                     "from the let" if type(name) is SizeExpr else "the let",
@@ -2307,6 +2555,11 @@ class Checker:
 
     def _name(self, e: ast.Name, scope, b):
         name = e.name
+        if "." in name:
+            base = name.partition(".")[0]
+            layout = self._layout_of(base, scope)
+            if layout is not None:      # theta.w1: a member of a params block's value
+                return self._member(name, e.loc, scope, b)[0]
         v = self._resolve(name, e.loc, scope)
         if isinstance(v, Node):
             return v
@@ -2431,6 +2684,12 @@ class Checker:
             if type(a) is not ast.Name:
                 raise GoatError("grad differentiates with respect to named values (a let, a "
                                 "var or a parameter): write the name, not an expression", a.loc)
+            if "." in a.name and self._layout_of(a.name.partition(".")[0], scope) is not None:
+                base = a.name.partition(".")[0]
+                raise GoatError("grad differentiates with respect to a whole params value: "
+                                "let g: %s = grad(loss, %s) is every member's gradient, and "
+                                "g.%s is %s's" % (self._layout_of(base, scope).name, base,
+                                                  a.name.partition(".")[2], a.name), a.loc)
             if a.name in names:
                 raise GoatError("'%s' appears twice among grad's names" % a.name, a.loc)
             wrt.append(self.value(a, scope, b))
@@ -2502,6 +2761,9 @@ class Checker:
                 if count is not None:           # a let holding one: onehot(t, V)
                     attrs.append(op.count_type([n.shape for n in nodes], count))
                     continue
+                if type(a) is ast.Name and a.name in self.layout_types:
+                    # zeros(theta): the shape of the params block theta's vector
+                    a = ast.TypeArg(ast.TypeAnn((), a.loc, layout=a.name), a.loc)
                 if (type(a) is ast.Name and scope.find(a.name)[0] is None
                         and a.name not in (self._sizes or ())):
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
@@ -3358,6 +3620,27 @@ def _note_no_leading_sizes(e, name):
             err.notes = tuple(err.notes) + (note,)
 
 
+# a type as another language writes it -> what goat writes
+_TYPE_HABITS = {
+    "int": "goat's values are all numbers (float64): write scalar, or tensor[...]",
+    "float": "write scalar for one number, tensor[...] for more",
+    "double": "write scalar for one number, tensor[...] for more",
+    "float32": "write scalar, or tensor[...]; goat run --dtype f32 computes in float32",
+    "float64": "write scalar for one number, tensor[...] for more",
+    "tensor": "a tensor's type gives its shape: tensor[3x4], tensor[N, D]",
+    "number": "write scalar for one number",
+    "bool": "a comparison gives 0 or 1: write scalar, or tensor[...]",
+    "array": "write tensor[...] with its shape: tensor[3x4]",
+    "vector": "write tensor[N] (or tensor[1, N] for a row)",
+    "matrix": "write tensor[N, M]",
+}
+
+
+def _written_type(ann) -> str:
+    """A TypeAnn as the program wrote it."""
+    return ann.loc.source.text[ann.loc.start:ann.loc.end]
+
+
 def _is_grad(e) -> bool:
     return type(e) is ast.Call and e.name == "grad"
 
@@ -3478,6 +3761,8 @@ def _uses(stmt) -> set:
         x = stack.pop()
         t = type(x)
         if t is ast.TypeAnn:            # a let's size in a type: tensor[B, 1], tensor[4 * H]
+            if x.layout is not None:    # p: theta reads the params block theta
+                out.add(x.layout)
             out.update(d for d in x.dims if type(d) is str)
             for d in x.dims:
                 if type(d) is SizeExpr:
@@ -3527,7 +3812,7 @@ def _grad_targets(stmt, out: set):
 
 def _defined_names(stmt):
     t = type(stmt)
-    if t in (ast.Let, ast.Def, ast.Var):
+    if t in (ast.Let, ast.Def, ast.Var, ast.Params, ast.Member):
         return (stmt.name,)
     if t is ast.LetTuple:
         return tuple(n for n in stmt.names if n != "_") if stmt.kind != "assign" else ()

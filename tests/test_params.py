@@ -1,0 +1,329 @@
+"""params blocks (docs/language.md, "Many parameters, one optimizer"): a model's parameters
+as one var, member after member, read and written as ``theta.w1``, with one grad, one
+clip_grad_norm and one adamw for all of them -- against NumPy written here, finite differences
+and (when installed) PyTorch's AdamW over the separate tensors."""
+
+import numpy as np
+import pytest
+
+import goat
+
+from conftest import compiled_numbers, error, printed_numbers, run, run_error_in
+
+_LAYOUT = """params theta {
+    w1 = [[1, 2, 3], [4, 5, 6]]
+    b1: tensor[1x3] = [[7, 8, 9]]
+    s = 10
+    w2 = [11, 12]
+}
+print theta
+print theta.w1
+print theta.b1
+print theta.s
+print theta.w2
+print size(theta, 0)
+"""
+
+
+def test_members_are_laid_out_one_after_another_row_major_and_read_in_their_shapes():
+    flat, w1, b1, s, w2, n = run(_LAYOUT)
+    want = np.concatenate([np.array([[1, 2, 3], [4, 5, 6]]).ravel(), [7, 8, 9], [10], [11, 12]])
+    assert np.array_equal(flat, want) and flat.shape == (12,)
+    assert np.array_equal(w1, [[1, 2, 3], [4, 5, 6]]) and w1.shape == (2, 3)
+    assert np.array_equal(b1, [[7, 8, 9]]) and b1.shape == (1, 3)
+    assert s.shape == () and s == 10
+    assert np.array_equal(w2, [11, 12]) and w2.shape == (2,)
+    assert n == 12
+
+
+def test_member_writes_replace_only_their_cells():
+    src = """params p {
+    a = [[1, 2], [3, 4]]
+    b = [5, 6, 7]
+    c = 8
+}
+p.b = [60, 70, 80]
+print p
+p.a[1, 0] = 30
+print p
+p.a += 100
+print p
+p.c = [[9]]
+print p
+var m = 0
+p.b, m = (p.b * 2, 5)
+print p
+"""
+    a, b, c, d, e = run(src)
+    assert np.array_equal(a, [1, 2, 3, 4, 60, 70, 80, 8])
+    assert np.array_equal(b, [1, 2, 30, 4, 60, 70, 80, 8])
+    assert np.array_equal(c, [101, 102, 130, 104, 60, 70, 80, 8])
+    assert np.array_equal(d, [101, 102, 130, 104, 60, 70, 80, 9])
+    assert np.array_equal(e, [101, 102, 130, 104, 120, 140, 160, 9])
+
+
+def test_member_writes_in_a_loop_carry_the_params_var():
+    src = """params p {
+    w = zeros(tensor[3])
+    k = 0
+}
+for i in 0..4 {
+    p.w[i % 3] += i + 1
+    p.k += 1
+}
+print p
+"""
+    (got,) = run(src)
+    assert np.array_equal(got, [1 + 4, 2, 3, 4])
+
+
+def _mlp_numpy(theta, x, y):
+    """The loss of the docs' MLP and its gradient, by hand: NumPy, not goat."""
+    w1, b1, w2 = theta[:24].reshape(3, 8), theta[24:32].reshape(1, 8), theta[32:].reshape(8, 1)
+    h = np.tanh(x @ w1 + b1)
+    e = h @ w2 - y
+    loss = np.mean(e * e)
+    de = 2 * e / e.size
+    gw2 = h.T @ de
+    dh = de @ w2.T * (1 - h * h)
+    return loss, np.concatenate([(x.T @ dh).ravel(), dh.sum(0), gw2.ravel()])
+
+
+_MLP = """import optim
+params theta {
+    w1 = randn(tensor[3x8], 2) * 0.5
+    b1 = zeros(tensor[1x8])
+    w2 = randn(tensor[8x1], 3) * 0.3
+}
+def mlp(p: theta, x: tensor[N, 3]) = tanh(x @ p.w1 + p.b1) @ p.w2
+def loss(p: theta, x: tensor[N, 3], y: tensor[N, 1]) = mean((mlp(p, x) - y) * (mlp(p, x) - y))
+let x = randn(tensor[64x3], 1)
+let y = row_sum(x * x) / 3
+var m = zeros(theta)
+var v = zeros(theta)
+print x
+print theta
+let g0 = grad(loss(theta, x, y), theta)
+print g0
+print g0.w2
+for step in 0..STEPS {
+    let g, norm = optim.clip_grad_norm(grad(loss(theta, x, y), theta), 1)
+    theta, m, v = optim.adamw(theta, g, m, v, step + 1, 0.02, 0.9, 0.999, 1e-08, 0.01)
+    print "{loss(theta, x, y):.17g} {norm:.17g}"
+}
+print m.b1
+"""
+
+
+def test_one_grad_of_a_params_value_is_every_members_gradient():
+    x, theta0, g0, g0w2, *_ = run(_MLP.replace("STEPS", "0"))
+    y = (x * x).sum(axis=1, keepdims=True) / 3
+    _, want = _mlp_numpy(theta0, x, y)
+    assert np.allclose(g0, want, rtol=1e-12, atol=1e-15)
+    assert g0w2.shape == (8, 1) and np.allclose(g0w2.ravel(), want[32:], rtol=1e-12)
+
+
+def test_params_training_takes_adamws_steps_written_in_numpy():
+    steps = 20
+    x, theta0, _, _, *lines, mb1 = run(_MLP.replace("STEPS", str(steps)))
+    y = (x * x).sum(axis=1, keepdims=True) / 3
+    theta, m, v = theta0.copy(), np.zeros(40), np.zeros(40)
+    for t in range(1, steps + 1):       # AdamW (Loshchilov & Hutter), PyTorch's form
+        _, g = _mlp_numpy(theta, x, y)
+        norm = np.sqrt(np.sum(g * g))
+        g = g * min(1.0, 1 / (norm + 1e-6))
+        theta = theta * (1 - 0.02 * 0.01)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        mhat, vhat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+        theta = theta - 0.02 * mhat / (np.sqrt(vhat) + 1e-8)
+        got_loss, got_norm = (float(s) for s in lines[t - 1].split())
+        assert abs(got_loss - _mlp_numpy(theta, x, y)[0]) <= 1e-10
+        assert abs(got_norm - norm) <= 1e-12 * norm
+    assert mb1.shape == (1, 8) and np.allclose(mb1.ravel(), m[24:32], rtol=1e-9, atol=1e-15)
+
+
+def test_params_training_matches_pytorchs_adamw_over_separate_tensors():
+    torch = pytest.importorskip("torch")
+    steps = 30
+    x0, theta0, _, _, *lines, _ = run(_MLP.replace("STEPS", str(steps)))
+    x = torch.tensor(x0)
+    y = (x * x).sum(dim=1, keepdim=True) / 3
+    w1 = torch.tensor(theta0[:24].reshape(3, 8), requires_grad=True)
+    b1 = torch.tensor(theta0[24:32].reshape(1, 8), requires_grad=True)
+    w2 = torch.tensor(theta0[32:].reshape(8, 1), requires_grad=True)
+    params = [w1, b1, w2]
+    opt = torch.optim.AdamW(params, lr=0.02, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+
+    def loss():
+        e = torch.tanh(x @ w1 + b1) @ w2 - y
+        return (e * e).mean()
+    for line in lines:
+        opt.zero_grad()
+        loss().backward()
+        norm = torch.nn.utils.clip_grad_norm_(params, 1.0).item()
+        opt.step()
+        with torch.no_grad():
+            want = loss().item()
+        got_loss, got_norm = (float(s) for s in line.split())
+        assert abs(got_loss - want) <= 1e-12 * want and abs(got_norm - norm) <= 1e-12 * norm
+
+
+_STACKED = """import nn
+let L = 3
+params net {
+    wq = randn(tensor[L, 4, 4], 1) * 0.5
+    g = 1 + 0.1 * randn(tensor[L, 1, 4], 2)
+}
+def block(x: tensor[N, 4], wq: tensor[4x4], g: tensor[1x4]) = x + tanh(nn.rms_norm(x, g) @ wq)
+def loss(p: net, x: tensor[N, 4]) {
+    var h = x
+    for l in 0..L {
+        h = block(h, p.wq[l], p.g[l])
+    }
+    return mean(h * h)
+}
+let x = randn(tensor[5x4], 3)
+print x
+print net
+print loss(net, x)
+print grad(loss(net, x), net)
+"""
+
+
+def _stacked_numpy(theta, x):
+    wq, g = theta[:48].reshape(3, 4, 4), theta[48:].reshape(3, 1, 4)
+    h = x
+    for layer in range(3):
+        n = h / np.sqrt(np.mean(h * h, axis=1, keepdims=True) + 1e-5) * g[layer]
+        h = h + np.tanh(n @ wq[layer])
+    return np.mean(h * h)
+
+
+def test_stacked_layers_in_one_member_read_per_layer_in_a_loop_against_finite_differences():
+    x, theta, loss, g = run(_STACKED)
+    assert theta.shape == (60,) and g.shape == (60,)
+    assert abs(loss - _stacked_numpy(theta, x)) <= 1e-13
+    eps = 1e-6
+    for k in range(60):
+        d = np.zeros(60)
+        d[k] = eps
+        fd = (_stacked_numpy(theta + d, x) - _stacked_numpy(theta - d, x)) / (2 * eps)
+        assert abs(g[k] - fd) <= 1e-7 * max(1.0, abs(fd)), k
+
+
+def test_params_compiled_print_the_same_numbers(tmp_path):
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(_STACKED + _LAYOUT.replace("theta", "q") +
+                                   "q.w1[0, 1] = 20\nq.s += 1\nprint q\n")
+    want = [np.ravel(v).tolist() for v in goat.run_source((tmp_path / "p.mg").read_text())]
+    assert compiled_numbers(tmp_path) == want
+
+
+def test_a_grad_let_and_a_fill_of_the_block_take_its_layout():
+    src = """params p {
+    a = [[1, 2], [3, 4]]
+    b = [5, 6]
+}
+let g = grad(sum(p.a * p.a) + sum(p.b), p)
+print g.a
+print g.b
+let r = [1, 2]
+let h, k = grad(sum(p.a) * 2 + sum(r * r), p, r)
+print h.a
+var z = ones(p)
+z.b = [0, 0]
+print z
+let q: p = z * 3
+print q.a
+"""
+    ga, gb, ha, z, qa = run(src)
+    assert np.array_equal(ga, [[2, 4], [6, 8]]) and np.array_equal(gb, [1, 1])
+    assert np.array_equal(ha, [[2, 2], [2, 2]])
+    assert np.array_equal(z, [1, 1, 1, 1, 0, 0])
+    assert np.array_equal(qa, [[3, 3], [3, 3]])
+
+
+def test_check_shapes_shows_the_members_and_the_def_parameter_as_the_block(tmp_path):
+    from conftest import cli
+    (tmp_path / "m.mg").write_text(_MLP.replace("STEPS", "1"))
+    status, out, err = cli("check", "--shapes", str(tmp_path / "m.mg"))
+    assert status == 0, err
+    assert "params theta : tensor[40]\n  theta.w1 : tensor[3x8]\n  theta.b1 : tensor[1x8]\n" \
+           "  theta.w2 : tensor[8x1]\n" in out
+    assert "def mlp(p: theta, x: tensor[N, 3]) -> tensor[N, 1]" in out
+
+
+@pytest.mark.parametrize("src, line, words", [
+    ("params t {\n  w = ones(tensor[2x2])\n}\nprint t.w3\n", 4,
+     "t has no member 'w3'; its members: w tensor[2x2]"),
+    ("params t {\n  wq = ones(tensor[2x2])\n}\nprint t.wqq\n", 4, "did you mean 'wq'?"),
+    ("params t {\n  w = ones(tensor[2x2])\n}\nt.w = ones(tensor[3])\n", 4,
+     "t.w is tensor[2x2], but this value has shape 3"),
+    ("for i in 0..2 {\n  params t {\n    w = ones(tensor[2x2])\n  }\n}\n", 2,
+     "params must be at the top level of the program"),
+    ("def f(x: tensor[2]) {\n  params t {\n    w = x\n  }\n  return x\n}\n", 2,
+     "params must be at the top level of the program"),
+    ("params t {\n  let a = 3\n}\n", 2, "a params block holds its members, one per line"),
+    ("params t {\n  w = ones(tensor[2x2])\n  w = ones(tensor[2])\n}\n", 3,
+     "t has a member 'w' already"),
+    ("params t {\n}\n", 1, "params t has no members"),
+    ("params t {\n  w: tensor[2x3] = ones(tensor[2x2])\n}\n", 2,
+     "is declared tensor[2x3], but its value has shape 2x2"),
+    ("params t {\n  w = ones(tensor[2x2])\n}\nprint t.w.x\n", 4,
+     "'t.w' is tensor[2x2], not a params block's value: it has no members"),
+    ("params t {\n  w = ones(tensor[2x2])\n}\nlet g = grad(sum(t.w), t.w)\n", 4,
+     "grad differentiates with respect to a whole params value: let g: t = grad(loss, t)"),
+    ("params t {\n  w = ones(tensor[2x2])\n}\ndef f(p: t) {\n  p.w = 3\n  return p\n}\n", 5,
+     "cannot assign to 'p': it is a parameter"),
+    ("def f(p: q) = p\nparams q {\n  w = ones(tensor[2])\n}\n", 1,
+     "'q' is a params block defined later, on line 2"),
+    ("let x: int = 3\n", 1, "unknown type 'int': a type is tensor[...]"),
+    ("let y = 2\nlet x: y = 3\n", 2, "'y' is a let, not a params block, so it is no type"),
+    ("params theta {\n  w = ones(tensor[2])\n}\ndef f(p: thetaa) = p\n", 4,
+     "did you mean 'theta'?"),
+    ("x: tensor[3] = 5\n", 1, "a new name needs let or var: let x: tensor[3] = ..."),
+    ("params t {\n  w = ones(tensor[2])\n}\ndef f(p: t) = p.w\nprint f(ones(tensor[3]))\n", 5,
+     "argument p of f must have shape 2, got 3 (the vector of params block t's members: "
+     "w tensor[2])"),
+])
+def test_params_errors_say_what_to_write(src, line, words):
+    e = error(src)
+    assert words in e.message, e.message
+    assert e.loc.line == line
+
+
+def test_a_params_block_error_in_the_command_line_is_one_line_status_1(tmp_path):
+    first, out = run_error_in(tmp_path, "params t {\n  w = ones(tensor[2])\n}\nprint t.v\n",
+                              aot=False)
+    assert first == "p.mg:4: error: t has no member 'v'; its members: w tensor[2]"
+    assert out == ""
+
+
+def test_a_module_cannot_hold_a_params_block(tmp_path):
+    (tmp_path / "m.mg").write_text("params t {\n  w = ones(tensor[2])\n}\n")
+    first, _ = run_error_in(tmp_path, "import m\nprint 1\n", aot=False)
+    assert first == ("m.mg:1: error: a module may hold only def, let and import statements; "
+                     "this belongs in a program")
+
+
+def test_the_repl_completes_a_params_blocks_members_and_shows_their_shapes():
+    import io
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from goat.repl.app import GoatCompleter
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("params theta {\n  w1 = ones(tensor[2x3])\n  b1 = [1, 2, 3]\n}\nvar m = zeros(theta)")
+    got = {x.text: x.display_meta_text for x in GoatCompleter(s).get_completions(
+        Document("print theta."), CompleteEvent(completion_requested=True))}
+    assert got == {"w1": "tensor[2x3]", "b1": "tensor[3]"}
+    got = {x.text: x.display_meta_text for x in GoatCompleter(s).get_completions(
+        Document("print m.w"), CompleteEvent(completion_requested=True))}
+    assert got == {"w1": "tensor[2x3]"}
+    assert ("theta", "params tensor[9] (w1 tensor[2x3], b1 tensor[3])") in s.names()
+    assert ("m", "var tensor[9]") in s.names()
+    results = s.run("theta.b1 = theta.b1 * 10\ntheta")
+    assert results[0].name == "theta.b1" and results[0].shape == (3,)
+    assert np.array_equal(results[1].value, [1, 1, 1, 1, 1, 1, 10, 20, 30])
