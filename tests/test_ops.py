@@ -294,3 +294,30 @@ def test_a_column_compared_with_a_vector_of_its_length_is_an_error_not_every_pai
                      % (lit(p), lit(y)))
     assert a.item() == np.mean(p == y[:, None]) and b.item() == np.mean(p[:, 0] == y)
     assert np.array_equal(c, p == y[None, :]) and np.array_equal(d, p - y)   # (- stays NumPy's)
+
+
+def test_a_higher_rank_column_against_its_vector_is_that_error_too_and_in_a_defs_call():
+    """The rule's whole kind (a breaker's note): predictions BxTx1 against labels T or BxT
+    (when the shapes broadcast at all), and a def whose size variables differ, called with
+    them equal."""
+    from conftest import error
+    e = error("let p = ones(tensor[2x5x1])\nlet y = ones(tensor[5])\nprint p == y\n")
+    assert e.message.startswith("comparing a column of 5 (2x5x1) with a vector of 5 (5) would "
+                                "give a 2x5x5 table of every pair")
+    e = error("let p = ones(tensor[5x5x1])\nlet y = ones(tensor[5x5])\nprint p < y\n")
+    assert e.message.startswith("comparing shape 5x5x1 with shape 5x5 (the same sizes but its "
+                                "last 1) would give 5x5x5")
+    assert "(v[..., None], or reshape(v, tensor[5x5x1]))" in e.message
+    e = error("let p = ones(tensor[2x5x1])\nlet y = ones(tensor[2x5])\nprint p == y\n")
+    assert e.message == "cannot compare shapes 2x5x1 and 2x5: dimensions 5 and 2 differ and " \
+                        "neither is 1"
+    e = error("def acc(p: tensor[N, 1], y: tensor[M]) = mean(p == y)\n"
+              "print acc(ones(tensor[5x1]), ones(tensor[5]))\n")
+    assert e.message.startswith("comparing a column of 5 (5x1) with a vector of 5 (5)")
+    assert e.loc.line == 1 and "in acc, called on line 2" in e.notes[0]
+    # other sizes, or the pairs asked for, run as NumPy's
+    p, q = run("def acc(p: tensor[N, 1], y: tensor[M]) = p == y\n"
+               "print acc([[1], [2]], [1, 2, 3])\n"
+               "print ones(tensor[2x5x1]) == [[0, 1, 2, 3, 4]] - 1\n")
+    assert np.array_equal(p, np.array([[1], [2]]) == np.array([1, 2, 3]))
+    assert np.array_equal(q, np.ones((2, 5, 1)) == np.array([[0, 1, 2, 3, 4]]) - 1)

@@ -8,7 +8,7 @@ import pytest
 
 import goat
 
-from conftest import compiled_numbers, error, printed_numbers, run, run_error_in
+from conftest import compiled_numbers, error, run, run_error_in
 
 _LAYOUT = """params theta {
     w1 = [[1, 2, 3], [4, 5, 6]]
@@ -269,7 +269,7 @@ def test_check_shapes_shows_the_members_and_the_def_parameter_as_the_block(tmp_p
      "t has a member 'w' already"),
     ("params t {\n}\n", 1, "params t has no members"),
     ("params t {\n  w: tensor[2x3] = ones(tensor[2x2])\n}\n", 2,
-     "is declared tensor[2x3], but its value has shape 2x2"),
+     "'t.w' is declared tensor[2x3], but its value has shape 2x2"),
     ("params t {\n  w = ones(tensor[2x2])\n}\nprint t.w.x\n", 4,
      "'t.w' is tensor[2x2], not a params block's value: it has no members"),
     ("params t {\n  w = ones(tensor[2x2])\n}\nlet g = grad(sum(t.w), t.w)\n", 4,
@@ -327,3 +327,36 @@ def test_the_repl_completes_a_params_blocks_members_and_shows_their_shapes():
     results = s.run("theta.b1 = theta.b1 * 10\ntheta")
     assert results[0].name == "theta.b1" and results[0].shape == (3,)
     assert np.array_equal(results[1].value, [1, 1, 1, 1, 1, 1, 10, 20, 30])
+
+
+def test_a_member_may_be_another_params_blocks_value_read_and_written_through_both_names():
+    src = """params block {
+    wq = [[1, 2], [3, 4]]
+    g = [5, 6]
+}
+params model {
+    e = [7, 8]
+    a = block
+    b: block = block * 10
+}
+def f(p: block) = sum(p.wq * p.wq) + sum(p.g)
+print model
+print model.a.wq
+print f(model.b)
+model.b.g = [0, 1]
+print model
+let gr = grad(f(model.a) * 2 + f(model.b), model)
+print gr
+print gr.b.wq
+"""
+    first, awq, fb, after, gr, grbwq = run(src)
+    blk = np.array([1, 2, 3, 4, 5, 6])
+    assert np.array_equal(first, np.concatenate([[7, 8], blk, blk * 10]))
+    assert np.array_equal(awq, [[1, 2], [3, 4]])
+    assert fb == 100 + 400 + 900 + 1600 + 50 + 60
+    assert np.array_equal(after, np.concatenate([[7, 8], blk, [10, 20, 30, 40, 0, 1]]))
+    # d/dwq sum(wq * wq) = 2 wq; d/dg sum(g) = 1; block a's counted twice
+    want = np.concatenate([[0, 0], 2 * 2 * blk[:4], [2, 2], 2 * np.array([10, 20, 30, 40]),
+                           [1, 1]])
+    assert np.array_equal(gr, want)
+    assert np.array_equal(grbwq, [[20, 40], [60, 80]])

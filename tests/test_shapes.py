@@ -94,6 +94,17 @@ def test_scalar_annotation():
     assert error("let s: scalar = [[1]]").message == "'s' is declared scalar, but its value has shape 1x1"
 
 
+def test_an_annotated_var_of_one_number_takes_one_number_in_its_shape():
+    # as assigning one to it does (a let's annotation stays a check: above)
+    m, s, q = run("var m: tensor[1x1] = 0\nm += [[2]]\nprint m\nvar s: scalar = [[4]]\n"
+                  "print s\nvar q: tensor[1] = [[5]]\nprint q")
+    assert m.shape == (1, 1) and m[0, 0] == 2
+    assert s.shape == () and s == 4
+    assert q.shape == (1,) and q[0] == 5
+    assert error("var m: tensor[1x2] = 0").message == (
+        "'m' is declared tensor[1x2], but its value has shape scalar")
+
+
 def test_broadcast_rule_directly():
     assert broadcast("add", (6, 6), (1, 6)) == (6, 6)
     assert broadcast("add", (2, 3, 4), (4,)) == (2, 3, 4)

@@ -172,18 +172,32 @@ def _truth_op(ufunc):
 def _compare_shape(a, b):
     """Broadcast, but not a column of N against a vector of N: NumPy's NxN table of every
     pair, a classic silent mistake (predictions Nx1 == labels N: an accuracy of 1/N)."""
+    out = broadcast("compare", a, b)        # (shapes that do not broadcast: that error)
     for col, vec in ((a, b), (b, a)):
-        if (len(col) == 2 and len(vec) == 1 and col[1] == 1 and col[0] == vec[0]
-                and ((type(col[0]) is int and col[0] > 1) or isinstance(col[0], SizeVar))):
-            n = format_dim(col[0])
+        # a column of N (..., N, 1) and a vector of N whose shape ends the column's without
+        # its 1 ((N), (..., N)): broadcasting pairs every cell of one with every cell of the
+        # other, an N axis more than either means
+        if (2 <= len(col) and 1 <= len(vec) < len(col) and col[-1] == 1
+                and tuple(col[-1 - len(vec):-1]) == tuple(vec)
+                and ((type(vec[-1]) is int and vec[-1] > 1) or isinstance(vec[-1], SizeVar))):
+            n = format_dim(vec[-1])
+            table = format_shape(out)
+            if len(vec) == 1:
+                raise ShapeError(
+                    "comparing a column of %s (%s) with a vector of %s (%s) would give a "
+                    "%s table of every pair, as NumPy broadcasts them: make both columns "
+                    "(v[:, None], or reshape(v, %s)) or both vectors; for every pair, write "
+                    "the vector as a row, v[None, :]" % (
+                        n, format_shape(col), n, format_shape(vec), table,
+                        format_type(tuple(vec) + (1,))))
             raise ShapeError(
-                "comparing a column of %s (%s) with a vector of %s (%s) would give a "
-                "%s table of every pair, as NumPy broadcasts them: make both columns "
-                "(v[:, None], or reshape(v, %s)) or both vectors; for every pair, write the "
-                "vector as a row, v[None, :]" % (
-                    n, format_shape(col), n, format_shape(vec),
-                    format_shape((col[0], col[0])), format_type(col)))
-    return broadcast("compare", a, b)
+                "comparing shape %s with shape %s (the same sizes but its last 1) would give "
+                "%s, every cell of a last axis of %s against every other, as NumPy broadcasts "
+                "them: make both the same shape (v[..., None], or reshape(v, %s)); for every "
+                "pair, write the axis where it is meant (v[..., None, :])" % (
+                    format_shape(col), format_shape(vec), table, n,
+                    format_type(tuple(vec) + (1,))))
+    return out
 
 
 def _compare(name, relation, ufunc):

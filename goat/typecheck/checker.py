@@ -627,6 +627,8 @@ class Builder:
                 check = n.check
                 if check or None in shape:
                     shape, check = self._recheck(n, argv, attrs, shape, check)
+                elif has_vars and "comparison" in n.op.tags:
+                    self._compare_again(n, argv)
                 append(op_(n.op, argv, n.loc, attrs, shape, check))
             elif kind == CALL:
                 append(self.call(n.op, argv, n.loc, [a.shape for a in n.args]))
@@ -658,6 +660,18 @@ class Builder:
         except ShapeError as e:
             self._defer(e.message, n.loc)
             return shape, True
+
+    def _compare_again(self, n, args):
+        """A def's comparison, whose operands' size variables a call binds: a column of N
+        against a vector of N (def acc(p: tensor[N, 1], y: tensor[M]) = mean(p == y), called
+        with N = M) is the error it is when written with those sizes."""
+        shapes = [a.shape for a in args]
+        if _unknown(shapes):
+            return
+        try:
+            n.op.shape(*shapes)
+        except ShapeError as e:
+            raise GoatError(e.message, n.loc, notes=self.checker.call_notes(n.loc)) from None
 
     def _recheck_cast(self, n, x, declared):
         """A def's cast (an argument, an annotation) whose value's shape is now known: False
@@ -705,6 +719,8 @@ class Builder:
                 check = n.check
                 if check or None in shape:
                     shape, check = self._recheck(n, argv, attrs, shape, check)
+                elif has_vars and "comparison" in n.op.tags:
+                    self._compare_again(n, argv)
                 new = self.op(n.op, argv, n.loc, attrs, shape, check)
             elif kind == CAST:
                 if len(n.args) == 2:
@@ -1077,6 +1093,12 @@ class Checker:
         if t is ast.Var:
             want = self._dims(stmt.type, scope) if stmt.type is not None else None
             node = self._stated_value(stmt.expr, scope, b, want, stmt.type)
+            if (want is not None and tuple(node.shape) != tuple(want) and None not in want
+                    and None not in node.shape and _cells(want) == 1
+                    and _cells(node.shape) == 1):
+                # var total: tensor[1x1] = 0: one number in the var's shape, as assigning
+                # one to it gives
+                node = b.op(REGISTRY["reshape"], (node,), stmt.expr.loc, (tuple(want),))
             if stmt.type is not None:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
@@ -1670,8 +1692,9 @@ class Checker:
                                 name_loc)
             want = self._dims(ann, scope) if ann is not None else None
             node = self._stated_value(expr, scope, b, want, ann)
-            if ann is not None:
-                node = self._annotate(s, want, node, b)
+            if ann is not None:         # (its errors name it theta.w1)
+                node = self._annotate(ast.Member("%s.%s" % (stmt.name, name), ann, expr,
+                                                 s.loc, name_loc), want, node, b)
             shape = tuple(node.shape)
             if not all(type(d) is int for d in shape):
                 raise GoatError("member %s.%s has shape %s: a member's shape must be known "
