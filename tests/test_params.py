@@ -360,3 +360,45 @@ print gr.b.wq
                            [1, 1]])
     assert np.array_equal(gr, want)
     assert np.array_equal(grbwq, [[20, 40], [60, 80]])
+
+
+def test_a_checked_programs_params_give_each_members_offset_and_shape_to_take_a_saved_vector_apart(
+        tmp_path):
+    src = """params block {
+    wq = [[1, 2], [3, 4]]
+    g = [5, 6]
+}
+params model {
+    e = [[7, 8, 9]]
+    a = block
+}
+save(model, "model.npy")
+"""
+    (tmp_path / "m.mg").write_text(src)
+    program = goat.check_file(str(tmp_path / "m.mg"))
+    assert program.params["block"] == {"wq": (0, (2, 2)), "g": (4, (2,))}
+    assert program.params["model"] == {"e": (0, (1, 3)), "a": (3, (6,)), "a.wq": (3, (2, 2)),
+                                       "a.g": (7, (2,))}
+    goat.execute(program)
+    saved = np.load(str(tmp_path / "model.npy"))
+    offset, shape = program.params["model"]["a.wq"]
+    part = saved[offset:offset + int(np.prod(shape))].reshape(shape)
+    assert np.array_equal(part, [[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("src, words", [
+    ('params theta {\n  w = ones(tensor[2x2])\n}\nsave(theta, "theta.npz")\n',
+     'save writes one array as a NumPy .npy file, not a npz file: name it theta.npy (a params '
+     'block is one vector: save its members one by one, save(theta.NAME, "NAME.npy"), or the '
+     'whole, whose members\' offsets and shapes goat.check_file(...).params["theta"] gives)'),
+    ('let x = [1]\nsave(x, "out/x.pt")\n',
+     "save writes one array as a NumPy .npy file, not a pt file: name it x.npy"),
+    ("params p {\n  wte = ones(tensor[2x2])\n}\nprint p.wte.T\n",
+     "'p.wte' is tensor[2x2], not a params block's value: it has no members; goat has no "
+     "methods: write transpose(p.wte)"),
+    ("params p {\n  wte = ones(tensor[2x2])\n}\nprint p.sum\n",
+     "p has no member 'sum'; goat has no methods: write sum(p)"),
+])
+def test_habits_from_python_with_params_say_what_goat_writes(src, words):
+    e = error(src)
+    assert words in e.message, e.message

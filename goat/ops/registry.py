@@ -190,6 +190,11 @@ TRANSFORMS = {
              "the gradient of the one-element value loss with respect to the named values "
              "(lets, vars, parameters), by reverse-mode differentiation of the checked program; "
              "one name gives one tensor, several give a tuple"),
+    "split": ("split(x, n, axis) -> (n values, each x's shape but size / n on axis)",
+              "x's cells along axis in n equal parts, in order: NumPy's split(x, n, axis), "
+              "PyTorch's chunk(x, n, dim) (whose split takes a part's size instead); the size "
+              "must be a multiple of n, both known before the run -- let q, k, v = split(qkv, "
+              "3, -1)"),
 }
 
 

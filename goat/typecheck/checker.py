@@ -1128,6 +1128,19 @@ class Checker:
             node = self.value(stmt.expr, scope, b)
             tail = stmt.path if isinstance(stmt.path, str) else (
                 stmt.path[-1] if stmt.path and isinstance(stmt.path[-1], str) else "")
+            if tail.endswith((".npz", ".pt", ".pth", ".safetensors", ".pkl")):
+                at = stmt.path_loc
+                raise GoatError("save writes one array as a NumPy .npy file, not a %s file: name "
+                                "it %s.npy%s" % (
+                                    tail.rpartition(".")[2],
+                                    tail.rpartition(".")[0].rpartition("/")[2] or "x",
+                                    " (a params block is one vector: save its members one "
+                                    "by one, save(%s.NAME, \"NAME.npy\"), or the whole, whose "
+                                    "members' offsets and shapes goat.check_file(...).params"
+                                    "[\"%s\"] gives)" % (stmt.expr.name, stmt.expr.name)
+                                    if type(stmt.expr) is ast.Name
+                                    and stmt.expr.name in self.program.params else ""),
+                                at or stmt.loc)
             if tail.endswith(".mg"):
                 # found by a breaker: save(w, "p.mg") had replaced the program p.mg itself
                 at = stmt.path_loc
@@ -1611,12 +1624,17 @@ class Checker:
         offset, member, walked = 0, None, base
         for part in path:
             if layout is None:
-                raise GoatError("'%s' is %s, not a params block's value: it has no members"
-                                % (walked, format_type(member[2])), loc)
+                hint = _METHOD_HABITS.get(part)
+                raise GoatError("'%s' is %s, not a params block's value: it has no members%s"
+                                % (walked, format_type(member[2]), (
+                                    "; goat has no methods: " + hint.replace("(x", "(" + walked))
+                                    if hint else ""), loc)
             member = layout.members.get(part)
             if member is None:
+                hint = _METHOD_HABITS.get(part) if part not in layout.members else None
                 raise GoatError("%s has no member '%s'%s; its members: %s" % (
-                    walked, part, _suggest(part, layout.members), layout.describe()), loc)
+                    walked, part, ("; goat has no methods: " + hint.replace("(x", "(" + walked))
+                    if hint else _suggest(part, layout.members), layout.describe()), loc)
             offset += member[0]
             layout = member[3]
             walked += "." + part
@@ -1722,6 +1740,7 @@ class Checker:
                    stmt.loc.line)
         scope.layouts[stmt.name] = layout
         self.layout_types[stmt.name] = layout
+        self.program.params[stmt.name] = _member_table(members)
         self._outline("params %s : tensor[%d]" % (stmt.name, offset))
         for m, (_, _, shape, _) in members.items():
             self._outline("  %s.%s : %s" % (stmt.name, m, format_type(shape)))
@@ -1741,7 +1760,12 @@ class Checker:
             raise GoatError("%s %d names here, but the value is a single tensor of shape %s"
                             % (what, n, format_shape(value.shape)), stmt.expr.loc)
         if len(value) != n:
-            raise GoatError("%s %d names, but the value holds %d" % (what, n, len(value)),
+            hint = ""
+            if type(stmt.expr) is ast.Call and stmt.expr.name == "split":
+                hint = ("; split's second argument is how many equal parts (NumPy's split, "
+                        "PyTorch's chunk), not a part's size (PyTorch's split): for %d parts, "
+                        "split(x, %d, axis)" % (n, n))
+            raise GoatError("%s %d names, but the value holds %d%s" % (what, n, len(value), hint),
                             stmt.loc)
         for name, loc, node in zip(stmt.names, stmt.name_locs, value):
             if name == "_":             # a value not wanted here
@@ -2649,6 +2673,8 @@ class Checker:
         if isinstance(target, Module):
             raise GoatError("'%s' is a module, not a function; call its defs as %s.NAME(...)"
                             % (name, name), e.name_loc)
+        if name == "split":
+            return self._split_call(e, scope, b)
         if name in TRANSFORMS:
             return self._grad_call(e, scope, b)
         op = lookup(name)
@@ -2694,6 +2720,62 @@ class Checker:
                         stdlib[near], near, stdlib[near])
             raise GoatError("unknown function '%s'%s" % (name, hint), e.name_loc)
         return self._op_call(op, e, scope, b, want)
+
+    def _split_call(self, e: ast.Call, scope, b):
+        """``split(x, n, axis)``: the cells of x along axis in n equal parts, in order (NumPy's
+        split with a count, PyTorch's chunk): a tuple of n narrows, so grad and goat compile
+        take them as any slice."""
+        if len(e.args) != 3:
+            raise GoatError("split takes a value, how many equal parts, and the axis: let q, k, "
+                            "v = split(qkv, 3, -1); got %d argument%s"
+                            % (len(e.args), "" if len(e.args) == 1 else "s"), e.loc)
+        x = self.value(e.args[0], scope, b)
+        n = self._fixed_whole(e.args[1], "split's count", scope, b)
+        axis = self._fixed_whole(e.args[2], "split's axis", scope, b)
+        r = len(x.shape)
+        if r == 0:
+            raise GoatError("split takes a tensor of rank 1 or more; this is a scalar",
+                            e.args[0].loc)
+        if not -r <= axis < r:
+            raise GoatError("split's axis %d is not an axis of %s (rank %d: 0 to %d, or -1 to "
+                            "-%d from the end)" % (axis, format_type(x.shape), r, r - 1, r),
+                            e.args[2].loc)
+        axis %= r
+        size = x.shape[axis]
+        if isinstance(size, SizeVar):
+            raise GoatError("split needs the size of axis %d of %s, and %s is a size variable "
+                            "of %s, open until a call: write the def's size with a let above "
+                            "it (let C = 64, then tensor[N, 3 * C]), or take the parts with "
+                            "narrow" % (axis, format_type(x.shape), size.name, self._defining),
+                            e.loc)
+        if type(size) is not int:
+            raise GoatError("split needs the size of axis %d of %s, which is known only when "
+                            "the program runs: split where the size is known, or take the "
+                            "parts with narrow" % (axis, format_type(x.shape)), e.loc)
+        if n < 1 or size % n:
+            raise GoatError("cannot split axis %d of %s (size %d) into %d equal parts: %s" % (
+                axis, format_type(x.shape), size, n, "the count must be 1 or more" if n < 1
+                else "%d is not a multiple of %d" % (size, n)), e.args[1].loc)
+        part = size // n
+        if n == 1:                      # one part: x itself, one value
+            return x
+        return tuple(b.op(REGISTRY["narrow"], (x, b.const(float(k * part), e.loc)), e.loc,
+                          (axis, part)) for k in range(n))
+
+    def _fixed_whole(self, a, what, scope, b) -> int:
+        """A whole number the program fixes (written, or a let holding one; not a var)."""
+        for name in sorted(_uses(a)):
+            if isinstance(scope.find(name)[0], VarBinding):
+                raise GoatError("%s is a var, which may change, so it cannot be %s: make it a "
+                                "let (let %s = ...)" % (name, what, name), a.loc)
+        node = self.value(a, scope, b)
+        v = known_number(node) if _cells(node.shape) == 1 else None
+        if v is None:
+            raise GoatError("%s must be a whole number written in the program (or a let "
+                            "holding one), such as 2" % what, a.loc)
+        if not (abs(v) <= 2 ** 53 and v == int(v)):
+            raise GoatError("%s must be a whole number, got %s" % (what, _number_text(v)), a.loc)
+        return int(v)
 
     def _grad_call(self, e: ast.Call, scope, b):
         """``grad(loss, w1, w2, ...)``: the loss an expression, then the names of the values
@@ -3659,6 +3741,17 @@ _TYPE_HABITS = {
 }
 
 
+def _member_table(members, at=0, prefix="") -> dict:
+    """{member: (offset, shape)} of a params block's members, a nested block's own members
+    named after it (blk.wq), offsets from the start of the outermost vector."""
+    out = {}
+    for name, (offset, _, shape, sub) in members.items():
+        out[prefix + name] = (at + offset, tuple(shape))
+        if sub is not None:
+            out.update(_member_table(sub.members, at + offset, prefix + name + "."))
+    return out
+
+
 def _written_type(ann) -> str:
     """A TypeAnn as the program wrote it."""
     return ann.loc.source.text[ann.loc.start:ann.loc.end]
@@ -3820,7 +3913,7 @@ def _grad_targets(stmt, out: set):
     while stack:
         x = stack.pop()
         if type(x) is ast.Call:
-            if x.name in TRANSFORMS:
+            if x.name == "grad":
                 out.update(a.name for a in x.args[1:] if type(a) is ast.Name)
             stack.extend(x.args)
             continue

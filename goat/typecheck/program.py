@@ -230,6 +230,10 @@ class Program:
         # the top-level lets' numbers given from outside ((name, value), ...: goat run --let,
         # the API's lets=), part of what a compiled program's cache key holds
         self.given: tuple = ()
+        # each params block's members, name -> {member: (offset, shape)}: where each begins in
+        # the block's vector and the shape its cells are read in (row-major), in order -- what
+        # a Python program needs to take a saved vector apart (theta.npy into PyTorch tensors)
+        self.params: dict = {}
 
     @property
     def effects(self) -> list:
