@@ -3,15 +3,16 @@
 #     import optim
 #     let lr = optim.cosine_lr(step, 10, 200, 0.001)
 #     let g, n = optim.clip_grad_norm(grad(loss, w), 1.0)
-#     w, m, v = optim.adamw(w, g, m, v, step + 1, lr, 0.9, 0.999, 1e-08, 0.01)
+#     w, m, v = optim.adamw(w, g, m, v, step + 1, lr)          # (wd=0.1, eps=...: by name)
 
 # AdamW (Loshchilov & Hutter 2019, "Decoupled weight decay regularization"; the update of
 # PyTorch's torch.optim.AdamW): m and v are the running first and second moments of the
 # gradient g, t the number of this step counting from 1 (for the bias corrections 1 - b^t,
 # computed as 1 - exp(t log b)).  The weight decay is decoupled: w shrinks by lr * wd * w,
 # then takes the Adam step lr * m_hat / (sqrt(v_hat) + eps).  Returns the new (w, m, v).
-# A t below 1 stops the program (at t = 0 the bias corrections would divide by 0).
-def adamw(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, eps: scalar, wd: scalar) {
+# A t below 1 stops the program (at t = 0 the bias corrections would divide by 0).  The
+# defaults are PyTorch's: lr 0.001, betas (0.9, 0.999), eps 1e-08, weight_decay 0.01.
+def adamw(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], t: scalar, lr: scalar = 0.001, b1: scalar = 0.9, b2: scalar = 0.999, eps: scalar = 1e-08, wd: scalar = 0.01) {
     assert t >= 1, "optim.adamw's t numbers the steps from 1 (its bias corrections divide by 1 - b1^t), got {t}: in a loop from 0, pass step + 1"
     let m2 = b1 * m + (1 - b1) * g
     let v2 = b2 * v + (1 - b2) * (g * g)

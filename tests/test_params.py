@@ -256,7 +256,7 @@ def test_check_shapes_shows_the_members_and_the_def_parameter_as_the_block(tmp_p
 
 @pytest.mark.parametrize("src, line, words", [
     ("params t {\n  w = ones(tensor[2x2])\n}\nprint t.w3\n", 4,
-     "t has no member 'w3'; its members: w tensor[2x2]"),
+     "t has no member 'w3' (did you mean 'w'?); its members: w tensor[2x2]"),
     ("params t {\n  wq = ones(tensor[2x2])\n}\nprint t.wqq\n", 4, "did you mean 'wq'?"),
     ("params t {\n  w = ones(tensor[2x2])\n}\nt.w = ones(tensor[3])\n", 4,
      "t.w is tensor[2x2], but this value has shape 3"),
@@ -402,3 +402,91 @@ save(model, "model.npy")
 def test_habits_from_python_with_params_say_what_goat_writes(src, words):
     e = error(src)
     assert words in e.message, e.message
+
+
+def test_params_stays_a_name_where_no_block_begins():
+    a, b = run("let params = 3\nvar p2 = params * 2\nprint p2\ndef g(params: scalar) = "
+               "params + 1\nprint g(params)\nparams theta {\n  params = [1, 2]\n}\n")[:2]
+    assert a == 6 and b == 4
+
+
+@pytest.mark.parametrize("src, line, words", [
+    # a breaker's findings: a tuple whose targets overlap (the later write had won, silently)
+    ("params p {\n  a = [1, 2]\n  b = [3, 4]\n}\np.b, p = ([7, 7], p * 10)\n", 5,
+     "'p.b' and 'p' are both assigned here, and p holds p.b's cells"),
+    ("params p {\n  a = [1, 2]\n}\nvar m = 0\np, m, p.a = (p, 1, [0, 0])\n", 5,
+     "'p' and 'p.a' are both assigned here, and p holds p.a's cells"),
+    # a member of a value with no layout: not "a module's names cannot change"
+    ("var a = [1, 2]\na.w = [3, 4]\n", 2,
+     "'a' is tensor[2], not a params block's value: it has no member 'w'"),
+    ("params p {\n  w = [1, 2]\n}\nvar b, c = (zeros(p), 0)\nb.w = [3, 4]\n", 5,
+     "it has no member 'w'; to read it by p's members, give it that layout: var b: p = ..."),
+    ("import optim\nparams p {\n  w = [[1, 2], [3, 4]]\n}\n"
+     "let g, n = optim.clip_grad_norm(grad(sum(p.w * p.w), p), 1)\nprint g.w\n", 6,
+     "'g' is tensor[4], not a params block's value: it has no member 'w'; to read it by p's "
+     "members, name it with that layout: let h: p = g, then h.w"),
+    ("params theta {\n  w = [1, 2]\n}\nthetaa.w = [3, 4]\n", 4,
+     "unknown name 'thetaa' (in thetaa.w); did you mean 'theta'?"),
+    ("params theta {\n  w = [1, 2]\n}\nprint thetaa.w\n", 4,
+     "unknown name 'thetaa' (in thetaa.w); did you mean 'theta'?"),
+    ("params p {\n  w = [1, 2]\n  x = p.w * 2\n}\n", 3,
+     "p is the params block being written: a member's first value cannot read its members"),
+    ("params p {\n  w = [1, 2, 3]\n}\nvar m = zeros(tensor[p])\n", 4,
+     "p is a params block, not a size: its shape is written p (zeros(p), def f(x: p)), "
+     "tensor[3] as sizes"),
+    ("params p {\n  w = [1, 2, 3]\n  b = 1\n}\nprint p.ww\n", 5,
+     "p has no member 'ww' (did you mean 'w'?); its members: w tensor[3], b scalar"),
+    ("params p {\n  for = [1, 2]\n}\n", 2, "'for' is a reserved word, not a name"),
+    ("params p\n{\n  w = [1, 2]\n}\n", 2,
+     "a block's '{' goes at the end of its header's line (params p {)"),
+])
+def test_params_mistakes_found_by_a_breaker_say_what_to_write(src, line, words):
+    e = error(src)
+    assert words in e.message, e.message
+    assert e.loc.line == line
+
+
+@pytest.mark.parametrize("src", [
+    "params p {\n  a = foo(3)\n  b = [1, 2]\n}\ndef f(q: p) = q.b\np.b = [3, 4]\nprint zz\n",
+    "params p {\n  w = [1, 2\n  b = 3\n}\nprint p.b\nprint zz\n",
+    "params p {\n  w: tensor[2]\n}\nprint p.w\nprint zz\n",
+])
+def test_a_params_block_that_fails_is_one_error_and_its_uses_none(tmp_path, src):
+    (tmp_path / "p.mg").write_text(src)
+    from conftest import cli
+    status, out, err = cli("check", str(tmp_path / "p.mg"))
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert status == 1 and len(lines) == 2, err
+    assert ":2: error:" in lines[0] and "unknown name 'zz'" in lines[1]
+
+
+def test_a_def_may_return_a_params_value_and_its_let_reads_members():
+    src = """params p {
+  w = [1, 2]
+  b = 3
+}
+def step(q: p, g: p) -> p = q - 0.5 * g
+let r = step(p, p)
+print r.b
+def two(q: p) -> (p, scalar) {
+  return (q * 2, q.b)
+}
+let a, c = two(p)
+print a.w
+print c
+"""
+    rb, aw, c = run(src)
+    assert rb == 1.5 and np.array_equal(aw, [2, 4]) and c == 3
+
+
+def test_the_repl_names_the_layout_a_def_was_checked_with_after_the_block_is_redefined():
+    import io
+
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("params p {\n  w = [1, 2, 3]\n  b = 5\n}\ndef f(q: p) = q.b * 2\n"
+          "params p {\n  z = 1\n}")
+    with pytest.raises(goat.GoatError) as info:
+        s.run("print f(p)")
+    assert info.value.message == ("argument q of f must have shape 4, got 1 (the vector of "
+                                  "params block p's members: w tensor[3], b scalar)")

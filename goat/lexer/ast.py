@@ -122,6 +122,17 @@ class TypeArg(Expr):
         self.loc = loc
 
 
+class Keyword(Expr):
+    """An argument given by its parameter's name, ``eps=1e-08`` in ``f(w, eps=1e-08)``."""
+    __slots__ = ("name", "value", "name_loc")
+
+    def __init__(self, name: str, value: Expr, loc: Loc, name_loc: Loc):
+        self.name = name
+        self.value = value
+        self.loc = loc
+        self.name_loc = name_loc
+
+
 class StringArg(Expr):
     """A string written as an argument: ``load("x.npy")``; ``value`` has escapes processed."""
     __slots__ = ("value",)
@@ -151,12 +162,15 @@ class Stmt:
 
 
 class Param:
-    __slots__ = ("name", "type", "loc")
+    """A def's parameter: ``name: type``, or ``name: type = default`` (a number or a list,
+    the value a call that leaves it out gives it)."""
+    __slots__ = ("name", "type", "loc", "default")
 
-    def __init__(self, name: str, type: TypeAnn, loc: Loc):
+    def __init__(self, name: str, type: TypeAnn, loc: Loc, default=None):
         self.name = name
         self.type = type
         self.loc = loc
+        self.default = default
 
 
 class Def(Stmt):

@@ -404,6 +404,10 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     i = bisect_left(ends, tok.end_pos, i)   # the pieces the type covered
                 else:
                     tok = Tok(keywords.get(piece, "NAME"), piece, start_, end_)
+                    if piece == "params" and not (out == [] and _names_next(pieces, i + 1)):
+                        # a keyword only where a params block begins, params NAME: a program
+                        # may name a value params
+                        tok.type = "NAME"
             elif kind == _NUMBER and piece != "..":
                 if piece == ".":
                     hint = ""
@@ -663,6 +667,15 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
 
 
 _HEAD_WORDS = frozenset(("for", "if", "else", "def"))
+
+
+def _names_next(pieces: list, j: int) -> bool:
+    """Is the next piece from ``pieces[j]`` on, past blanks on the same line, a name (not a
+    keyword)?"""
+    n = len(pieces)
+    while j < n and pieces[j][0] in " \t\f\r":
+        j += 1
+    return j < n and _NAME.match(pieces[j]) is not None and pieces[j] not in KEYWORDS
 
 
 def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
@@ -1023,22 +1036,35 @@ _ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/="))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
+def _after_open(pieces: list, j: int) -> bool:
+    """Is the piece before ``pieces[j]`` (past blanks, newlines and comments) a '(' or a ','?"""
+    j -= 1
+    while j >= 0 and (pieces[j][0] in " \t\f\r\n" or pieces[j][0] == "#"):
+        j -= 1
+    return j >= 0 and pieces[j] in ("(", ",")
+
+
 def _starts_statement(pieces: list, j: int) -> bool:
     """Does what follows ``pieces[j]`` (past blanks, newlines and comments) start a statement
     that no expression goes on with: a statement's keyword (let, print, for, ...), or an
-    assignment (h = ..., s += ..., a, b = ...; goat has no keyword arguments)?"""
+    assignment (h = ..., s += ..., a, b = ...; but not an argument given by name on a line of
+    its own, after a '(' or a ',')?"""
     k = _next_index(pieces, j)
     if k is None:
         return False
     if pieces[k] in STATEMENT_KEYWORDS:
         return True
     n = len(pieces)
+    first = k
     while k < n and _NAME.match(pieces[k]) and pieces[k] not in KEYWORDS:
+        one = k == first
         k += 1
         while k < n and pieces[k][0] in " \t\f\r":
             k += 1
         if k < n and pieces[k] in _ASSIGNS:
-            return True
+            # f(w,\n  eps = 1e-08): an argument by name on a line of its own, after a ( or a
+            # comma, goes on with the call
+            return not (pieces[k] == "=" and one and _after_open(pieces, first))
         if k >= n or pieces[k] != ",":
             return False
         k += 1

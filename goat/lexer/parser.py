@@ -78,8 +78,8 @@ class _Build:
         return ast.Member(name.value, self._type(typ), expr, nloc.to(expr.loc), nloc)
 
     def rtype(self, c):
-        types = [self._type(t) for t in c if t.type == "TYPE"]
-        return types[0] if len(types) == 1 and c[0].type == "TYPE" else types
+        types = [self._type(t) for t in c if t.type in ("TYPE", "NAME")]
+        return types[0] if len(types) == 1 and c[0].type in ("TYPE", "NAME") else types
 
     def _type(self, tok):
         if tok.type == "NAME":      # a params block's name: its layout
@@ -232,9 +232,10 @@ class _Build:
         return c
 
     def param(self, c):
-        name, typ = c
+        name, typ, default = c
         ann = self._type(typ)
-        return ast.Param(name.value, ann, self._loc(name).to(ann.loc))
+        return ast.Param(name.value, ann, self._loc(name).to(
+            ann.loc if default is None else default.loc), default)
 
     # ---- expressions
     def binary(self, c):
@@ -293,6 +294,11 @@ class _Build:
     def type_arg(self, c):
         tok = c[0]
         return ast.TypeArg(self._type(tok), self._loc(tok))
+
+    def keyword_arg(self, c):
+        name, value = c
+        nloc = self._loc(name)
+        return ast.Keyword(name.value, value, nloc.to(value.loc), nloc)
 
     def string_arg(self, c):
         tok = c[0]
@@ -812,6 +818,10 @@ def _hint(tokens, tok) -> str:
     if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
                                                 "IMPORT"):
         return "; '%s' is a reserved word, not a name" % tok.value
+    if i == 1 and tokens[0].type in _KEYWORD_TERMS and (
+            tok.type == "_EQUAL" or (tok.type == "_COLON" and tokens[0].type != "ELSE")):
+        # for = [1, 2]: an assignment, or a params block's member, to a keyword
+        return "; '%s' is a reserved word, not a name" % tokens[0].value
     if tok.type == "TYPE" and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR", "IMPORT"):
         return "; %s is a type, not a name" % tok.value
     comparisons = ("EQEQ", "NE", "LT", "LE", "GT", "GE")
@@ -1458,7 +1468,7 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
     return ast.Module(source, stmts)
 
 
-_HEADS = frozenset(("FOR", "IF", "ELSE", "DEF"))
+_HEADS = frozenset(("FOR", "IF", "ELSE", "DEF", "PARAMS"))
 
 
 def _with_brace(build, tokens, start):

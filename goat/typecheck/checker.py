@@ -56,7 +56,8 @@ class Template:
 
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
-                 "display", "scope", "_book", "_reads", "let_sizes", "layouts")
+                 "display", "scope", "_book", "_reads", "let_sizes", "layouts", "defaults",
+                 "stmt_ret")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -78,7 +79,9 @@ class Template:
         self.checker = None
         self.specs = {}
         self.display = None         # a generic def's result with ... as written (signature)
-        self.layouts = {}           # parameter -> the params block its type names (p: theta)
+        self.layouts = {}           # parameter -> the Layout its type names (p: theta)
+        self.defaults = {}          # parameter -> its default, as written (a literal's Expr)
+        self.stmt_ret = None        # its declared result as written (a TypeAnn, a list, None)
         self.scope = None           # the names it saw when written (its later checks see them)
         self.let_sizes = {}         # the lets its parameters' types name: name -> (size, Loc)
         self._book = None
@@ -153,8 +156,10 @@ class Template:
 
     def signature(self) -> str:
         """``ln_out(h: tensor[112x8], g: tensor[1x8], t: tensor[1x8]) -> tensor[112x8]``"""
-        return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s" % (p, self.layouts.get(
-                                                         p) or format_type(s))
+        return "%s(%s) -> %s" % (self.name, ", ".join("%s: %s%s" % (p, self.layouts[p].name
+                                                         if p in self.layouts
+                                                         else format_type(s), _default_text(
+                                                             self.defaults.get(p)))
                                                      for p, s, _ in self.generic or self.params),
                                 format_result(self.display or self.shape,
                                               isinstance(self.result, tuple)))
@@ -864,6 +869,7 @@ class Checker:
         self._bad_sizes = {}          # a let that cannot be a size -> the error its first use
                                       # as one gave (each later use gives it again: one error)
         self.layout_types = {}        # a params block's name -> its Layout (a type's name)
+        self._params_defining = None  # the params block whose members are being checked
 
     def reachable(self) -> set:
         """The ids of the top region's nodes that a statement checked later may still reach:
@@ -1071,12 +1077,14 @@ class Checker:
             node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
             self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
+            shown_layout = _laid_out(scope, stmt.name)
             # a number the program fixes (let D = 64, let G = 4 * D) shows it: a size a type
             # may name
             fixed = known_number(node) if node.shape == () else None
             shown = "" if fixed is None else " = %d" % fixed if (
                 fixed == fixed and abs(fixed) < 2 ** 53 and fixed == int(fixed)) else " = %g" % fixed
-            self._outline("%s : %s%s" % (stmt.name, format_type(node.shape), shown))
+            self._outline("%s : %s%s%s" % (stmt.name, format_type(node.shape), shown,
+                                           shown_layout))
             return node
         if t is ast.Print:
             if type(stmt.expr) is ast.Tuple:        # print(a, b), as Python writes it
@@ -1106,7 +1114,8 @@ class Checker:
             self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
                        stmt.loc.line)
             self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
-            self._outline("var %s : %s" % (stmt.name, format_type(declared)))
+            self._outline("var %s : %s%s" % (stmt.name, format_type(declared),
+                                             _laid_out(scope, stmt.name)))
             return node
         if t is ast.Params:
             return self._params(stmt, scope, b)
@@ -1467,6 +1476,10 @@ class Checker:
         if binding is None and name in self.later:
             raise GoatError("the size %s is a let defined later, on line %d: define it before "
                             "the type that uses it" % (name, self.later[name]), loc)
+        if isinstance(binding, VarBinding) and name in self.layout_types:
+            raise GoatError("%s is a params block, not a size: its shape is written %s "
+                            "(zeros(%s), def f(x: %s)), tensor[%d] as sizes" % (
+                                name, name, name, name, self.layout_types[name].size), loc)
         if isinstance(binding, VarBinding):
             raise GoatError("%s is a var, which may change, so it cannot be a size: make it a "
                             "let (let %s = ...)" % (name, name), loc)
@@ -1558,6 +1571,33 @@ class Checker:
             s = s.parent
         return None
 
+    def _no_members(self, name, v, scope, loc):
+        """The error for ``g.w`` where g is no params block's value (``v``, its binding, or
+        None where no g is defined)."""
+        base, _, member = name.partition(".")
+        if v is None:
+            if base == self._params_defining:
+                raise GoatError("%s is the params block being written: a member's first value "
+                                "cannot read its members (give it its own value, or assign "
+                                "%s after the block)" % (base, name), loc)
+            if base in self.later:
+                raise GoatError("unknown name '%s': it is defined later, on line %d; a name must "
+                                "be defined before it is used (a params block's members cannot "
+                                "read the block)" % (base, self.later[base]), loc)
+            raise GoatError("unknown name '%s' (in %s)%s" % (
+                base, name, _suggest(base, _visible(scope))), loc)
+        shape = v.declared if isinstance(v, VarBinding) else v.shape
+        fits = [k for k, lay in self.layout_types.items() if (lay.size,) == tuple(shape)]
+        hint = ""
+        if fits:
+            hint = ("; to read it by %s's members, give it that layout: %s %s: %s = ..." % (
+                fits[0], "var" if isinstance(v, VarBinding) else "let", base, fits[0]))
+            if member in self.layout_types[fits[0]].members and not isinstance(v, VarBinding):
+                hint = ("; to read it by %s's members, name it with that layout: let h: %s = %s, "
+                        "then h.%s" % (fits[0], fits[0], base, member))
+        raise GoatError("'%s' is %s, not a params block's value: it has no member '%s'%s" % (
+            base, format_type(shape), member, hint), loc)
+
     def _layout_type(self, name, loc) -> Layout:
         """The params block ``name`` written as a type (``p: theta``)."""
         layout = self.layout_types.get(name)
@@ -1592,6 +1632,11 @@ class Checker:
             scope.layouts[name] = self.layout_types[next(
                 x.name for x, (_, kind) in zip(expr.args, lookup(expr.name).params)
                 if kind == "type" and type(x) is ast.Name and x.name in self.layout_types)]
+            return
+        if type(expr) is ast.Call and isinstance(self.globals.get(expr.name), Template):
+            ret = self.globals[expr.name].stmt_ret
+            if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
+                scope.layouts[name] = self.layout_types[ret.layout]     # def f(...) -> theta
             return
         if type(expr) is ast.Name:
             source = expr.name
@@ -1632,9 +1677,11 @@ class Checker:
             member = layout.members.get(part)
             if member is None:
                 hint = _METHOD_HABITS.get(part) if part not in layout.members else None
+                near = _near_member(part, layout.members)
                 raise GoatError("%s has no member '%s'%s; its members: %s" % (
                     walked, part, ("; goat has no methods: " + hint.replace("(x", "(" + walked))
-                    if hint else _suggest(part, layout.members), layout.describe()), loc)
+                    if hint else " (did you mean '%s'?)" % near if near else "",
+                    layout.describe()), loc)
             offset += member[0]
             layout = member[3]
             walked += "." + part
@@ -1677,18 +1724,10 @@ class Checker:
             new = b.op(REGISTRY["put"], (whole, flat, b.const(float(offset), loc)), loc, (0,))
         return self._assign_value(base, name_loc, new, value_loc, loc, scope, b)
 
-    def _params(self, stmt: ast.Params, scope, b):
-        """``params NAME { w1 = EXPR ... }``: each member's value (its shape known before the
-        run), their cells one after another in one var NAME (a vector), and NAME's Layout, a
-        type a def's parameter may have (``p: NAME``)."""
-        if scope is not self.top or self._defining is not None:
-            raise GoatError("params must be at the top level of the program, not inside a "
-                            "block or a def: a def takes a params block's value as a parameter "
-                            "(def f(p: %s, ...), and reads p.NAME)" % stmt.name, stmt.head)
-        if self.module:
-            raise GoatError("params belongs in a program, not in a module: a module's values "
-                            "cannot change, and a params block is a var", stmt.head)
-        members, parts, offset = {}, [], 0
+    def _members(self, stmt, scope, b, members, parts):
+        """The members of params block ``stmt``, in order, into ``members`` (name -> (offset,
+        count, shape, layout)) and their cells as vectors into ``parts``."""
+        offset = 0
         for s in stmt.body:
             t = type(s)
             if t is ast.Assign and s.items is None and "." not in s.name and not (
@@ -1705,7 +1744,7 @@ class Checker:
             if name in members:
                 raise GoatError("%s has a member '%s' already; each member has a name of its "
                                 "own" % (stmt.name, name), name_loc)
-            if name in KEYWORDS or name in TYPE_WORDS:
+            if (name in KEYWORDS and name != "params") or name in TYPE_WORDS:
                 raise GoatError("'%s' is a reserved word and cannot name a member" % name,
                                 name_loc)
             want = self._dims(ann, scope) if ann is not None else None
@@ -1728,6 +1767,25 @@ class Checker:
             parts.append(node if shape == (count,) else b.op(
                 REGISTRY["reshape"], (node,), member_loc, ((count,),)))
             offset += count
+
+    def _params(self, stmt: ast.Params, scope, b):
+        """``params NAME { w1 = EXPR ... }``: each member's value (its shape known before the
+        run), their cells one after another in one var NAME (a vector), and NAME's Layout, a
+        type a def's parameter may have (``p: NAME``)."""
+        if scope is not self.top or self._defining is not None:
+            raise GoatError("params must be at the top level of the program, not inside a "
+                            "block or a def: a def takes a params block's value as a parameter "
+                            "(def f(p: %s, ...), and reads p.NAME)" % stmt.name, stmt.head)
+        if self.module:
+            raise GoatError("params belongs in a program, not in a module: a module's values "
+                            "cannot change, and a params block is a var", stmt.head)
+        members, parts, offset = {}, [], 0
+        outer, self._params_defining = self._params_defining, stmt.name
+        try:
+            self._members(stmt, scope, b, members, parts)
+        finally:
+            self._params_defining = outer
+        offset = sum(count for _, count, _, _ in members.values())
         if not members:
             raise GoatError("params %s has no members: write each, one per line, as NAME = "
                             "VALUE (w = randn(tensor[3x4], 1) * 0.1)" % stmt.name, stmt.head)
@@ -1753,6 +1811,12 @@ class Checker:
             if name in seen and name != "_":
                 raise GoatError("'%s' appears twice among the names this statement binds" % name,
                                 loc)
+            within = [n for n in seen if n.startswith(name + ".") or name.startswith(n + ".")]
+            if within:                  # p.b, p = ...: p.b's cells assigned twice
+                inner, outer = sorted((within[0], name), key=len, reverse=True)
+                raise GoatError("'%s' and '%s' are both assigned here, and %s holds %s's cells: "
+                                "one value would replace the other's; assign them in two "
+                                "statements" % (within[0], name, outer, inner), loc)
             seen.add(name)
         value = self.expr(stmt.expr, scope, b)
         what = {"let": "let binds", "var": "var binds", "assign": "this assigns"}[stmt.kind]
@@ -1781,6 +1845,12 @@ class Checker:
             else:
                 self._bind(scope, name, loc, node, stmt.loc.line)
                 self._outline("%s : %s" % (name, format_type(node.shape)))
+            callee = self.globals.get(stmt.expr.name) if type(stmt.expr) is ast.Call else None
+            if (isinstance(callee, Template) and isinstance(callee.stmt_ret, list)
+                    and stmt.kind != "assign"):
+                ann = callee.stmt_ret[stmt.names.index(name)]      # -> (theta, scalar)
+                if ann.layout is not None:
+                    scope.layouts[name] = self.layout_types[ann.layout]
             if _is_grad(stmt.expr) and stmt.kind != "assign":
                 # let g1, g2 = grad(l, theta, x): g1 is laid out as theta
                 wrt = stmt.expr.args[1 + stmt.names.index(name)]
@@ -1853,6 +1923,10 @@ class Checker:
     def _not_assignable(self, name, binding, owner, scope, loc):
         if binding is None:
             if "." in name:
+                base = name.partition(".")[0]
+                v, _ = scope.find(base)
+                if v is None or isinstance(v, (Node, VarBinding)):
+                    self._no_members(name, v, scope, loc)
                 raise GoatError("cannot assign to '%s': a module's names cannot change" % name, loc)
             raise GoatError("cannot assign to '%s': no var of that name is defined; a new name "
                             "needs let (let %s = ...), or var (var %s = ...) to assign to it "
@@ -2119,6 +2193,7 @@ class Checker:
                 self.program.specializations += 1
                 index = -self.program.specializations
             tmpl = Template(stmt.name, params, stmt.loc, index)
+            tmpl.stmt_ret = stmt.ret
             tmpl.let_sizes, self._param_lets = self._param_lets, None
             if any(d and d[0] is ... for _, d, _ in generic):
                 tmpl.generic = generic
@@ -2139,10 +2214,13 @@ class Checker:
                 fscope.names[name] = node
                 fscope.lines[name] = stmt.loc.line
                 fscope.what[name] = "parameter"
+            for p, (_, dims, _) in zip(stmt.params, params):
+                if p.default is not None:   # eps: scalar = 1e-08
+                    tmpl.defaults[p.name] = self._default(p, dims, stmt.params)
             for p in stmt.params:           # p: theta reads theta's members as p.w1
                 if p.type.layout is not None:
                     fscope.layouts[p.name] = self.layout_types[p.type.layout]
-                    tmpl.layouts[p.name] = p.type.layout
+                    tmpl.layouts[p.name] = self.layout_types[p.type.layout]
             # the declared result sees the parameters and the names outside, not the body's
             # lets (def f(x: tensor[N, 1]) -> tensor[N, B] { let B = 4 ...}: B is the outer B)
             sig = Scope(fscope.parent, function=True, names=dict(fscope.names),
@@ -2419,8 +2497,7 @@ class Checker:
                 pname = what.split()[1]
                 if pname in tmpl.layouts:       # p: theta
                     hint = (" (the vector of params block %s's members: %s)"
-                            % (tmpl.layouts[pname], self.layout_types[tmpl.layouts[pname]]
-                               .describe()))
+                            % (tmpl.layouts[pname].name, tmpl.layouts[pname].describe()))
                 notes = tuple("%s in %s's types is %d, %s %s on line %d%s" % (
                     name, tmpl.qualname, size,
                     "from the let" if type(name) is SizeExpr else "the let",
@@ -2569,6 +2646,12 @@ class Checker:
             mod_name, _, member = name.partition(".")
             module, _ = scope.find(mod_name)
             if not isinstance(module, Module):
+                if isinstance(module, (Node, VarBinding)) and member not in _METHOD_HABITS:
+                    self._no_members(name, module, scope, loc)
+                if module is None and not isinstance(self.globals.get(mod_name), Module) and (
+                        mod_name in self.later or _closest(mod_name, _visible(scope))
+                        or mod_name == self._params_defining):
+                    self._no_members(name, None, scope, loc)
                 if module is None and mod_name in _FOREIGN_MODULES:
                     raise GoatError("goat is not %s: its functions are built in (exp, log, "
                                     "row_sum, transpose, ...; docs/language.md lists them), and "
@@ -2637,6 +2720,17 @@ class Checker:
     def _call(self, e: ast.Call, scope, b, want=None):
         name = e.name
         target = self._resolve(name, e.name_loc, scope)
+        if isinstance(target, Template) and (target.defaults or any(
+                type(a) is ast.Keyword for a in e.args)):
+            e = self._placed(e, [p for p, _, _ in target.params], target.defaults,
+                             target.qualname, target.signature())
+        elif any(type(a) is ast.Keyword for a in e.args) and lookup(name) is not None:
+            op = lookup(name)
+            e = self._placed(e, [p for p, _ in op.params], {}, name, op.signature)
+        elif any(type(a) is ast.Keyword for a in e.args) and name in TRANSFORMS:
+            k = next(a for a in e.args if type(a) is ast.Keyword)
+            raise GoatError("%s takes its arguments by position, not by name (%s=...): %s"
+                            % (name, k.name, TRANSFORMS[name][0]), k.name_loc)
         if isinstance(target, Template):
             arity = len(target.params)
             if len(e.args) != arity:
@@ -2720,6 +2814,72 @@ class Checker:
                         stdlib[near], near, stdlib[near])
             raise GoatError("unknown function '%s'%s" % (name, hint), e.name_loc)
         return self._op_call(op, e, scope, b, want)
+
+    def _placed(self, e, names, defaults, what, sig):
+        """Call ``e`` with its arguments given by name (``eps=1e-08``) put in their
+        parameters' places, after those given by position, and the defaults of the
+        parameters left out filled in: the call as if written with every argument by
+        position."""
+        positional, given = [], {}
+        for a in e.args:
+            if type(a) is not ast.Keyword:
+                if given:
+                    k = next(iter(given.values()))
+                    raise GoatError("an argument by position cannot follow one by name (%s=...): "
+                                    "give those by position first" % k[0].name, a.loc)
+                positional.append(a)
+                continue
+            if a.name not in names:
+                raise GoatError("%s has no parameter named '%s'%s; its parameters: %s" % (
+                    what, a.name, _suggest(a.name, names), ", ".join(names)), a.name_loc,
+                    notes=(sig,))
+            at = names.index(a.name)
+            if a.name in given or at < len(positional):
+                raise GoatError("%s's %s is given twice: %s" % (
+                    what, a.name, "by name twice" if a.name in given else
+                    "by position (argument %d) and by name" % (at + 1)), a.name_loc,
+                    notes=(sig,))
+            given[a.name] = (a, at)
+        if len(positional) >= len(names) and not given:
+            return e                    # (too many: the arity's error)
+        args, missing = list(positional), []
+        for k in range(len(positional), len(names)):
+            n = names[k]
+            if n in given:
+                args.append(given[n][0].value)
+            elif n in defaults:
+                args.append(defaults[n])
+            else:
+                missing.append(n)
+        if missing:
+            raise GoatError("%s needs %s, which %s no default: give %s" % (
+                what, _and_list(["'%s'" % m for m in missing]),
+                "has" if len(missing) == 1 else "have",
+                ", ".join("%s=..." % m for m in missing) if given or defaults
+                else "every argument, in order"), e.loc, notes=(sig,))
+        return ast.Call(e.name, args, e.loc, e.name_loc)
+
+    def _default(self, p, dims, params):
+        """A parameter's default (``eps: scalar = 1e-08``): a number or a list written in the
+        def, of the parameter's shape, after which every parameter has one (a call gives the
+        others first, by position)."""
+        d = p.default
+        literal = (type(d) in (ast.Number, ast.Array)
+                   or (type(d) is ast.Unary and d.op == "-" and type(d.operand) is ast.Number))
+        if not literal:
+            raise GoatError("a parameter's default is a number or a list written in the def "
+                            "(eps: scalar = 1e-08), the same at every call", d.loc)
+        shape = () if type(d) is not ast.Array else tuple(d.array.shape)
+        if not compatible(tuple(dims), shape)[0]:
+            raise GoatError("%s's default has shape %s, but %s is declared %s" % (
+                p.name, format_shape(shape), p.name, format_type(dims)), d.loc)
+        later = params[params.index(p) + 1:]
+        for q in later:
+            if q.default is None:
+                raise GoatError("%s has a default, so every parameter after it needs one too "
+                                "(%s has none): a call leaves out the last ones" % (
+                                    p.name, q.name), q.loc)
+        return d
 
     def _split_call(self, e: ast.Call, scope, b):
         """``split(x, n, axis)``: the cells of x along axis in n equal parts, in order (NumPy's
@@ -3741,6 +3901,25 @@ _TYPE_HABITS = {
 }
 
 
+def _laid_out(scope, name) -> str:
+    """`` (theta)`` for a name whose value is laid out as params block theta (else "")."""
+    layout = scope.layouts.get(name)
+    return "" if layout is None else " (%s)" % layout.name
+
+
+def _near_member(name, members):
+    """The member ``name`` is likely a slip for: the closest by spelling, or one a letter
+    away (p.ww for w, p.bb for b), else None."""
+    close = _closest(name, members)
+    if close:
+        return close
+    for m in members:
+        if len(m) >= 1 and abs(len(m) - len(name)) == 1 and (
+                name.startswith(m) or name.endswith(m) or m.startswith(name)):
+            return m
+    return None
+
+
 def _member_table(members, at=0, prefix="") -> dict:
     """{member: (offset, shape)} of a params block's members, a nested block's own members
     named after it (blk.wq), offsets from the start of the outermost vector."""
@@ -3750,6 +3929,13 @@ def _member_table(members, at=0, prefix="") -> dict:
         if sub is not None:
             out.update(_member_table(sub.members, at + offset, prefix + name + "."))
     return out
+
+
+def _default_text(d) -> str:
+    """`` = 1e-08`` for a parameter whose default is written 1e-08 (else "")."""
+    if d is None:
+        return ""
+    return " = " + d.loc.source.text[d.loc.start:d.loc.end]
 
 
 def _written_type(ann) -> str:
@@ -3828,6 +4014,8 @@ def _checkable_without_broken(stmt) -> bool:
     """Whether a block statement holding statements that could not be read is checked without
     them (each of its other errors found, as at the top level): all but a def whose last
     statement, its return, could not be read (its body would be said to lack one)."""
+    if type(stmt) is ast.Params:        # a member that could not be read: the vector unknown
+        return not any(type(s) is ast.Broken for s in stmt.body)
     return not (type(stmt) is ast.Def and isinstance(stmt.body, list) and stmt.body
                 and type(stmt.body[-1]) is ast.Broken)
 
@@ -3870,7 +4058,8 @@ def _uses(stmt) -> set:
         for ret in stmt.ret if isinstance(stmt.ret, list) else [stmt.ret] * (stmt.ret is not None):
             out |= _uses(ret)
         own = {d for p in stmt.params for d in p.type.dims if type(d) is str}
-        return out - {p.name for p in stmt.params} - own
+        layouts = {p.type.layout for p in stmt.params if p.type.layout is not None}
+        return (out - {p.name for p in stmt.params} - own) | layouts
     out = set()
     stack = [stmt]
     while stack:
@@ -3888,11 +4077,11 @@ def _uses(stmt) -> set:
         elif t is ast.Call:
             out.add(x.name.split(".")[0])
             stack.extend(x.args)
-        elif t is ast.Assign:
-            out.add(x.name)
+        elif t is ast.Assign:           # (p.w1 = v: the params var p)
+            out.add(x.name.split(".")[0])
             stack.append(x.expr)
         elif t is ast.LetTuple and x.kind == "assign":   # w, m = ...: assigns w and m
-            out.update(n for n in x.names if n != "_")
+            out.update(n.split(".")[0] for n in x.names if n != "_")
             stack.append(x.expr)
         elif t is ast.Field:
             stack.append(x.expr)

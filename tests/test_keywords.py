@@ -1,0 +1,102 @@
+"""Arguments by name and parameters' defaults (docs/language.md, Defs): a call as if written
+with every argument by position -- values against NumPy, optim.adamw's PyTorch defaults
+against an AdamW step written here, the compiled program, and the errors."""
+
+import numpy as np
+import pytest
+
+from conftest import compiled_numbers, error, run
+
+_AFFINE = """def affine(x: tensor[N, 2], scale: scalar = 1, shift: tensor[1x2] = [[0, 0]]) = x * scale + shift
+let x = [[1, 2], [3, 4]]
+print affine(x)
+print affine(x, shift=[[1, -1]])
+print affine(x, 3)
+print affine(shift=[[5, 5]], x=x, scale=-2)
+print affine(x,
+             scale = 0.5)
+print swapaxes(reshape(x, tensor[1x2x2]), axis1=0, axis2=2)
+"""
+
+
+def test_arguments_by_name_and_defaults_give_the_call_written_by_position():
+    a, b, c, d, e, f = run(_AFFINE)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert np.array_equal(a, x)
+    assert np.array_equal(b, x + [[1, -1]])
+    assert np.array_equal(c, 3 * x)
+    assert np.array_equal(d, -2 * x + 5)
+    assert np.array_equal(e, 0.5 * x)
+    assert np.array_equal(f, np.swapaxes(x.reshape(1, 2, 2), 0, 2))
+
+
+def test_keywords_compiled_print_the_same_numbers(tmp_path):
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(_AFFINE)
+    assert compiled_numbers(tmp_path) == [np.ravel(v).tolist() for v in run(_AFFINE)]
+
+
+def _adamw(w, g, m, v, t, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
+    """PyTorch's AdamW step (torch.optim.AdamW's defaults), in NumPy."""
+    w = w * (1 - lr * wd)
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    w = w - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    return w, m, v
+
+
+def test_optim_adamw_defaults_are_pytorchs_and_a_named_one_replaces_its_own():
+    src = """import optim
+let g = [[0.1, -0.2], [0.3, 0.4]]
+var w = [[1, 2], [3, 4]]
+var m = zeros(tensor[2x2])
+var v = zeros(tensor[2x2])
+w, m, v = optim.adamw(w, g, m, v, 1)
+print w
+w, m, v = optim.adamw(w, g, m, v, 2, 0.1, wd=0.5, b2=0.99)
+print w
+"""
+    first, second = run(src)
+    g = np.array([[0.1, -0.2], [0.3, 0.4]])
+    w, m, v = _adamw(np.array([[1.0, 2], [3, 4]]), g, 0, 0, 1)
+    assert np.allclose(first, w, rtol=1e-15, atol=0)
+    w, m, v = _adamw(w, g, m, v, 2, lr=0.1, wd=0.5, b2=0.99)
+    assert np.allclose(second, w, rtol=1e-14, atol=0)
+
+
+def test_check_shapes_and_the_repl_show_the_defaults(tmp_path):
+    from conftest import cli
+    (tmp_path / "a.mg").write_text(_AFFINE)
+    status, out, err = cli("check", "--shapes", str(tmp_path / "a.mg"))
+    assert status == 0, err
+    assert ("def affine(x: tensor[N, 2], scale: scalar = 1, shift: tensor[1x2] = [[0, 0]]) -> "
+            "tensor[N, 2]") in out
+
+
+@pytest.mark.parametrize("src, line, words", [
+    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(b=1, 2)\n", 2,
+     "an argument by position cannot follow one by name (b=...): give those by position first"),
+    ("def f(a: scalar, beta: scalar = 2) = a + beta\nprint f(1, betaa=2)\n", 2,
+     "f has no parameter named 'betaa'; did you mean 'beta'?; its parameters: a, beta"),
+    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, a=2)\n", 2,
+     "f's a is given twice: by position (argument 1) and by name"),
+    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, b=2, b=3)\n", 2,
+     "f's b is given twice: by name twice"),
+    ("def f(a: scalar, b: scalar) = a + b\nprint f(b=1)\n", 2,
+     "f needs 'a', which has no default: give a=..."),
+    ("def f(a: scalar = 1, b: scalar) = a + b\n", 1,
+     "a has a default, so every parameter after it needs one too (b has none)"),
+    ("def f(a: scalar = [1, 2]) = a\n", 1, "a's default has shape 2, but a is declared scalar"),
+    ("let k = 3\ndef f(a: scalar = k) = a\n", 2,
+     "a parameter's default is a number or a list written in the def"),
+    ("let x = [1]\nprint grad(sum(x), wrt=x)\n", 2,
+     "grad takes its arguments by position, not by name (wrt=...)"),
+    ("import optim\nlet w = [1]\nlet a, b, c = optim.adamw(w, w, w, w, 1, lr=0.1, beta1=0.8)\n", 3,
+     "optim.adamw has no parameter named 'beta1'"),
+    ("print exp(y=2)\n", 1, "exp has no parameter named 'y'; its parameters: x"),
+    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, 2, 3)\n", 2, "f takes 2 arguments, got 3"),
+])
+def test_argument_errors_say_what_to_write(src, line, words):
+    e = error(src)
+    assert words in e.message, e.message
+    assert e.loc.line == line
