@@ -598,11 +598,10 @@ def test_save_with_an_empty_file_name_is_a_static_error():
     assert (e.line, e.message) == (2, 'save needs a file name, such as save(x, "x.npy"); got ""')
 
 
-def test_keyword_arguments_are_named_as_such():
+def test_an_argument_by_name_left_out_with_no_default_is_named():
     e = error("import optim\nprint optim.cosine_lr(5, warmup=10)")
-    assert e.line == 2 and e.message.endswith(
-        "; goat has no keyword arguments (warmup=...): pass each argument by position, in the "
-        "order of the parameters")
+    assert e.line == 2 and e.message == ("optim.cosine_lr needs 'total' and 'peak', which have "
+                                         "no default: give total=..., peak=...")
 
 
 @pytest.mark.parametrize("src", ["for i in 0..1e300 { }\n",
@@ -647,8 +646,7 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ("let x = [[1, 2]]\nprint x[x > 1]\n", 2, "NumPy's boolean indexing) is not supported: its "
                                               "result's size would be known only when the "
                                               "program runs; where(mask, x, 0) keeps x's shape"),
-    ("def f(x: scalar = 1) = x\n", 1, "; a parameter has no default value: every call passes "
-                                       "every argument"),
+    ("def f(x = 1) = x\n", 1, "; a parameter's type goes before its default: x: scalar = ..."),
     ("if True {\n  print 1\n}\n", 1, "unknown name 'True': write 1 (a condition is a number; "
                                      "any but 0 is true)"),
     ("let H = row_sum([[32, 32]])\nvar w: tensor[2xH] = zeros()\n", 2,
@@ -664,11 +662,16 @@ def test_habits_from_python_get_the_goat_spelling(src, line, ends):
 
 
 def test_a_wrong_number_of_arguments_shows_the_parameters():
-    e = error("import optim\nlet w = [[1.0]]\nprint optim.adamw(w, w, w, w, 0.001, 2)\n")
-    assert e.message == "optim.adamw takes 10 arguments, got 6"          # the book's words
+    e = error("import optim\nlet w = [[1.0]]\nprint optim.cosine_lr(w, 0.001, 2)\n")
+    assert e.message == "optim.cosine_lr takes 4 arguments, got 3"          # the book's words
+    assert e.notes == ("optim.cosine_lr(step: scalar, warmup: scalar, total: scalar, "
+                       "peak: scalar)",)
+    e = error("import optim\nlet w = [[1.0]]\nprint optim.adamw(w, w, w, w)\n")
+    assert e.message == "optim.adamw needs 't', which has no default: give t=..."
     assert e.notes == ("optim.adamw(w: tensor[...], g: tensor[...], m: tensor[...], "
-                       "v: tensor[...], t: scalar, lr: scalar, b1: scalar, b2: scalar, "
-                       "eps: scalar, wd: scalar)",)
+                       "v: tensor[...], t: scalar, lr: scalar = 0.001, b1: scalar = 0.9, "
+                       "b2: scalar = 0.999, eps: scalar = 1e-08, wd: scalar = 0.01) -> "
+                       "(tensor[...], tensor[...], tensor[...])",)
     e = error("print zeros(2, 3)\n")
     assert (e.message, e.notes) == ("zeros takes 1 argument, got 2; a shape is written as a "
                                     "type: zeros(tensor[2x3])", ("zeros(tensor[S]) -> S",))

@@ -653,6 +653,8 @@ def _describe_expected(expected) -> str:
     expected.discard("TARGET")      # (the [ of x[i] = v: the lexer's, written as any [)
     if "_EQUAL" in expected:
         expected.discard("_COLON")  # (a params block's member w: TYPE = ...: no slip's fix)
+    if {"RPAR", "_COMMA"} <= expected:
+        expected.discard("_EQUAL")  # (after a name in a call, an argument by name's =)
     if len(expected) > 1:
         expected.discard("$END")
     words = []
@@ -818,7 +820,8 @@ def _hint(tokens, tok) -> str:
     if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
                                                 "IMPORT"):
         return "; '%s' is a reserved word, not a name" % tok.value
-    if i == 1 and tokens[0].type in _KEYWORD_TERMS and (
+    if i == 1 and tokens[0].type in _KEYWORD_TERMS and tokens[0].type not in (
+            "LET", "VAR", "DEF", "IMPORT", "PARAMS") and (
             tok.type == "_EQUAL" or (tok.type == "_COLON" and tokens[0].type != "ELSE")):
         # for = [1, 2]: an assignment, or a params block's member, to a keyword
         return "; '%s' is a reserved word, not a name" % tokens[0].value
@@ -904,7 +907,8 @@ def _hint(tokens, tok) -> str:
         return ("; each parameter has a type: %s: tensor[2x3], %s: tensor[N, C] or %s: scalar"
                 % ((tokens[i - 1].value,) * 3))
     if tok.type == "_EQUAL" and tokens[0].type == "DEF" and _open_parens(tokens[:i]) > 0:
-        return "; a parameter has no default value: every call passes every argument"
+        return ("; a parameter's type goes before its default: %s: scalar = ..."
+                % (tokens[i - 1].value if prev == "NAME" else "x"))
     if tok.type == "_EQUAL" and tokens[0].type in ("IF", "ELSE") or (
             tok.type == "_EQUAL" and _open_parens(tokens[:i]) > 0 and prev != "NAME"):
         return "; a comparison is written =="
@@ -929,10 +933,6 @@ def _hint(tokens, tok) -> str:
                 "message and load's and save's file names")
     if tok.type == "_COLON" and i == 0:
         return "; commands such as :env work only in the REPL"
-    if tok.type == "_EQUAL" and prev == "NAME" and i >= 2 and tokens[i - 2].type in (
-            "LPAR", "_COMMA") and _open_parens(tokens[:i]) > 0:
-        return ("; goat has no keyword arguments (%s=...): pass each argument by position, "
-                "in the order of the parameters" % tokens[i - 1].value)
     if tok.type == "_EQUAL" and prev == "NAME" and i == 1:
         return "; a new name needs let: let %s = ..." % tokens[0].value
     if _def_without_keyword(tokens) and (

@@ -2646,7 +2646,8 @@ class Checker:
             mod_name, _, member = name.partition(".")
             module, _ = scope.find(mod_name)
             if not isinstance(module, Module):
-                if isinstance(module, (Node, VarBinding)) and member not in _METHOD_HABITS:
+                if (isinstance(module, (Node, VarBinding)) and member not in _METHOD_HABITS
+                        and self.layout_types):
                     self._no_members(name, module, scope, loc)
                 if module is None and not isinstance(self.globals.get(mod_name), Module) and (
                         mod_name in self.later or _closest(mod_name, _visible(scope))
