@@ -2724,7 +2724,8 @@ class Checker:
         if isinstance(target, Template) and (target.defaults or any(
                 type(a) is ast.Keyword for a in e.args)):
             e = self._placed(e, [p for p, _, _ in target.params], target.defaults,
-                             target.qualname, target.signature())
+                             target.qualname,
+                             target.qualname + target.signature()[len(target.name):])
         elif any(type(a) is ast.Keyword for a in e.args) and lookup(name) is not None:
             op = lookup(name)
             e = self._placed(e, [p for p, _ in op.params], {}, name, op.signature)
