@@ -21,13 +21,12 @@ from __future__ import annotations
 import datetime
 import math
 import os
-import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, main as results_main  # noqa: E402
+from results import machine, main as results_main, per_step  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -108,26 +107,8 @@ def torch_runner():
     return run
 
 
-def measure(repeat):
-    """Per-step seconds of goat and PyTorch (None without it), each the median of ``repeat``
-    runs taken in alternation, and the median of the rounds' ratios."""
-    runners = {"goat": goat_runner(), "torch": torch_runner()}
-    runners = {k: r for k, r in runners.items() if r is not None}
-    for r in runners.values():
-        r()                                         # warm up
-    times = {k: [] for k in runners}
-    for _ in range(repeat):
-        for k, r in runners.items():
-            times[k].append(r() / STEPS)
-    g = statistics.median(times["goat"])
-    if "torch" not in times:
-        return g, None, None
-    ratio = statistics.median(a / b for a, b in zip(times["goat"], times["torch"]))
-    return g, statistics.median(times["torch"]), ratio
-
-
 def report(repeat):
-    g, t, ratio = measure(repeat)
+    g, t, ratio = per_step(goat_runner(), torch_runner(), STEPS, repeat)
     lines = [
         "## The batched two-block trainer, per training step (%s)"
         % datetime.date.today().isoformat(),

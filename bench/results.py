@@ -56,3 +56,24 @@ def main(doc: str, report, repeat: int) -> None:
     print(text)
     if args.write:
         write_section(text)
+
+
+def per_step(goat_run, torch_run, steps: int, repeat: int):
+    """Per-step seconds of goat and PyTorch (None without it), each the median of ``repeat``
+    runs taken in alternation after one run each to warm up, and the median of the rounds'
+    ratios: (goat, torch or None, ratio or None).  Each runner runs ``steps`` steps and
+    returns its seconds."""
+    import statistics
+    runners = {"goat": goat_run, "torch": torch_run}
+    runners = {k: r for k, r in runners.items() if r is not None}
+    for r in runners.values():
+        r()
+    times = {k: [] for k in runners}
+    for _ in range(repeat):
+        for k, r in runners.items():
+            times[k].append(r() / steps)
+    g = statistics.median(times["goat"])
+    if "torch" not in times:
+        return g, None, None
+    ratio = statistics.median(a / b for a, b in zip(times["goat"], times["torch"]))
+    return g, statistics.median(times["torch"]), ratio
