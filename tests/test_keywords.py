@@ -100,3 +100,42 @@ def test_argument_errors_say_what_to_write(src, line, words):
     e = error(src)
     assert words in e.message, e.message
     assert e.loc.line == line
+
+
+def test_builtins_take_the_names_their_signatures_show_and_split_takes_names_too():
+    a, b, c = run("print maximum(a=[3, 2], b=[1, 5])\nprint onehot([[1], [0]], V=3)\n"
+                  "let x = iota(tensor[2x4], 1)\nlet p, q = split(x, axis=1, n=2)\nprint q\n")
+    assert np.array_equal(a, [3, 5])
+    assert np.array_equal(b, [[0, 1, 0], [1, 0, 0]])
+    assert np.array_equal(c, [[2, 3], [2, 3]])
+
+
+def test_a_trailing_comma_ends_a_call_written_one_argument_a_line():
+    (v,) = run("def f(x: scalar, s: scalar = 1) = x * s\nprint f(2,\n  s = 2,\n)\n")
+    assert v == 4
+
+
+def test_the_repl_reads_an_argument_by_name_on_its_own_line_as_the_calls():
+    from conftest import cli
+    status, out, err = cli("repl", stdin=b"def f(x: scalar, s: scalar = 1) = x * s\n"
+                                         b"print f(2,\n  s = 3)\n")
+    assert status == 0 and "[6]" in out and "error" not in out + err, out + err
+
+
+@pytest.mark.parametrize("src, line, words", [
+    # a breaker's findings
+    ("def f(x: tensor[N], b: tensor[N] = [1, 2]) = x + b\n", 1,
+     "b's type tensor[N] has sizes a call gives, so it cannot have a default"),
+    ("def f(x: tensor[...], b: tensor[...] = 1) = x + b\n", 1,
+     "b's type tensor[...] has sizes a call gives, so it cannot have a default"),
+    ("def f() = 3\nprint f(x=4)\n", 2, "f has no parameter named 'x': it takes no arguments"),
+    ("let x = [[1, 2, 3, 4]]\nlet a, b, c = split(x, 2, 1)\n", 2,
+     "let binds 3 names, but the value holds 2"),
+    ("params {\n  w = [1]\n}\n", 1, "a params block is named: params theta { ... }"),
+])
+def test_argument_and_default_mistakes_point_at_the_call_and_say_what_to_write(src, line, words):
+    e = error(src)
+    assert words in e.message, e.message
+    assert e.loc.line == line
+    if "split" in src:
+        assert "PyTorch's split" not in e.message      # 4 is no multiple of 3: no such hint

@@ -424,7 +424,7 @@ def test_params_stays_a_name_where_no_block_begins():
     ("import optim\nparams p {\n  w = [[1, 2], [3, 4]]\n}\n"
      "let g, n = optim.clip_grad_norm(grad(sum(p.w * p.w), p), 1)\nprint g.w\n", 6,
      "'g' is tensor[4], not a params block's value: it has no member 'w'; to read it by p's "
-     "members, name it with that layout: let h: p = g, then h.w"),
+     "members, name it with that layout: let g_: p = g, then g_.w"),
     ("params theta {\n  w = [1, 2]\n}\nthetaa.w = [3, 4]\n", 4,
      "unknown name 'thetaa' (in thetaa.w); did you mean 'theta'?"),
     ("params theta {\n  w = [1, 2]\n}\nprint thetaa.w\n", 4,
@@ -490,3 +490,15 @@ def test_the_repl_names_the_layout_a_def_was_checked_with_after_the_block_is_red
         s.run("print f(p)")
     assert info.value.message == ("argument q of f must have shape 4, got 1 (the vector of "
                                   "params block p's members: w tensor[3], b scalar)")
+
+
+def test_a_block_may_be_named_params_and_a_def_shows_a_block_it_returns_by_name(tmp_path):
+    (got,) = run("params params {\n  w = [1, 2]\n}\nprint params.w\n")
+    assert np.array_equal(got, [1, 2])
+    from conftest import cli
+    (tmp_path / "r.mg").write_text("params p {\n  w = [1, 2]\n  b = 3\n}\n"
+                                   "def step(q: p, g: p) -> p = q - 0.5 * g\n"
+                                   "def two(q: p) -> (p, scalar) {\n  return (q * 2, q.b)\n}\n")
+    status, out, err = cli("check", "--shapes", str(tmp_path / "r.mg"))
+    assert status == 0, err
+    assert "def step(q: p, g: p) -> p\n" in out and "def two(q: p) -> (p, scalar)\n" in out

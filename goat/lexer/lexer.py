@@ -675,7 +675,8 @@ def _names_next(pieces: list, j: int) -> bool:
     n = len(pieces)
     while j < n and pieces[j][0] in " \t\f\r":
         j += 1
-    return j < n and _NAME.match(pieces[j]) is not None and pieces[j] not in KEYWORDS
+    return j < n and _NAME.match(pieces[j]) is not None and (
+        pieces[j] not in KEYWORDS or pieces[j] == "params")
 
 
 def _mended_blocks(text: str, pieces: list, ends: list, first: int) -> tuple:
@@ -1134,10 +1135,15 @@ def _pairs_up(pieces: list, j: int, open_: list) -> bool:
 _PAIRING_LOOK = 4000        # pieces _pairs_up reads ahead, at the most
 
 
-def starts_statement(line: str) -> bool:
+def starts_statement(line: str, before: str = "") -> bool:
     """Does ``line`` start with what no expression goes on with (a statement's keyword, or an
-    assignment), so that a ( or [ left open before it ends there?"""
-    return _starts_statement(_PIECES.findall(line), 0)
+    assignment), so that a ( or [ left open before it ends there?  ``before``: the text of the
+    input so far, inside a call's ( (after its ( or a comma, ``eps = 1e-08`` is an argument
+    by name, not an assignment)."""
+    if not before:
+        return _starts_statement(_PIECES.findall(line), 0)
+    pieces = _PIECES.findall(before) + ["\n"]
+    return _starts_statement(pieces + _PIECES.findall(line), len(pieces))
 
 
 def open_brackets(text: str) -> list:

@@ -820,6 +820,9 @@ def _hint(tokens, tok) -> str:
     if tok.type in _KEYWORD_TERMS and prev in ("LET", "VAR", "DEF", "_COMMA", "LPAR", "FOR",
                                                 "IMPORT"):
         return "; '%s' is a reserved word, not a name" % tok.value
+    if i == 1 and tokens[0].type == "NAME" and tokens[0].value == "params" and (
+            tok.type == "LBRACE"):
+        return "; a params block is named: params theta { ... }"
     if i == 1 and tokens[0].type in _KEYWORD_TERMS and tokens[0].type not in (
             "LET", "VAR", "DEF", "IMPORT", "PARAMS") and (
             tok.type == "_EQUAL" or (tok.type == "_COLON" and tokens[0].type != "ELSE")):

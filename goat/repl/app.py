@@ -899,7 +899,8 @@ class PipedRepl(Repl):
                 if self._run(text) == "quit":
                     return self._status()
                 text = ""
-            if text and open_brackets(text)[-1:] in (["("], ["["]) and starts_statement(line):
+            if text and open_brackets(text)[-1:] in (["("], ["["]) and starts_statement(
+                    line, text if open_brackets(text)[-1:] == ["("] else ""):
                 # let a = row_sum([[1, 2]] / let b = 3: the ( was left open; that input
                 # fails alone, and the next line is an input of its own
                 if self._run(text) == "quit":

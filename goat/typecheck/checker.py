@@ -161,8 +161,17 @@ class Template:
                                                          else format_type(s), _default_text(
                                                              self.defaults.get(p)))
                                                      for p, s, _ in self.generic or self.params),
-                                format_result(self.display or self.shape,
-                                              isinstance(self.result, tuple)))
+                                self._result_text())
+
+    def _result_text(self) -> str:
+        """The result as the signature shows it: a declared params block by its name."""
+        ret, several = self.stmt_ret, isinstance(self.result, tuple)
+        if isinstance(ret, ast.TypeAnn) and ret.layout is not None and not several:
+            return ret.layout
+        if isinstance(ret, list) and several and any(r.layout for r in ret):
+            return "(%s)" % ", ".join(r.layout or format_type(s)
+                                      for r, s in zip(ret, self.display or self.shape))
+        return format_result(self.display or self.shape, several)
 
 
 def format_result(shape, several: bool) -> str:
@@ -1593,8 +1602,10 @@ class Checker:
             hint = ("; to read it by %s's members, give it that layout: %s %s: %s = ..." % (
                 fits[0], "var" if isinstance(v, VarBinding) else "let", base, fits[0]))
             if member in self.layout_types[fits[0]].members and not isinstance(v, VarBinding):
-                hint = ("; to read it by %s's members, name it with that layout: let h: %s = %s, "
-                        "then h.%s" % (fits[0], fits[0], base, member))
+                fresh = next(n for n in (base + "_", base + "2", base + "_p", base + "_laid")
+                             if scope.find(n)[0] is None)
+                hint = ("; to read it by %s's members, name it with that layout: let %s: %s = "
+                        "%s, then %s.%s" % (fits[0], fresh, fits[0], base, fresh, member))
         raise GoatError("'%s' is %s, not a params block's value: it has no member '%s'%s" % (
             base, format_type(shape), member, hint), loc)
 
@@ -1825,7 +1836,8 @@ class Checker:
                             % (what, n, format_shape(value.shape)), stmt.expr.loc)
         if len(value) != n:
             hint = ""
-            if type(stmt.expr) is ast.Call and stmt.expr.name == "split":
+            whole = _split_size(stmt.expr, value)
+            if whole is not None and whole % n == 0:
                 hint = ("; split's second argument is how many equal parts (NumPy's split, "
                         "PyTorch's chunk), not a part's size (PyTorch's split): for %d parts, "
                         "split(x, %d, axis)" % (n, n))
@@ -2728,7 +2740,9 @@ class Checker:
                              target.qualname + target.signature()[len(target.name):])
         elif any(type(a) is ast.Keyword for a in e.args) and lookup(name) is not None:
             op = lookup(name)
-            e = self._placed(e, [p for p, _ in op.params], {}, name, op.signature)
+            e = self._placed(e, _signature_names(op), {}, name, op.signature)
+        elif any(type(a) is ast.Keyword for a in e.args) and name == "split":
+            e = self._placed(e, ["x", "n", "axis"], {}, name, TRANSFORMS[name][0])
         elif any(type(a) is ast.Keyword for a in e.args) and name in TRANSFORMS:
             k = next(a for a in e.args if type(a) is ast.Keyword)
             raise GoatError("%s takes its arguments by position, not by name (%s=...): %s"
@@ -2832,9 +2846,9 @@ class Checker:
                 positional.append(a)
                 continue
             if a.name not in names:
-                raise GoatError("%s has no parameter named '%s'%s; its parameters: %s" % (
-                    what, a.name, _suggest(a.name, names), ", ".join(names)), a.name_loc,
-                    notes=(sig,))
+                raise GoatError("%s has no parameter named '%s'%s" % (
+                    what, a.name, _suggest(a.name, names) + "; its parameters: " + ", ".join(names)
+                    if names else ": it takes no arguments"), a.name_loc, notes=(sig,))
             at = names.index(a.name)
             if a.name in given or at < len(positional):
                 raise GoatError("%s's %s is given twice: %s" % (
@@ -2849,8 +2863,8 @@ class Checker:
             n = names[k]
             if n in given:
                 args.append(given[n][0].value)
-            elif n in defaults:
-                args.append(defaults[n])
+            elif n in defaults:         # (its errors point at the call that left it out)
+                args.append(_relocated(defaults[n], e.loc))
             else:
                 missing.append(n)
         if missing:
@@ -2872,6 +2886,10 @@ class Checker:
             raise GoatError("a parameter's default is a number or a list written in the def "
                             "(eps: scalar = 1e-08), the same at every call", d.loc)
         shape = () if type(d) is not ast.Array else tuple(d.array.shape)
+        if any(isinstance(x, SizeVar) for x in dims) or ... in p.type.dims:
+            raise GoatError("%s's type %s has sizes a call gives, so it cannot have a default "
+                            "(the default's shape would not follow them): write its sizes, or "
+                            "leave the default out" % (p.name, _written_type(p.type)), d.loc)
         if not compatible(tuple(dims), shape)[0]:
             raise GoatError("%s's default has shape %s, but %s is declared %s" % (
                 p.name, format_shape(shape), p.name, format_type(dims)), d.loc)
@@ -3931,6 +3949,53 @@ def _member_table(members, at=0, prefix="") -> dict:
         if sub is not None:
             out.update(_member_table(sub.members, at + offset, prefix + name + "."))
     return out
+
+
+def _split_size(e, parts):
+    """The size of the axis a ``split(x, k, axis)`` call ``e`` took apart into ``parts``, or
+    None for any other value."""
+    if type(e) is not ast.Call or e.name != "split" or not parts:
+        return None
+    axis = [k for k, (a, b) in enumerate(zip(parts[0].shape, parts[0].args[0].shape)) if a != b]
+    return parts[0].args[0].shape[axis[0]] if axis else None
+
+
+def _relocated(d, loc):
+    """A copy of a default's literal placed at ``loc`` (the call that gives it)."""
+    if type(d) is ast.Number:
+        return ast.Number(d.value, loc)
+    if type(d) is ast.Array:
+        return ast.Array(d.array, loc)
+    return ast.Unary(d.op, _relocated(d.operand, loc), loc)
+
+
+def _signature_names(op) -> list:
+    """The names a built-in's arguments are given by: those its signature shows
+    (maximum(a, b), onehot(indices, V)), else its parameters'."""
+    names = [p for p, _ in op.params]
+    text = op.signature
+    if "(" not in text:
+        return names
+    inner, depth, parts, cur = text[text.index("(") + 1:], 0, [], ""
+    for ch in inner:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    shown = [p.split(":")[0].strip() for p in parts]
+    if len(shown) != len(names):
+        return names
+    out = [w if re.fullmatch(r"[A-Za-z_]\w*", w) and w not in TYPE_WORDS else n
+           for w, n in zip(shown, names)]
+    return out if len(set(out)) == len(out) else names
 
 
 def _default_text(d) -> str:
