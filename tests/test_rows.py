@@ -148,9 +148,15 @@ def test_a_def_over_size_variables_takes_rows_at_each_calls_sizes():
                           "cells), got 0.5 at position 0"),
     ("print x[:, [0, 5]]", "an index must be a whole number from -3 to 2 (axis 1 of 2x3 has 3 "
                            "cells), got 5 at position 1"),
-    ("print x[[0], [1]]", "a subscript holds one tensor of indices (x[t], x[:, t]); NumPy's "
-                          "pairing of several (x[rows, cols]) is not supported: gather from "
-                          "reshape(x, tensor[N]) by rows * C + cols"),
+    ("print x[[0, 1], [0, 1, 2]]", "the tensors of indices in one subscript pair their cells "
+                                   "(NumPy's x[rows, cols]: the cell of each row and its "
+                                   "column), so their shapes must broadcast together, and 2 and "
+                                   "3 do not"),
+    ("print x[[0, 1], [1, 3]]", "an index must be a whole number from -3 to 2 (axis 1 of 2x3 "
+                                "has 3 cells), got 3 at position 1"),
+    ("x[[0], [1]] = 1", "cannot assign through a tensor of indices (t of shape 1 in x[...] = v; "
+                        "NumPy's would keep one of repeated indices' writes): assign one index "
+                        "at a time, x[k] = v, in a loop"),
     ("print x[x > 2]", "a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
                        "supported: its result's size would be known only when the program runs; "
                        "where(mask, x, 0) keeps x's shape"),
@@ -312,3 +318,42 @@ def test_the_gradient_through_columns_taken_by_indices_adds_each_read():
     for j in (1, 1, 3):
         want[:, j] += 2 * x[:, j]
     assert np.array_equal(g, want)
+
+
+_X4 = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5) - 50
+
+
+@pytest.mark.parametrize("text, idx", [
+    ("[r, c]", (np.array([1, 0, 1]), np.array([2, 0, 1]))),
+    ("[:, r, c]", (slice(None), np.array([2, 0, 1]), np.array([3, -1, 0]))),
+    ("[r, :, c]", (np.array([1, 0]), slice(None), np.array([3, -4]))),
+    ("[0, r, c]", (0, np.array([[1, 2], [0, 0]]), np.array([[3], [1]]))),
+    ("[r, 1, c]", (np.array([1, 0, 1]), 1, np.array([2, 0, 1]))),
+    ("[:, :, r, c]", (slice(None), slice(None), np.array([0, 3]), np.array([4, 0]))),
+    ("[r, c, 1:3]", (np.array([1, -1]), np.array([2, 0]), slice(1, 3))),
+    ("[r, c, d]", (np.array([1, 0]), np.array([2, 0]), np.array([3, 1]))),
+    ("[r, :, :, c]", (np.array([1, 0]), slice(None), slice(None), np.array([3, 1]))),
+])
+def test_several_tensors_of_indices_pair_their_cells_as_numpys_do(text, idx):
+    src, names = "let x = %s\n" % literal(_X4), iter("rcd")
+    for item in idx:
+        if isinstance(item, np.ndarray):
+            src += "let %s = %s\n" % (next(names), literal(item))
+    (got,) = run(src + "print x%s\n" % text)
+    want = _X4[idx]
+    assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_picking_each_rows_label_and_its_gradient_against_numpy(tmp_path):
+    logp = np.log(np.arange(12.0).reshape(3, 4) + 1)
+    y = np.array([2, 0, 3])
+    src = ("let logp = %s\nlet y = %s\nlet picked = logp[[0, 1, 2], y]\nprint picked\n"
+           "print grad(sum(picked * picked), logp)\n" % (literal(logp), literal(y)))
+    picked, g = run(src)
+    assert np.array_equal(picked, logp[np.arange(3), y])
+    want = np.zeros((3, 4))
+    want[np.arange(3), y] = 2 * logp[np.arange(3), y]
+    assert np.allclose(g, want, rtol=1e-15, atol=0)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(src)
+    assert compiled_numbers(tmp_path) == [np.ravel(v).tolist() for v in (picked, g)]

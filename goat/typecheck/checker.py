@@ -20,6 +20,7 @@ again at run time with the same rule and message (LANGUAGE.md Part A, Errors).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -32,8 +33,8 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, known_number, subregions)
-from .shapes import (RunDim, ShapeError, SizeVar, bind, cells, check_size, compatible,
-                     format_shape, format_type)
+from .shapes import (RunDim, ShapeError, SizeVar, bind, broadcast, cells, check_size,
+                     compatible, format_shape, format_type)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -3154,8 +3155,10 @@ class Checker:
             out_shape = tuple(1 if src is None else x.shape[src[1]] for src in sources)
             x = b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
                      shape=out_shape, check=False)
-        if rows is not None:
-            idx, axis, loc, indexed = rows
+        if rows is not None and len(rows[0]) > 1:
+            x = self._paired(x, rows[0], rows[1], kept, whole, b)
+        elif rows is not None:
+            (idx, axis, loc), indexed = rows[0][0], rows[1]
             p = kept.index(axis)            # the axis's place among those left
             x = self._moved(b, x, p, 0, loc)
             x = self._rows(x, idx, whole, axis, loc, b)
@@ -3174,6 +3177,48 @@ class Checker:
         of neighbouring axes."""
         for k in range(at, to, -1):
             x = b.op(REGISTRY["swapaxes"], (x,), loc, (k - 1, k))
+        return x
+
+    def _paired(self, x, tensors, indexed, kept, whole, b):
+        """``x[rows, cols]``: several tensors of indices in one subscript, their cells paired
+        (broadcast together, NumPy's advanced indexing): the axes they index moved first and
+        merged into one (a reshape), indexed by rows * C + cols (each checked against its own
+        axis, negative ones counted from its end, by a gather from that axis's iota), then
+        the result's axes where NumPy puts them -- in place when the indexing subscripts
+        stand side by side, else first."""
+        loc = tensors[0][2].to(tensors[-1][2])
+        shapes = [node.shape for node, _, _ in tensors]
+        try:
+            functools.reduce(lambda a, c: broadcast("index", a, c), shapes)
+        except ShapeError:
+            raise GoatError("the tensors of indices in one subscript pair their cells (NumPy's "
+                            "x[rows, cols]: the cell of each row and its column), so their "
+                            "shapes must broadcast together, and %s do not"
+                            % " and ".join(format_shape(sh) for sh in shapes), loc) from None
+        positions = [kept.index(axis) for _, axis, _ in tensors]
+        sizes = [x.shape[p] for p in positions]
+        if not all(type(n) is int for n in sizes):
+            raise GoatError("x[rows, cols] needs the sizes of the axes its tensors index before "
+                            "the run, and %s has %s" % (whole or format_type(x.shape),
+                                                        format_shape(x.shape)), loc)
+        for j, p in enumerate(positions):
+            x = self._moved(b, x, p, j, loc)
+        combined, stride = None, 1
+        for (idx, axis, iloc), n in reversed(list(zip(tensors, sizes))):
+            table = b.op(REGISTRY["iota"], (), iloc, ((n,), 0))
+            at = self._rows(table, idx, whole, axis, iloc, b)      # checked, from 0
+            if stride != 1:
+                at = b.op(OPERATORS["*"], (at, b.const(float(stride), iloc)), iloc)
+            combined = at if combined is None else b.op(OPERATORS["+"], (at, combined), iloc)
+            stride *= n
+        rest = tuple(x.shape[len(tensors):])
+        x = b.op(REGISTRY["reshape"], (x,), loc, ((stride,) + rest,))
+        x = self._rows(x, combined, None, 0, loc, b)
+        together = sorted(indexed + [axis for _, axis, _ in tensors])
+        if together == list(range(together[0], together[-1] + 1)) and positions[0]:
+            s = len(combined.shape)
+            for i in range(positions[0]):   # the axes that were before them go back before
+                x = self._moved(b, x, s + i, i, loc)
         return x
 
     def _rows(self, x, idx, whole, axis, loc, b):
@@ -3221,8 +3266,9 @@ class Checker:
             if type(item) is not ast.Slice:
                 node = self.value(item, scope, b)
                 if type(item) is ast.Array or cells(node.shape) != 1:
-                    self._indices_subscript(node, item, rows)
-                    rows = (node, axis, item.loc, indexed)
+                    self._indices_subscript(node, item)
+                    rows = rows or ([], indexed)
+                    rows[0].append((node, axis, item.loc))
                     kept.append(axis)
                     continue
                 indexed.append(axis)
@@ -3370,7 +3416,7 @@ class Checker:
                     (_run_shape(shape, _split_sources(run, axis)),), shape=shape, check=False)
 
     @staticmethod
-    def _indices_subscript(node, item, before):
+    def _indices_subscript(node, item):
         """A subscript that is a tensor of indices: one in a subscript, and no mask."""
         inner = node
         while inner.kind == OP and inner.op.name in ("bind", "stop_gradient"):
@@ -3379,10 +3425,6 @@ class Checker:
             raise GoatError("a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
                             "supported: its result's size would be known only when the program "
                             "runs; where(mask, x, 0) keeps x's shape", item.loc)
-        if before is not None:
-            raise GoatError("a subscript holds one tensor of indices (x[t], x[:, t]); NumPy's "
-                            "pairing of several (x[rows, cols]) is not supported: gather from "
-                            "reshape(x, tensor[N]) by rows * C + cols", item.loc)
 
     def _store(self, stmt, x, v, scope, b):
         """``x[s1, ...] = v``: x with the cells the subscripts take replaced by v (which
@@ -3391,6 +3433,7 @@ class Checker:
         part out, so that grad and goat compile take it."""
         parts, kept, rows = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
         if rows is not None:
+            rows = rows[0][0]
             raise GoatError("cannot assign through a tensor of indices (t of shape %s in "
                             "%s[...] = v; NumPy's would keep one of repeated indices' writes): "
                             "assign one index at a time, %s[k] = v, in a loop"
