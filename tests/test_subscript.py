@@ -341,8 +341,9 @@ def test_what_the_program_fixes_is_checked_before_it_runs(src, message):
 ])
 def test_a_computed_index_is_checked_when_it_runs_with_the_same_words_compiled(
         tmp_path, aot, line, message):
-    first, out = run_error_in(tmp_path, "var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..3 {\n"
-                              "    print \"step {k}\"\n    %s\n}\n" % line, aot)
+    # (a bound known only when it runs: with fixed bounds the index is checked before)
+    first, out = run_error_in(tmp_path, "var x = [[1, 2, 3], [4, 5, 6]]\nfor k in 0..sum(ones("
+                              "tensor[3])) {\n    print \"step {k}\"\n    %s\n}\n" % line, aot)
     assert first == "p.mg:4: error: " + message
     assert out.startswith("step 0\n")
 
@@ -646,7 +647,8 @@ def test_a_stepped_slice_with_a_computed_start_must_fit_its_whole_run(tmp_path, 
     first, out = run_error_in(
         tmp_path,
         "let x = reshape(iota(tensor[32x1], 0), tensor[8x4])\nvar y = zeros(tensor[8x4])\n"
-        "for k in 0..9 {\n    print \"k {k}\"\n    y[k:k + 6:2] += 1\n    print x[k:k + 6:2, 0]\n}\n",
+        "for k in 0..sum(ones(tensor[9])) {\n    print \"k {k}\"\n    y[k:k + 6:2] += 1\n"
+        "    print x[k:k + 6:2, 0]\n}\n",
         aot)
     assert out.splitlines()[-1] == "k 3"
     assert first == (
@@ -711,3 +713,33 @@ def test_none_adds_an_axis_of_size_1_as_numpys_newaxis(shape):
         assert g.shape == w.shape and np.array_equal(g, w), line
     (outer,) = run("let v = [1, 2, 3]\nlet w = [10, 20]\nprint v[:, None] * w[None, :]\n")
     assert outer.tolist() == [[10, 20], [20, 40], [30, 60]]
+
+
+@pytest.mark.parametrize("src, line, message", [
+    # a batch's rows past the data in a loop whose bounds the program fixes: found before the
+    # run (it was found after four steps had run), at the iteration that reaches it
+    ("let X = ones(tensor[300x2])\nlet B = 64\nfor k in 0..5 {\n  print sum(X[k * B:(k + 1) * B])\n}\n",
+     4, "a slice's start must be a whole number from 0 to 236 (axis 0 of 300x2 has 300 cells, "
+        "the slice takes 64), got 256"),
+    ("let X = ones(tensor[10])\nfor k in 0..11 {\n  print X[k]\n}\n", 3,
+     "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 10"),
+    ("let X = ones(tensor[10])\nfor k in 1..3 {\n  for j in 0..4 {\n    print X[j + k * 4]\n  }\n}\n",
+     4, "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 11"),
+])
+def test_a_subscript_a_fixed_loop_takes_past_its_axis_is_an_error_before_the_run(src, line,
+                                                                                 message):
+    e = error(src)
+    assert (e.message, e.loc.line) == (message, line)
+    assert "in one of the loop's iterations" in e.notes[-1]
+
+
+@pytest.mark.parametrize("src", [
+    # every start in range; one under an if (it may not run); bounds computed when it runs;
+    # a start no affine function of the index (k * k: its ends are not the loop's ends)
+    "let X = ones(tensor[300x2])\nfor k in 0..5 {\n  print sum(X[k * 60:(k + 1) * 60])\n}\n",
+    "let X = ones(tensor[10])\nfor k in 0..10 {\n  if k < 5 {\n    print X[k * 2]\n  }\n}\n",
+    "let X = ones(tensor[10])\nlet n = sum(ones(tensor[3]))\nfor k in 0..n {\n  print X[k * 3]\n}\n",
+    "let X = ones(tensor[10])\nfor k in 0..4 {\n  print X[k * k]\n}\n",
+])
+def test_a_subscript_the_loop_keeps_in_range_runs(src):
+    assert len(run(src)) >= 3

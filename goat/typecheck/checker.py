@@ -382,6 +382,8 @@ class Builder:
             from types import SimpleNamespace
             where, notes = _site(SimpleNamespace(loc=loc, via=tuple(self.checker.calls)))
             raise GoatError(verdict, where, notes=notes)
+        if verdict is None and op.name == "narrow" and self.checker.index_ranges:
+            self._narrow_over_loop(op, args, attrs, loc)
         if op.checks_values and home is not self.region and verdict is not True:
             # an op that may stop the program is not hoisted ahead of the loop body's
             # statements before it (their output would be lost); hash-consing still shares it
@@ -414,6 +416,34 @@ class Builder:
             return op.shape(*[a.shape if a.book is None else a.book for a in args], *attrs)
         except ShapeError:
             return None
+
+    def _narrow_over_loop(self, op, args, attrs, loc):
+        """A narrow whose start a loop's index computes (X[k * B:(k + 1) * B] for k in 0..5),
+        in a loop whose bounds the program fixes and that runs every time the loop's body
+        does (no if around it): the start, affine in the indices, takes its least and its
+        greatest value in some iteration, so a start past the axis at either is an error
+        before the run, as it would be when that iteration ran."""
+        r = self.region
+        while r is not None:
+            if r.kind in ("if", "def"):
+                return
+            r = r.parent
+        span = _affine_range(args[1], self.checker.index_ranges)
+        if span is None or span[0] == span[1]:
+            return
+        for v in span:
+            import numpy as np
+            try:
+                op.static_check([None, np.float64(v)], [a.shape for a in args], attrs)
+            except OpError as e:
+                from ..interp.evaluator import _site
+                from types import SimpleNamespace
+                where, notes = _site(SimpleNamespace(loc=loc, via=tuple(self.checker.calls)))
+                raise GoatError(e.message, where, notes=tuple(notes) + (
+                    "it is %s in one of the loop's iterations (over the loop it runs from %s "
+                    "to %s)" % (_number_text(v), _number_text(span[0]), _number_text(span[1])),))
+            except Exception:
+                return
 
     def widen(self, args, loc, books=None):
         """``args`` cast to the types the book gives them -- each value's own ``book``, or
@@ -879,6 +909,7 @@ class Checker:
         self._bad_sizes = {}          # a let that cannot be a size -> the error its first use
                                       # as one gave (each later use gives it again: one error)
         self.layout_types = {}        # a params block's name -> its Layout (a type's name)
+        self.index_ranges = {}        # a loop index's ARG id -> (first, last), fixed bounds
         self._params_defining = None  # the params block whose members are being checked
 
     def reachable(self) -> set:
@@ -2037,6 +2068,10 @@ class Checker:
         program = self.program
         index = program.new_node(region, ARG, None, (), (), stmt.name_loc, what="loop index")
         region.params.append(index)
+        if both is not None:        # (fixed bounds: a narrow's start over the loop, above)
+            first, end = (known_number(n) for n in both)
+            if first is not None and end is not None and first < end:
+                self.index_ranges[index.id] = (first, end - 1)
         inner = Scope(scope)
         self._new_name(inner, stmt.name, stmt.name_loc)      # the block's own name
         inner.names[stmt.name] = index
@@ -4001,6 +4036,43 @@ def _split_size(e, parts):
         return None
     axis = [k for k, (a, b) in enumerate(zip(parts[0].shape, parts[0].args[0].shape)) if a != b]
     return parts[0].args[0].shape[axis[0]] if axis else None
+
+
+def _affine_range(node, ranges, depth=0):
+    """(least, greatest) of a one-number value affine in loop indices of fixed bounds
+    (``ranges``: ARG id -> (first, last)) -- sums, differences, negations, and products and
+    quotients by numbers the program fixes, so that both ends are values it takes -- or None."""
+    if depth > 50:
+        return None
+    while node.kind == OP and node.op.name in ("bind", "reshape") and _cells(node.shape) == 1:
+        node = node.args[0]
+    if node.kind == CONST or (node.kind == OP and not node.args):
+        v = known_number(node)
+        return None if v is None else (v, v)
+    if node.kind == ARG:
+        return ranges.get(node.id)
+    if node.kind != OP or _cells(node.shape) != 1:
+        return None
+    name = node.op.name
+    if name == "negate":
+        r = _affine_range(node.args[0], ranges, depth + 1)
+        return None if r is None else (-r[1], -r[0])
+    if name in ("add", "subtract", "multiply", "divide") and len(node.args) == 2:
+        a = _affine_range(node.args[0], ranges, depth + 1)
+        c = _affine_range(node.args[1], ranges, depth + 1)
+        if a is None or c is None:
+            return None
+        if name == "add":
+            return (a[0] + c[0], a[1] + c[1])
+        if name == "subtract":
+            return (a[0] - c[1], a[1] - c[0])
+        if name == "multiply" and (a[0] == a[1] or c[0] == c[1]):
+            ends = (a[0] * c[0], a[1] * c[1], a[0] * c[1], a[1] * c[0])
+            return (min(ends), max(ends))
+        if name == "divide" and c[0] == c[1] and c[0] != 0:
+            ends = (a[0] / c[0], a[1] / c[0])
+            return (min(ends), max(ends))
+    return None
 
 
 def _relocated(d, loc):
