@@ -18,7 +18,6 @@ Both do the whole step: forward, gradient, clipping, the optimizer.  (Installed 
 """
 from __future__ import annotations
 
-import datetime
 import math
 import os
 import sys
@@ -26,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, main as results_main, per_step  # noqa: E402
+from results import main as results_main, per_step, per_step_table  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -108,28 +107,11 @@ def torch_runner():
 
 
 def report(repeat):
-    g, t, ratio = per_step(goat_runner(), torch_runner(), STEPS, repeat)
-    lines = [
-        "## The batched two-block trainer, per training step (%s)"
-        % datetime.date.today().isoformat(),
-        "",
-        "Machine: %s. `examples/batched_trainer.mg` run for %d steps; median of %d runs each, "
-        "alternating, in one process (`python bench/bench_batched.py`)." % (machine(), STEPS, repeat),
-        "",
-        "| what | time per step (forward, gradient, clipping, AdamW) |",
-        "|---|---|",
-        "| goat (evaluation of the checked program, NumPy) | %.0f µs |" % (g * 1e6),
-    ]
-    if t is not None:
-        import torch
-        lines.append("| PyTorch %s eager, CPU, float64, one thread | %.0f µs |"
-                     % (torch.__version__, t * 1e6))
-        lines += ["", "goat / PyTorch (the median of the %d rounds' ratios, the two run in "
-                  "alternation): **%.2f×** (below 1: goat is faster)." % (repeat, ratio)]
-    else:
-        lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
-                  "is measured."]
-    return "\n".join(lines) + "\n"
+    return per_step_table(
+        "The batched two-block trainer, per training step",
+        "`examples/batched_trainer.mg` run for %d steps; median of %d runs each, alternating, in "
+        "one process (`python bench/bench_batched.py`)." % (STEPS, repeat),
+        "forward, gradient, clipping, AdamW", (per_step(goat_runner(), torch_runner(), STEPS, repeat), repeat))
 
 
 def main():

@@ -17,7 +17,6 @@ tests/test_gpt_example.py holds the two to the same numbers.)
 """
 from __future__ import annotations
 
-import datetime
 import math
 import os
 import sys
@@ -25,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import machine, main as results_main, per_step  # noqa: E402
+from results import main as results_main, per_step, per_step_table  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -110,29 +109,12 @@ def torch_runner():
 
 
 def report(repeat):
-    g, t, ratio = per_step(goat_runner(), torch_runner(), STEPS, repeat)
-    lines = [
-        "## A small GPT with a params block, per training step (%s)"
-        % datetime.date.today().isoformat(),
-        "",
-        "Machine: %s. `examples/gpt.mg`'s %d training steps (V %d, T %d, C %d, %d heads, %d "
-        "blocks, batch %d); median of %d runs each, alternating, in one process (`python "
-        "bench/bench_gpt.py`)." % (machine(), STEPS, V, T, C, H, L, B, repeat),
-        "",
-        "| what | time per step (batch, forward, gradient, global clip, AdamW) |",
-        "|---|---|",
-        "| goat (evaluation of the checked program, NumPy) | %.0f µs |" % (g * 1e6),
-    ]
-    if t is not None:
-        import torch
-        lines.append("| PyTorch %s eager, CPU, float64, one thread | %.0f µs |"
-                     % (torch.__version__, t * 1e6))
-        lines += ["", "goat / PyTorch (the median of the %d rounds' ratios, the two run in "
-                  "alternation): **%.2f×** (below 1: goat is faster)." % (repeat, ratio)]
-    else:
-        lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
-                  "is measured."]
-    return "\n".join(lines) + "\n"
+    return per_step_table(
+        "A small GPT with a params block, per training step",
+        "`examples/gpt.mg`'s %d training steps (V %d, T %d, C %d, %d heads, %d blocks, batch "
+        "%d); median of %d runs each, alternating, in one process (`python "
+        "bench/bench_gpt.py`)." % (STEPS, V, T, C, H, L, B, repeat),
+        "batch, forward, gradient, global clip, AdamW", (per_step(goat_runner(), torch_runner(), STEPS, repeat), repeat))
 
 
 def main():

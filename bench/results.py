@@ -77,3 +77,30 @@ def per_step(goat_run, torch_run, steps: int, repeat: int):
         return g, None, None
     ratio = statistics.median(a / b for a, b in zip(times["goat"], times["torch"]))
     return g, statistics.median(times["torch"]), ratio
+
+
+def per_step_table(title: str, setup: str, step: str, measured) -> str:
+    """The Markdown section of a per-step comparison: ``title`` (the date is added), ``setup``
+    (after the machine), ``step`` (what a step does), ``measured`` :func:`per_step`'s
+    result and the repeat count."""
+    import datetime
+    (g, t, ratio), repeat = measured
+    lines = [
+        "## %s (%s)" % (title, datetime.date.today().isoformat()),
+        "",
+        "Machine: %s. %s" % (machine(), setup),
+        "",
+        "| what | time per step (%s) |" % step,
+        "|---|---|",
+        "| goat (evaluation of the checked program, NumPy) | %.0f µs |" % (g * 1e6),
+    ]
+    if t is not None:
+        import torch
+        lines.append("| PyTorch %s eager, CPU, float64, one thread | %.0f µs |"
+                     % (torch.__version__, t * 1e6))
+        lines += ["", "goat / PyTorch (the median of the %d rounds' ratios, the two run in "
+                  "alternation): **%.2f×** (below 1: goat is faster)." % (repeat, ratio)]
+    else:
+        lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
+                  "is measured."]
+    return "\n".join(lines) + "\n"

@@ -35,10 +35,11 @@ for step in 0..STEPS {
 """
 
 
-def test_a_flat_parameter_vector_trains_as_pytorchs_adamw_over_separate_tensors():
-    torch = pytest.importorskip("torch")
-    steps = 30
-    x0, theta0, *lines = goat.run_source(_FLAT.replace("STEPS", str(steps)))
+def torch_mlp_steps(torch, x0, theta0, steps):
+    """The MLP (w1 3x8, b1 1x8, w2 8x1 from the vector theta0, inputs x0, targets the mean of
+    x's squares) trained for ``steps`` steps by PyTorch's AdamW (lr 0.02, its defaults) after
+    clip_grad_norm_ to 1 over the three tensors: each step's (loss after it, norm before the
+    clip)."""
     x = torch.tensor(x0)
     y = (x * x).sum(dim=1, keepdim=True) / 3
     w1 = torch.tensor(theta0[:24].reshape(3, 8), requires_grad=True)
@@ -58,10 +59,21 @@ def test_a_flat_parameter_vector_trains_as_pytorchs_adamw_over_separate_tensors(
         opt.step()
         with torch.no_grad():
             want.append((loss().item(), norm.item()))
+    return want
+
+
+def assert_steps_match(lines, want):
+    """Each printed line "loss norm" equals PyTorch's (loss, norm) to 1e-12, relatively."""
     got = [tuple(float(v) for v in line.split()) for line in lines]
-    assert len(got) == steps
+    assert len(got) == len(want)
     for (gl, gn), (wl, wn) in zip(got, want):
         assert abs(gl - wl) <= 1e-12 * abs(wl) and abs(gn - wn) <= 1e-12 * abs(wn)
+
+
+def test_a_flat_parameter_vector_trains_as_pytorchs_adamw_over_separate_tensors():
+    torch = pytest.importorskip("torch")
+    x0, theta0, *lines = goat.run_source(_FLAT.replace("STEPS", "30"))
+    assert_steps_match(lines, torch_mlp_steps(torch, x0, theta0, 30))
 
 
 _HEADS = """import nn

@@ -144,29 +144,10 @@ def test_params_training_takes_adamws_steps_written_in_numpy():
 
 
 def test_params_training_matches_pytorchs_adamw_over_separate_tensors():
+    from test_flat_parameters import assert_steps_match, torch_mlp_steps
     torch = pytest.importorskip("torch")
-    steps = 30
-    x0, theta0, _, _, *lines, _ = run(_MLP.replace("STEPS", str(steps)))
-    x = torch.tensor(x0)
-    y = (x * x).sum(dim=1, keepdim=True) / 3
-    w1 = torch.tensor(theta0[:24].reshape(3, 8), requires_grad=True)
-    b1 = torch.tensor(theta0[24:32].reshape(1, 8), requires_grad=True)
-    w2 = torch.tensor(theta0[32:].reshape(8, 1), requires_grad=True)
-    params = [w1, b1, w2]
-    opt = torch.optim.AdamW(params, lr=0.02, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-
-    def loss():
-        e = torch.tanh(x @ w1 + b1) @ w2 - y
-        return (e * e).mean()
-    for line in lines:
-        opt.zero_grad()
-        loss().backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, 1.0).item()
-        opt.step()
-        with torch.no_grad():
-            want = loss().item()
-        got_loss, got_norm = (float(s) for s in line.split())
-        assert abs(got_loss - want) <= 1e-12 * want and abs(got_norm - norm) <= 1e-12 * norm
+    x0, theta0, _, _, *lines, _ = run(_MLP.replace("STEPS", "30"))
+    assert_steps_match(lines, torch_mlp_steps(torch, x0, theta0, 30))
 
 
 _STACKED = """import nn

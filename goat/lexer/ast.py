@@ -226,6 +226,12 @@ class Var(Stmt):
         self.name_loc = name_loc
 
 
+class Member(Var):
+    """``NAME: TYPE = EXPR``, a member of a params block with its shape written (a statement
+    of its own kind, laid out as a var's)."""
+    __slots__ = ()
+
+
 class Assign(Stmt):
     """``NAME = EXPR`` (and ``NAME += EXPR``, already written out as ``NAME = NAME + (EXPR)``);
     ``NAME[s1, ...] = EXPR`` has the subscripts in ``items`` (else None) and their brackets'
@@ -257,16 +263,6 @@ class Params(Stmt):
         self.head = loc
 
 
-class Member(Stmt):
-    """``NAME: TYPE = EXPR``, a member of a params block with its shape written."""
-    __slots__ = ("name", "type", "expr", "name_loc")
-
-    def __init__(self, name: str, type, expr: Expr, loc: Loc, name_loc: Loc):
-        self.name = name
-        self.type = type
-        self.expr = expr
-        self.loc = loc
-        self.name_loc = name_loc
 
 
 class For(Stmt):
