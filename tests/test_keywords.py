@@ -77,7 +77,7 @@ def test_check_shapes_and_the_repl_show_the_defaults(tmp_path):
     ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(b=1, 2)\n", 2,
      "an argument by position cannot follow one by name (b=...): give those by position first"),
     ("def f(a: scalar, beta: scalar = 2) = a + beta\nprint f(1, betaa=2)\n", 2,
-     "f has no parameter named 'betaa'; did you mean 'beta'?; its parameters: a, beta"),
+     "f has no parameter named 'betaa' (did you mean 'beta'?); its parameters: a, beta"),
     ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, a=2)\n", 2,
      "f's a is given twice: by position (argument 1) and by name"),
     ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, b=2, b=3)\n", 2,
@@ -139,3 +139,40 @@ def test_argument_and_default_mistakes_point_at_the_call_and_say_what_to_write(s
     assert e.loc.line == line
     if "split" in src:
         assert "PyTorch's split" not in e.message      # 4 is no multiple of 3: no such hint
+
+
+def test_newcomers_habits_read_a_member_filled_by_a_number_a_scale_from_a_let_and_a_size_divided():
+    """A second newcomer's trial: decay.w = 1 (a member broadcasts as a subscript's cells do),
+    randn(2) * s with s a let (the annotation's shape is randn's), tensor[N / B, B]."""
+    src = """params theta {
+  w = ones(tensor[2x2])
+  b = [1, 2]
+}
+var decay = zeros(theta)
+decay.w = 1
+decay.b = [[5, 6]]
+print decay
+let H = 4
+let s = sqrt(2 / H)
+let a: tensor[H, 1] = randn(tensor[4x1], 2) * s
+let c: tensor[H, 1] = randn(2) * s
+print a - c
+let N = 12
+let B = 4
+let x: tensor[N / B, B] = reshape(iota(tensor[12], 0))
+print x
+"""
+    d, diff, x = run(src)
+    assert np.array_equal(d, [1, 1, 1, 1, 5, 6])
+    assert np.array_equal(diff, np.zeros((4, 1)))
+    assert np.array_equal(x, np.arange(12.0).reshape(3, 4))
+    e = error("let N = 10\nlet B = 4\nlet x: tensor[N / B, B] = zeros(tensor[2x4])\n")
+    assert e.message == ("the size N / B divides 10 by 4, which leaves 2 over: a size is a whole "
+                         "number (for the whole batches of N rows, (N - N % B) / B in a let)")
+
+
+def test_a_vector_of_labels_for_cross_entropy_says_how_to_add_its_axis():
+    e = error("import nn\nlet z = ones(tensor[4x3])\nlet y = [0, 1, 2, 0]\n"
+              "print nn.cross_entropy(z, y)\n")
+    assert e.message.endswith("got shape 4 (rank 1); its last axis of 1 is added by a "
+                              "subscript: y[..., None] (PyTorch's unsqueeze(-1))")

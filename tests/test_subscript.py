@@ -715,22 +715,27 @@ def test_none_adds_an_axis_of_size_1_as_numpys_newaxis(shape):
     assert outer.tolist() == [[10, 20], [20, 40], [30, 60]]
 
 
-@pytest.mark.parametrize("src, line, message", [
+@pytest.mark.parametrize("src, line, message, note", [
     # a batch's rows past the data in a loop whose bounds the program fixes: found before the
     # run (it was found after four steps had run), at the iteration that reaches it
     ("let X = ones(tensor[300x2])\nlet B = 64\nfor k in 0..5 {\n  print sum(X[k * B:(k + 1) * B])\n}\n",
      4, "a slice's start must be a whole number from 0 to 236 (axis 0 of 300x2 has 300 cells, "
-        "the slice takes 64), got 256"),
+        "the slice takes 64), got 256",
+     "it is 256 when k = 4 (over the loop it runs from 0 to 256)"),
     ("let X = ones(tensor[10])\nfor k in 0..11 {\n  print X[k]\n}\n", 3,
-     "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 10"),
+     "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 10",
+     "it is 10 when k = 10 (over the loop it runs from 0 to 10)"),
     ("let X = ones(tensor[10])\nfor k in 1..3 {\n  for j in 0..4 {\n    print X[j + k * 4]\n  }\n}\n",
-     4, "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 11"),
+     4, "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got 11",
+     "it is 11 when k = 2, j = 3 (over the loop it runs from 4 to 11)"),
+    ("let X = ones(tensor[10])\nfor k in 0..4 {\n  print X[-(k * 4) - 1]\n}\n", 3,
+     "an index must be a whole number from -10 to 9 (axis 0 of 10 has 10 cells), got -13",
+     "it is -13 when k = 3 (over the loop it runs from -13 to -1)"),
 ])
 def test_a_subscript_a_fixed_loop_takes_past_its_axis_is_an_error_before_the_run(src, line,
-                                                                                 message):
+                                                                                 message, note):
     e = error(src)
-    assert (e.message, e.loc.line) == (message, line)
-    assert "in one of the loop's iterations" in e.notes[-1]
+    assert (e.message, e.loc.line, e.notes[-1]) == (message, line, note)
 
 
 @pytest.mark.parametrize("src", [

@@ -144,7 +144,7 @@ class _HugeDim:
 
 class SizeExpr(str):
     """A size written as arithmetic, ``4 * H`` in ``tensor[D, 4 * H]``: whole numbers and names
-    with + - * and brackets.  The checker works it out, each name a let holding a size (a
+    with + - * / (a division that leaves no remainder) and brackets.  The checker works it out, each name a let holding a size (a
     def's size variable has no arithmetic: goat's types have no N - 1)."""
 
     __slots__ = ()
@@ -154,21 +154,21 @@ class SizeExpr(str):
         return tuple(dict.fromkeys(_IDENT.findall(self)))
 
 
-_SIZE_CHARS = re.compile(r"[A-Za-z0-9_\s+\-*()]+")
+_SIZE_CHARS = re.compile(r"[A-Za-z0-9_\s+\-*/()]+")
 
 
 def _size_expr(part: str):
     """``part`` as a SizeExpr when it is arithmetic (+ - * and brackets) on whole numbers and
     names, else None."""
     import ast as pyast
-    if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*(") or "**" in part \
+    if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*/(") or "**" in part \
             or len(part) > 200:
         return None
     try:
         tree = pyast.parse(part.strip(), mode="eval")
     except (SyntaxError, ValueError):
         return None
-    ok = (pyast.Expression, pyast.BinOp, pyast.UnaryOp, pyast.Add, pyast.Sub, pyast.Mult,
+    ok = (pyast.Expression, pyast.BinOp, pyast.UnaryOp, pyast.Add, pyast.Sub, pyast.Mult, pyast.Div,
           pyast.USub, pyast.UAdd, pyast.Name, pyast.Load, pyast.Constant)
     for node in pyast.walk(tree):
         if not isinstance(node, ok) or (type(node) is pyast.Constant

@@ -431,7 +431,7 @@ class Builder:
         span = _affine_range(args[1], self.checker.index_ranges)
         if span is None or span[0] == span[1]:
             return
-        for v in span:
+        for v, at in ((span[0], span[2]), (span[1], span[3])):
             import numpy as np
             try:
                 op.static_check([None, np.float64(v)], [a.shape for a in args], attrs)
@@ -439,11 +439,19 @@ class Builder:
                 from ..interp.evaluator import _site
                 from types import SimpleNamespace
                 where, notes = _site(SimpleNamespace(loc=loc, via=tuple(self.checker.calls)))
+                when = ", ".join("%s = %s" % (self._index_name(i), _number_text(k))
+                                 for i, k in sorted(dict(at).items()))
                 raise GoatError(e.message, where, notes=tuple(notes) + (
-                    "it is %s in one of the loop's iterations (over the loop it runs from %s "
-                    "to %s)" % (_number_text(v), _number_text(span[0]), _number_text(span[1])),))
+                    "it is %s when %s (over the loop it runs from %s to %s)" % (
+                        _number_text(v), when, _number_text(span[0]),
+                        _number_text(span[1])),))
             except Exception:
                 return
+
+    def _index_name(self, node_id) -> str:
+        """A loop index's name, as its loop's header writes it."""
+        loc = self.program.nodes[node_id].loc
+        return loc.source.text[loc.start:loc.end]
 
     def widen(self, args, loc, books=None):
         """``args`` cast to the types the book gives them -- each value's own ``book``, or
@@ -1497,6 +1505,13 @@ class Checker:
                 v = value(node.operand)
                 return -v if type(node.op) is pyast.USub else v
             a, b = value(node.left), value(node.right)
+            if type(node.op) is pyast.Div:      # tensor[N / B, B]: a division with no remainder
+                if b == 0 or a % b:
+                    raise GoatError("the size %s divides %d by %d, which %s: a size is a whole "
+                                    "number (for the whole batches of N rows, (N - N %% B) / B "
+                                    "in a let)" % (expr, a, b, "is no number" if b == 0 else
+                                                   "leaves %d over" % (a % b)), loc)
+                return a // b
             return a + b if type(node.op) is pyast.Add else a - b if type(node.op) is \
                 pyast.Sub else a * b
         v = value(pyast.parse(expr, mode="eval"))
@@ -1755,6 +1770,22 @@ class Checker:
         if not ok and _cells(shape) == 1 and _cells(node.shape) == 1:
             node, ok, runtime = b.op(REGISTRY["reshape"], (node,), value_loc,
                                      (tuple(shape),)), True, False
+        if not ok and all(type(d) is int for d in node.shape):
+            # decay.w = 1: a member is cells of the var, as x[a:b] = v is, so v broadcasts to
+            # it as to a subscript's cells (NumPy's rule: v's leading 1s do not count)
+            vs = tuple(node.shape)
+            while len(vs) > len(shape) and vs[0] == 1:
+                vs = vs[1:]
+            if vs != tuple(node.shape):
+                node = b.op(REGISTRY["reshape"], (node,), value_loc, (vs,))
+            try:
+                if broadcast("assign", tuple(shape), tuple(node.shape)) == tuple(shape):
+                    import numpy as np
+                    node = b.op(OPERATORS["+"], (node, b.const(np.zeros(shape), value_loc)),
+                                value_loc)
+                    ok, runtime = True, False
+            except ShapeError:
+                pass
         if not ok:
             raise GoatError("%s is %s, but this value has shape %s" % (
                 name, format_type(shape), format_shape(node.shape)), value_loc)
@@ -2342,11 +2373,19 @@ class Checker:
                 continue
             k = len(declared) - 1
             if len(actual) < k:
+                hint = ""
+                if declared[-1] == 1 and len(actual) == k - 1 and actual:
+                    # cross_entropy(z, y) with y the vector of labels, PyTorch's way
+                    written = loc.source.text[loc.start:loc.end] if loc is not None else ""
+                    hint = ("; its last axis of 1 is added by a subscript: %s[..., None] "
+                            "(PyTorch's unsqueeze(-1))" % (
+                                written if re.fullmatch(r"[\w.]+", written) else "("
+                                + written + ")" if written else pname))
                 raise GoatError("argument %s of %s must have shape %s: at least %d dimension%s, "
-                                "got %s" % (pname, tmpl.qualname, format_type(declared), k,
-                                            "" if k == 1 else "s",
-                                            "a scalar" if not actual else "shape %s (rank %d)"
-                                            % (format_shape(actual), len(actual))), loc)
+                                "got %s%s" % (pname, tmpl.qualname, format_type(declared), k,
+                                              "" if k == 1 else "s",
+                                              "a scalar" if not actual else "shape %s (rank %d)"
+                                              % (format_shape(actual), len(actual)), hint), loc)
             lead = tuple(actual[:len(actual) - k])
             if lead0 is None:
                 lead0, first, firsts = lead, pname, (declared, actual, loc)
@@ -2882,8 +2921,10 @@ class Checker:
                 positional.append(a)
                 continue
             if a.name not in names:
+                near = _closest(a.name, names)
                 raise GoatError("%s has no parameter named '%s'%s" % (
-                    what, a.name, _suggest(a.name, names) + "; its parameters: " + ", ".join(names)
+                    what, a.name, (" (did you mean '%s'?)" % near if near else "")
+                    + "; its parameters: " + ", ".join(names)
                     if names else ": it takes no arguments"), a.name_loc, notes=(sig,))
             at = names.index(a.name)
             if a.name in given or at < len(positional):
@@ -3736,12 +3777,19 @@ def _elsewhere(member, mod_name, scope) -> str:
 
 
 def _numbers_only(e) -> bool:
-    """Is ``e`` numbers written in the program and arithmetic on them (3, -0.5, 2 * 0.1)?"""
+    """Is ``e`` numbers and names (lets: a scale, sqrt(2 / H)) and arithmetic on them, and
+    built-ins of no shape of their own called on such (3, -0.5, 2 * s, sqrt(2 / H))?  Beside
+    a built-in whose shape is left out, the annotation's shape is that built-in's (where a
+    name holds more than one number, the annotation's check says so)."""
     while type(e) is ast.Unary and e.op == "-":
         e = e.operand
     if type(e) is ast.Binary:
         return _numbers_only(e.left) and _numbers_only(e.right)
-    return type(e) is ast.Number
+    if type(e) is ast.Call:
+        op = lookup(e.name)
+        return (op is not None and all(kind != "type" for _, kind in op.params)
+                and all(_numbers_only(a) for a in e.args))
+    return type(e) in (ast.Number, ast.Name)
 
 
 def _is_newaxis(item) -> bool:
@@ -4039,39 +4087,45 @@ def _split_size(e, parts):
 
 
 def _affine_range(node, ranges, depth=0):
-    """(least, greatest) of a one-number value affine in loop indices of fixed bounds
-    (``ranges``: ARG id -> (first, last)) -- sums, differences, negations, and products and
-    quotients by numbers the program fixes, so that both ends are values it takes -- or None."""
+    """(least, greatest, the loop indices' values giving the least, those giving the greatest)
+    of a one-number value affine in loop indices of fixed bounds (``ranges``: ARG id ->
+    (first, last)) -- sums, differences, negations, and products and quotients by numbers the
+    program fixes, so that both ends are values it takes -- or None.  The indices' values are
+    ((ARG id, value), ...)."""
     if depth > 50:
         return None
     while node.kind == OP and node.op.name in ("bind", "reshape") and _cells(node.shape) == 1:
         node = node.args[0]
     if node.kind == CONST or (node.kind == OP and not node.args):
         v = known_number(node)
-        return None if v is None else (v, v)
+        return None if v is None else (v, v, (), ())
     if node.kind == ARG:
-        return ranges.get(node.id)
+        r = ranges.get(node.id)
+        return None if r is None else (r[0], r[1], ((node.id, r[0]),), ((node.id, r[1]),))
     if node.kind != OP or _cells(node.shape) != 1:
         return None
     name = node.op.name
     if name == "negate":
         r = _affine_range(node.args[0], ranges, depth + 1)
-        return None if r is None else (-r[1], -r[0])
-    if name in ("add", "subtract", "multiply", "divide") and len(node.args) == 2:
-        a = _affine_range(node.args[0], ranges, depth + 1)
-        c = _affine_range(node.args[1], ranges, depth + 1)
-        if a is None or c is None:
-            return None
-        if name == "add":
-            return (a[0] + c[0], a[1] + c[1])
-        if name == "subtract":
-            return (a[0] - c[1], a[1] - c[0])
-        if name == "multiply" and (a[0] == a[1] or c[0] == c[1]):
-            ends = (a[0] * c[0], a[1] * c[1], a[0] * c[1], a[1] * c[0])
-            return (min(ends), max(ends))
-        if name == "divide" and c[0] == c[1] and c[0] != 0:
-            ends = (a[0] / c[0], a[1] / c[0])
-            return (min(ends), max(ends))
+        return None if r is None else (-r[1], -r[0], r[3], r[2])
+    if name not in ("add", "subtract", "multiply", "divide") or len(node.args) != 2:
+        return None
+    a = _affine_range(node.args[0], ranges, depth + 1)
+    c = _affine_range(node.args[1], ranges, depth + 1)
+    if a is None or c is None:
+        return None
+    if name == "add":
+        return (a[0] + c[0], a[1] + c[1], a[2] + c[2], a[3] + c[3])
+    if name == "subtract":
+        return (a[0] - c[1], a[1] - c[0], a[2] + c[3], a[3] + c[2])
+    if name == "multiply" and c[0] != c[1] and a[0] == a[1]:
+        a, c = c, a                     # (the number second)
+    if name == "multiply" and c[0] == c[1]:
+        k = c[0]
+        return (a[0] * k, a[1] * k, a[2], a[3]) if k >= 0 else (a[1] * k, a[0] * k, a[3], a[2])
+    if name == "divide" and c[0] == c[1] and c[0] != 0:
+        k = c[0]
+        return (a[0] / k, a[1] / k, a[2], a[3]) if k > 0 else (a[1] / k, a[0] / k, a[3], a[2])
     return None
 
 
