@@ -483,3 +483,13 @@ def test_a_block_may_be_named_params_and_a_def_shows_a_block_it_returns_by_name(
     status, out, err = cli("check", "--shapes", str(tmp_path / "r.mg"))
     assert status == 0, err
     assert "def step(q: p, g: p) -> p\n" in out and "def two(q: p) -> (p, scalar)\n" in out
+
+
+def test_the_repls_type_of_a_laid_out_name_lists_its_members():
+    import io
+
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("params theta {\n  w = ones(tensor[2x2])\n  b = [1, 2]\n}\nvar m = zeros(theta)")
+    assert s.describe("m") == "m : tensor[6], laid out as params theta: w tensor[2x2], b tensor[2]"
+    assert s.describe("theta.w") == "tensor[2x2]"

@@ -569,6 +569,10 @@ class Session:
             return "def " + v.signature()
         if isinstance(v, Module):
             return "module %s" % name
+        layout = self.checker.top.layouts.get(name)
+        if layout is not None:      # :type theta -- its members, in the vector's order
+            return "%s : tensor[%d], laid out as params %s: %s" % (
+                name, layout.size, layout.name, layout.describe())
         if v is None and (name in REGISTRY or name in TRANSFORMS):
             return signature(name)
         return None
