@@ -333,6 +333,13 @@ _X4 = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5) - 50
     ("[r, c, 1:3]", (np.array([1, -1]), np.array([2, 0]), slice(1, 3))),
     ("[r, c, d]", (np.array([1, 0]), np.array([2, 0]), np.array([3, 1]))),
     ("[r, :, :, c]", (np.array([1, 0]), slice(None), slice(None), np.array([3, 1]))),
+    # a breaker's: a ... standing for no axes still parts them, so their axes go first
+    ("[:, 0, :, ..., r]", (slice(None), 0, slice(None), Ellipsis, np.array([0, 1, 3, 2, 1]))),
+    ("[r, :, ..., c, :]", (np.array([1, 0]), slice(None), Ellipsis, np.array([3, 1]),
+                          slice(None))),
+    ("[r, ..., c]", (np.array([1, 0]), Ellipsis, np.array([4, 1]))),
+    ("[r, c, ...]", (np.array([1, 0]), np.array([2, 1]), Ellipsis)),
+    ("[0, ..., r]", (0, Ellipsis, np.array([1, 3]))),
 ])
 def test_several_tensors_of_indices_pair_their_cells_as_numpys_do(text, idx):
     src, names = "let x = %s\n" % literal(_X4), iter("rcd")

@@ -745,6 +745,11 @@ def test_a_subscript_a_fixed_loop_takes_past_its_axis_is_an_error_before_the_run
     "let X = ones(tensor[10])\nfor k in 0..10 {\n  if k < 5 {\n    print X[k * 2]\n  }\n}\n",
     "let X = ones(tensor[10])\nlet n = sum(ones(tensor[3]))\nfor k in 0..n {\n  print X[k * 3]\n}\n",
     "let X = ones(tensor[10])\nfor k in 0..4 {\n  print X[k * k]\n}\n",
+    # a breaker's: the index named more than once, k - k, (k + 1) * 3 - k (2k + 3)
+    "let X = ones(tensor[10])\nfor k in 0..4 {\n  print X[(k + 1) * 3 - k]\n}\n",
+    "let X = ones(tensor[10])\nfor k in 0..20 {\n  print X[k - k]\n}\n",
+    "let X = ones(tensor[30])\nfor k in 0..20 {\n  print X[k * 2 - k]\n}\n",
+    "let X = ones(tensor[10])\nfor k in 0..4 {\n  print sum(X[3 * k - k:3 * k - k + 2])\n}\n",
 ])
 def test_a_subscript_the_loop_keeps_in_range_runs(src):
     assert len(run(src)) >= 3

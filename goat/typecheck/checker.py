@@ -3232,7 +3232,7 @@ class Checker:
             x = b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
                      shape=out_shape, check=False)
         if rows is not None and len(rows[0]) > 1:
-            x = self._paired(x, rows[0], rows[1], kept, whole, b)
+            x = self._paired(x, rows[0], rows[1] + rows[2], kept, whole, b)
         elif rows is not None:
             (idx, axis, loc), indexed = rows[0][0], rows[1]
             p = kept.index(axis)            # the axis's place among those left
@@ -3240,7 +3240,7 @@ class Checker:
             x = self._rows(x, idx, whole, axis, loc, b)
             # NumPy's place for the indices' axes: where the axis was, when the subscripts
             # that index (this tensor and the numbers) are side by side; else first
-            together = sorted(indexed + [axis])
+            together = sorted(indexed + rows[2])
             if together == list(range(together[0], together[-1] + 1)) and p:
                 s = len(idx.shape)
                 for i in range(p):          # the axes that were before it go back before
@@ -3290,7 +3290,7 @@ class Checker:
         rest = tuple(x.shape[len(tensors):])
         x = b.op(REGISTRY["reshape"], (x,), loc, ((stride,) + rest,))
         x = self._rows(x, combined, None, 0, loc, b)
-        together = sorted(indexed + [axis for _, axis, _ in tensors])
+        together = sorted(indexed)          # (the places of the tensors and numbers)
         if together == list(range(together[0], together[-1] + 1)) and positions[0]:
             s = len(combined.shape)
             for i in range(positions[0]):   # the axes that were before them go back before
@@ -3320,7 +3320,15 @@ class Checker:
         if r == 0:
             raise GoatError("a scalar has no axes to subscript: x[...] takes cells of a tensor "
                             "of rank 1 or more", bracket_loc)
+        dots = [k for k, item in enumerate(items) if type(item) is ast.Ellipsis]
+        written = len(items)
         items = _expand_ellipsis(items, r)
+        spread = len(items) - written + 1 if dots else 0     # the axes the ... stands for
+
+        def place(axis):
+            """The subscript's place among those written (the ... one place, even for no
+            axes: NumPy's rule for where a tensor of indices' axes go counts it)."""
+            return axis if not dots or axis < dots[0] else axis - spread + 1
         for item in items:
             if _is_newaxis(item):
                 raise GoatError("None (a new axis of size 1) can only be read, x[:, None]; an "
@@ -3343,11 +3351,12 @@ class Checker:
                 node = self.value(item, scope, b)
                 if type(item) is ast.Array or cells(node.shape) != 1:
                     self._indices_subscript(node, item)
-                    rows = rows or ([], indexed)
+                    rows = rows or ([], indexed, [])
                     rows[0].append((node, axis, item.loc))
+                    rows[2].append(place(axis))
                     kept.append(axis)
                     continue
-                indexed.append(axis)
+                indexed.append(place(axis))
                 start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
                               item.loc, 1, 1))
@@ -4086,46 +4095,65 @@ def _split_size(e, parts):
     return parts[0].args[0].shape[axis[0]] if axis else None
 
 
-def _affine_range(node, ranges, depth=0):
+def _affine_range(node, ranges):
     """(least, greatest, the loop indices' values giving the least, those giving the greatest)
     of a one-number value affine in loop indices of fixed bounds (``ranges``: ARG id ->
     (first, last)) -- sums, differences, negations, and products and quotients by numbers the
-    program fixes, so that both ends are values it takes -- or None.  The indices' values are
-    ((ARG id, value), ...)."""
+    program fixes -- or None.  The value is worked out as c + a1 k1 + a2 k2 + ... (k - k is 0,
+    (k + 1) * 3 - k is 2k + 3), so both ends are values it takes, at the indices' values given
+    as ((ARG id, value), ...)."""
+    form = _affine_form(node, ranges, 0)
+    if form is None:
+        return None
+    c, coefs = form
+    lo, hi, lo_at, hi_at = c, c, [], []
+    for i, a in sorted(coefs.items()):
+        first, last = ranges[i]
+        small, big = (first, last) if a >= 0 else (last, first)
+        lo, hi = lo + a * small, hi + a * big
+        lo_at.append((i, small))
+        hi_at.append((i, big))
+    return (lo, hi, tuple(lo_at), tuple(hi_at))
+
+
+def _affine_form(node, ranges, depth):
+    """``node`` as (c, {ARG id: coefficient}) -- c + the sum of each coefficient times its loop
+    index -- or None where it is no such form."""
     if depth > 50:
         return None
     while node.kind == OP and node.op.name in ("bind", "reshape") and _cells(node.shape) == 1:
         node = node.args[0]
     if node.kind == CONST or (node.kind == OP and not node.args):
         v = known_number(node)
-        return None if v is None else (v, v, (), ())
+        return None if v is None else (v, {})
     if node.kind == ARG:
-        r = ranges.get(node.id)
-        return None if r is None else (r[0], r[1], ((node.id, r[0]),), ((node.id, r[1]),))
+        return (0, {node.id: 1}) if node.id in ranges else None
     if node.kind != OP or _cells(node.shape) != 1:
         return None
     name = node.op.name
     if name == "negate":
-        r = _affine_range(node.args[0], ranges, depth + 1)
-        return None if r is None else (-r[1], -r[0], r[3], r[2])
+        f = _affine_form(node.args[0], ranges, depth + 1)
+        return None if f is None else (-f[0], {i: -a for i, a in f[1].items()})
     if name not in ("add", "subtract", "multiply", "divide") or len(node.args) != 2:
         return None
-    a = _affine_range(node.args[0], ranges, depth + 1)
-    c = _affine_range(node.args[1], ranges, depth + 1)
-    if a is None or c is None:
+    f = _affine_form(node.args[0], ranges, depth + 1)
+    g = _affine_form(node.args[1], ranges, depth + 1)
+    if f is None or g is None:
         return None
-    if name == "add":
-        return (a[0] + c[0], a[1] + c[1], a[2] + c[2], a[3] + c[3])
-    if name == "subtract":
-        return (a[0] - c[1], a[1] - c[0], a[2] + c[3], a[3] + c[2])
-    if name == "multiply" and c[0] != c[1] and a[0] == a[1]:
-        a, c = c, a                     # (the number second)
-    if name == "multiply" and c[0] == c[1]:
-        k = c[0]
-        return (a[0] * k, a[1] * k, a[2], a[3]) if k >= 0 else (a[1] * k, a[0] * k, a[3], a[2])
-    if name == "divide" and c[0] == c[1] and c[0] != 0:
-        k = c[0]
-        return (a[0] / k, a[1] / k, a[2], a[3]) if k > 0 else (a[1] / k, a[0] / k, a[3], a[2])
+    if name in ("add", "subtract"):
+        sign = 1 if name == "add" else -1
+        coefs = dict(f[1])
+        for i, a in g[1].items():
+            coefs[i] = coefs.get(i, 0) + sign * a
+        return (f[0] + sign * g[0], {i: a for i, a in coefs.items() if a != 0})
+    if name == "multiply" and not f[1]:
+        f, g = g, f                     # (the number second)
+    if name == "multiply" and not g[1]:
+        k = g[0]
+        return (f[0] * k, {i: a * k for i, a in f[1].items() if a * k != 0})
+    if name == "divide" and not g[1] and g[0] != 0:
+        k = g[0]
+        return (f[0] / k, {i: a / k for i, a in f[1].items()})
     return None
 
 
