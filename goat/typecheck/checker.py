@@ -1679,6 +1679,8 @@ class Checker:
         """After ``let name[: ann] = expr``: the name's Layout, if its value has one -- written
         (``let g: theta = ...``), or that of the value it names (``let p = theta``) or of the
         one value grad differentiates with respect to (``let g = grad(l, theta)``)."""
+        if not self.layout_types:       # (no params block: nothing is laid out)
+            return
         if ann is not None:
             if ann.layout is not None:
                 scope.layouts[name] = self.layout_types[ann.layout]
@@ -2808,17 +2810,21 @@ class Checker:
     def _call(self, e: ast.Call, scope, b, want=None):
         name = e.name
         target = self._resolve(name, e.name_loc, scope)
-        if isinstance(target, Template) and (target.defaults or any(
-                type(a) is ast.Keyword for a in e.args)):
+        named = False
+        for a in e.args:
+            if type(a) is ast.Keyword:
+                named = True
+                break
+        if isinstance(target, Template) and (named or target.defaults):
             e = self._placed(e, [p for p, _, _ in target.params], target.defaults,
                              target.qualname,
-                             target.qualname + target.signature()[len(target.name):])
-        elif any(type(a) is ast.Keyword for a in e.args) and lookup(name) is not None:
+                             lambda: target.qualname + target.signature()[len(target.name):])
+        elif named and lookup(name) is not None:
             op = lookup(name)
-            e = self._placed(e, _signature_names(op), {}, name, op.signature)
-        elif any(type(a) is ast.Keyword for a in e.args) and name == "split":
-            e = self._placed(e, ["x", "n", "axis"], {}, name, TRANSFORMS[name][0])
-        elif any(type(a) is ast.Keyword for a in e.args) and name in TRANSFORMS:
+            e = self._placed(e, _signature_names(op), {}, name, lambda: op.signature)
+        elif named and name == "split":
+            e = self._placed(e, ["x", "n", "axis"], {}, name, lambda: TRANSFORMS["split"][0])
+        elif named and name in TRANSFORMS:
             k = next(a for a in e.args if type(a) is ast.Keyword)
             raise GoatError("%s takes its arguments by position, not by name (%s=...): %s"
                             % (name, k.name, TRANSFORMS[name][0]), k.name_loc)
@@ -2910,7 +2916,7 @@ class Checker:
         """Call ``e`` with its arguments given by name (``eps=1e-08``) put in their
         parameters' places, after those given by position, and the defaults of the
         parameters left out filled in: the call as if written with every argument by
-        position."""
+        position.  ``sig``: a function giving the signature its errors note."""
         positional, given = [], {}
         for a in e.args:
             if type(a) is not ast.Keyword:
@@ -2925,13 +2931,13 @@ class Checker:
                 raise GoatError("%s has no parameter named '%s'%s" % (
                     what, a.name, (" (did you mean '%s'?)" % near if near else "")
                     + "; its parameters: " + ", ".join(names)
-                    if names else ": it takes no arguments"), a.name_loc, notes=(sig,))
+                    if names else ": it takes no arguments"), a.name_loc, notes=(sig(),))
             at = names.index(a.name)
             if a.name in given or at < len(positional):
                 raise GoatError("%s's %s is given twice: %s" % (
                     what, a.name, "by name twice" if a.name in given else
                     "by position (argument %d) and by name" % (at + 1)), a.name_loc,
-                    notes=(sig,))
+                    notes=(sig(),))
             given[a.name] = (a, at)
         if len(positional) >= len(names) and not given:
             return e                    # (too many: the arity's error)
@@ -2949,7 +2955,7 @@ class Checker:
                 what, _and_list(["'%s'" % m for m in missing]),
                 "has" if len(missing) == 1 else "have",
                 ", ".join("%s=..." % m for m in missing) if given or defaults
-                else "every argument, in order"), e.loc, notes=(sig,))
+                else "every argument, in order"), e.loc, notes=(sig(),))
         return ast.Call(e.name, args, e.loc, e.name_loc)
 
     def _default(self, p, dims, params):
