@@ -493,3 +493,8 @@ def test_the_repls_type_of_a_laid_out_name_lists_its_members():
     s.run("params theta {\n  w = ones(tensor[2x2])\n  b = [1, 2]\n}\nvar m = zeros(theta)")
     assert s.describe("m") == "m : tensor[6], laid out as params theta: w tensor[2x2], b tensor[2]"
     assert s.describe("theta.w") == "tensor[2x2]"
+
+
+def test_a_fill_of_a_values_shape_says_the_type_to_write():
+    e = error("params theta {\n  w = ones(tensor[2x2])\n}\nlet o = ones(theta.w)\n")
+    assert e.message.endswith("got a value; write ones(tensor[2x2]) for the shape of theta.w")

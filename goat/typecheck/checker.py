@@ -3141,13 +3141,23 @@ class Checker:
                     got = ("the number %s" % _number_text(a.value) if type(a) is ast.Number
                            else "the number -%s" % _number_text(a.operand.value) if negative
                            else "a list" if type(a) is ast.Array else "a value")
+                    written = _written_call(e.name, params, _sizes_written(args[at:]))
+                    if type(a) is ast.Name:
+                        # ones(theta.w): the value's own shape, as a type (NumPy's ones_like)
+                        try:
+                            shape = self.value(a, scope, b).shape
+                        except GoatError:
+                            shape = None
+                        if shape is not None and all(type(d) is int for d in shape):
+                            written = "%s(%s%s) for the shape of %s" % (
+                                e.name, format_type(shape),
+                                "".join(", ..." for _ in params[1:]), a.name)
                     raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s, "
                                     "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
                                        "whole number, 0 or more) or a let holding one"
                                        if op.count_type else "",
-                                       got, _written_call(e.name, params,
-                                                          _sizes_written(args[at:]))), a.loc)
+                                       got, written), a.loc)
                 attrs.append(self._dims(a.ann, scope))
             elif kind == "string":
                 if type(a) is not ast.StringArg:
