@@ -168,7 +168,7 @@ print x
     assert np.array_equal(x, np.arange(12.0).reshape(3, 4))
     e = error("let N = 10\nlet B = 4\nlet x: tensor[N / B, B] = zeros(tensor[2x4])\n")
     assert e.message == ("the size N / B divides 10 by 4, which leaves 2 over: a size is a whole "
-                         "number (for the whole batches of N rows, (N - N % B) / B in a let)")
+                         "number (a let holding (N - N % B) / B drops what is left over)")
 
 
 def test_a_vector_of_labels_for_cross_entropy_says_how_to_add_its_axis():

@@ -498,3 +498,13 @@ def test_the_repls_type_of_a_laid_out_name_lists_its_members():
 def test_a_fill_of_a_values_shape_says_the_type_to_write():
     e = error("params theta {\n  w = ones(tensor[2x2])\n}\nlet o = ones(theta.w)\n")
     assert e.message.endswith("got a value; write ones(tensor[2x2]) for the shape of theta.w")
+
+
+@pytest.mark.parametrize("src, end", [
+    # a breaker's: a let holding a size is a vector's length, as NumPy's zeros(3); onehot's
+    # type is its second argument, a count
+    ("let N = 3\nlet o = zeros(N)\n", "got a value; write zeros(tensor[N])"),
+    ("let x = [[1], [2]]\nprint onehot(x, x)\n", "got a value; write onehot(..., tensor[2x3])"),
+])
+def test_a_fill_given_a_number_or_onehot_a_value_says_what_to_write(src, end):
+    assert error(src).message.endswith(end)

@@ -144,8 +144,9 @@ class _HugeDim:
 
 class SizeExpr(str):
     """A size written as arithmetic, ``4 * H`` in ``tensor[D, 4 * H]``: whole numbers and names
-    with + - * / (a division that leaves no remainder) and brackets.  The checker works it out, each name a let holding a size (a
-    def's size variable has no arithmetic: goat's types have no N - 1)."""
+    with + - * / (a division that leaves no remainder) and brackets.  The checker works it
+    out, each name a let holding a size (a def's size variable has no arithmetic: goat's types
+    have no N - 1)."""
 
     __slots__ = ()
 
@@ -158,7 +159,7 @@ _SIZE_CHARS = re.compile(r"[A-Za-z0-9_\s+\-*/()]+")
 
 
 def _size_expr(part: str):
-    """``part`` as a SizeExpr when it is arithmetic (+ - * and brackets) on whole numbers and
+    """``part`` as a SizeExpr when it is arithmetic (+ - * / and brackets) on whole numbers and
     names, else None."""
     import ast as pyast
     if not _SIZE_CHARS.fullmatch(part) or not any(c in part for c in "+-*/(") or "**" in part \
@@ -890,8 +891,8 @@ def _arithmetic_hint(inner: str) -> str:
     sep = "x" if x_form else ","
     parts = [p.strip() for p in inner.split(sep)]
     if not x_form and any(re.search(r"[A-Z0-9?)]x[A-Z0-9?(]", p) for p in parts):
-        return ("; a size written as arithmetic is + - * and brackets on whole numbers and "
-                "lets, with commas between sizes (tensor[D, 4 * H]); the x form takes numbers, "
+        return ("; a size written as arithmetic is + - * / (exact) and brackets on whole "
+                "numbers and lets, with commas between sizes (tensor[D, 4 * H]); the x form takes numbers, "
                 "? and single capitals")
 
     def arithmetic(p):
@@ -909,8 +910,8 @@ def _arithmetic_hint(inner: str) -> str:
             return None
         return v if type(v) is int and 0 <= v < 10 ** 12 else None
     sized = [number(p) if arithmetic(p) else p for p in parts]
-    say = ("; a size written as arithmetic is + - * and brackets on whole numbers and lets, "
-           "with commas between sizes (tensor[D, 4 * H])")
+    say = ("; a size written as arithmetic is + - * / (exact) and brackets on whole numbers "
+           "and lets, with commas between sizes (tensor[D, 4 * H])")
     if x_form and all(v is not None for v in sized):
         return say + ": tensor[%s]" % join.join(str(v) for v in sized)
     if any("?" in p for p in parts if arithmetic(p)):

@@ -1507,10 +1507,15 @@ class Checker:
             a, b = value(node.left), value(node.right)
             if type(node.op) is pyast.Div:      # tensor[N / B, B]: a division with no remainder
                 if b == 0 or a % b:
+                    n, d = pyast.unparse(node.left), pyast.unparse(node.right)
+                    n = n if re.fullmatch(r"\w+", n) else "(%s)" % n
+                    d = d if re.fullmatch(r"\w+", d) else "(%s)" % d
                     raise GoatError("the size %s divides %d by %d, which %s: a size is a whole "
-                                    "number (for the whole batches of N rows, (N - N %% B) / B "
-                                    "in a let)" % (expr, a, b, "is no number" if b == 0 else
-                                                   "leaves %d over" % (a % b)), loc)
+                                    "number%s" % (
+                                        expr, a, b, "is no number" if b == 0 else
+                                        "leaves %d over" % (a % b), "" if b == 0 else
+                                        " (a let holding (%s - %s %% %s) / %s drops what is "
+                                        "left over)" % (n, n, d, d)), loc)
                 return a // b
             return a + b if type(node.op) is pyast.Add else a - b if type(node.op) is \
                 pyast.Sub else a * b
@@ -3142,13 +3147,22 @@ class Checker:
                            else "the number -%s" % _number_text(a.operand.value) if negative
                            else "a list" if type(a) is ast.Array else "a value")
                     written = _written_call(e.name, params, _sizes_written(args[at:]))
-                    if type(a) is ast.Name:
-                        # ones(theta.w): the value's own shape, as a type (NumPy's ones_like)
+                    if type(a) is ast.Name and at == 0 and not op.count_type:
+                        # ones(theta.w): the value's own shape, as a type (NumPy's ones_like);
+                        # zeros(N), N a let holding a size: a vector of N, as NumPy's
                         try:
                             shape = self.value(a, scope, b).shape
                         except GoatError:
                             shape = None
-                        if shape is not None and all(type(d) is int for d in shape):
+                        try:
+                            size = (self._let_int(a.name, scope, a.loc, "a size")
+                                    if shape is not None and _cells(shape) == 1 else None)
+                        except GoatError:
+                            size = None
+                        if size is not None and size >= 0:
+                            written = _written_call(e.name, params, [a.name])
+                        elif (shape is not None and _cells(shape) != 1
+                                and all(type(d) is int for d in shape)):
                             written = "%s(%s%s) for the shape of %s" % (
                                 e.name, format_type(shape),
                                 "".join(", ..." for _ in params[1:]), a.name)
