@@ -1167,11 +1167,11 @@ def test_a_block_of_a_loaded_file_may_define_a_name_the_session_has(tmp_path):
     # the annotation of the let is the shape the hint writes
     ("var wx: tensor[1x16] = randn(1) @ ones(tensor[16x16])\n",
      "randn takes 2 arguments, got 1; the shape may be left out only where the call is the "
-     "whole value of an annotated let or var, or it with numbers (let x: tensor[1x16] = "
+     "whole value of an annotated let or var, or it with numbers and names (let x: tensor[1x16] = "
      "randn(...) * 0.5); inside a larger expression, write it: randn(tensor[1x16], ...)"),
     ("let a = zeros() + 1\n",
      "zeros takes 1 argument, got 0; the shape may be left out only where the call is the "
-     "whole value of an annotated let or var, or it with numbers (let x: tensor[4x4] = "
+     "whole value of an annotated let or var, or it with numbers and names (let x: tensor[4x4] = "
      "zeros(...) * 0.5); inside a larger expression, write it: zeros(tensor[4x4])"),
     # arithmetic in a size is on numbers and lets, not a def's size variables: a ? for reshape
     ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * H])\n",

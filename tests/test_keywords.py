@@ -176,3 +176,12 @@ def test_a_vector_of_labels_for_cross_entropy_says_how_to_add_its_axis():
               "print nn.cross_entropy(z, y)\n")
     assert e.message.endswith("got shape 4 (rank 1); its last axis of 1 is added by a "
                               "subscript: y[..., None] (PyTorch's unsqueeze(-1))")
+
+
+def test_an_annotations_mismatch_says_which_left_out_shape_it_gave_and_how_a_number_fills():
+    e = error("let x = [1, 2, 3, 4]\nlet k: tensor[4x1] = zeros() + x\n")
+    assert e.message == "'k' is declared tensor[4x1], but its value has shape 4x4"
+    assert e.notes == ("zeros(...) took the annotation's shape, tensor[4x1]",)
+    e = error("var n: tensor[2x2] = 0\n")
+    assert e.message == ("'n' is declared tensor[2x2], but its value has shape scalar; a number "
+                         "fills a shape through a built-in: zeros(tensor[2x2]) + 0")

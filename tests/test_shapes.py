@@ -102,7 +102,8 @@ def test_an_annotated_var_of_one_number_takes_one_number_in_its_shape():
     assert s.shape == () and s == 4
     assert q.shape == (1,) and q[0] == 5
     assert error("var m: tensor[1x2] = 0").message == (
-        "'m' is declared tensor[1x2], but its value has shape scalar")
+        "'m' is declared tensor[1x2], but its value has shape scalar; a number fills a shape "
+        "through a built-in: zeros(tensor[1x2]) + 0")
 
 
 def test_broadcast_rule_directly():

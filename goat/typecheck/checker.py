@@ -898,6 +898,7 @@ class Checker:
         self.depth = 0                # block nesting, for the outline
         self.last = None              # (statement, its value) of the last plain statement checked
         self.stated = None            # the annotation (TypeAnn) of the let or var being checked
+        self.filled = []              # the built-ins whose left-out shape an annotation gave
         self.cancel = None            # a callable: True stops the check (CheckCancelled)
         self.max_nodes = MAX_NODES
         self.grad_used = False        # the def being checked calls grad
@@ -1612,10 +1613,16 @@ class Checker:
             b.defer(_mismatch(what, node.shape, declared), stmt.loc)
             return b.cast(widened[0], declared, what, stmt.loc, True)
         if not ok:
-            raise GoatError("%s is declared %s, but its value has shape %s"
+            hint = ""
+            if node.shape == () and _cells(declared) not in (None, 1) and _numbers_only(
+                    stmt.expr):
+                hint = ("; a number fills a shape through a built-in: zeros(%s) + %s"
+                        % (format_type(declared), _written_type(stmt.expr)
+                           if hasattr(stmt.expr, "loc") and stmt.expr.loc else "v"))
+            raise GoatError("%s is declared %s, but its value has shape %s%s"
                             % (what, format_type(declared),
-                               format_shape(node.shape if node.book is None else node.book)),
-                            stmt.type.loc)
+                               format_shape(node.shape if node.book is None else node.book),
+                               hint), stmt.type.loc, notes=tuple(self.filled))
         return b.cast(node, declared, "%s (declared %s)" % (what, format_type(declared)),
                       stmt.loc, runtime)
 
@@ -2656,6 +2663,7 @@ class Checker:
         """The node of a let's or var's value ``e``, annotated with shape ``want`` (or None),
         written ``written`` (its TypeAnn): a hint for a built-in's missing shape inside ``e``
         may write that one."""
+        self.filled = []
         outer, self.stated = self.stated, written
         try:
             return self.value(e, scope, b, want=want)
@@ -3089,6 +3097,8 @@ class Checker:
             # the shape comes from where the call stands: let q3: tensor[2x3x4] = reshape(q)
             k = next(i for i, (_, kind) in enumerate(params) if kind == "type")
             args.insert(k, ast.TypeArg(ast.TypeAnn(want, e.loc), e.loc))
+            self.filled.append("%s(...) took the annotation's shape, %s" % (
+                e.name, format_type(want)))
         if len(args) != len(params):
             n = len(params)
             hint = _ARITY_HABITS.get((e.name, len(args)), "")
@@ -3112,8 +3122,8 @@ class Checker:
                 else:
                     sizes, shape = ["4", "4"], "4x4"
                 hint = ("; the shape may be left out only where the call is the whole value of "
-                        "an annotated let or var, or it with numbers (let x: tensor[%s] = "
-                        "%s(...) * 0.5); inside a larger expression, write it: %s"
+                        "an annotated let or var, or it with numbers and names (let x: "
+                        "tensor[%s] = %s(...) * 0.5); inside a larger expression, write it: %s"
                         % (shape, e.name, _written_call(e.name, params, sizes)))
             raise GoatError("%s takes %d argument%s, got %d%s"
                             % (e.name, n, "" if n == 1 else "s", len(e.args), hint), e.loc,
