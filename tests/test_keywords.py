@@ -185,3 +185,15 @@ def test_an_annotations_mismatch_says_which_left_out_shape_it_gave_and_how_a_num
     e = error("var n: tensor[2x2] = 0\n")
     assert e.message == ("'n' is declared tensor[2x2], but its value has shape scalar; a number "
                          "fills a shape through a built-in: zeros(tensor[2x2]) + 0")
+
+
+def test_a_type_or_a_file_name_given_by_name_and_a_shape_the_annotation_gives(tmp_path):
+    np.save(str(tmp_path / "a.npy"), np.arange(4.0).reshape(2, 2))
+    r, w, v, d = run("let x = iota(tensor[2x3], 1)\nprint reshape(x, shape=tensor[3x2])\n"
+                     "let w: tensor[2x2] = load(path=\"a.npy\")\nprint w\n"
+                     "print load(shape=tensor[2x2], path=\"a.npy\")\n"
+                     "let q: tensor[2x2] = randn(seed=3)\nprint q - randn(tensor[2x2], 3)\n",
+                     path=str(tmp_path / "t.mg"))
+    assert np.array_equal(r, np.tile([0.0, 1, 2], 2).reshape(3, 2))
+    assert np.array_equal(w, np.arange(4.0).reshape(2, 2)) and np.array_equal(v, w)
+    assert np.array_equal(d, np.zeros((2, 2)))

@@ -300,6 +300,14 @@ class _Build:
         nloc = self._loc(name)
         return ast.Keyword(name.value, value, nloc.to(value.loc), nloc)
 
+    def keyword_type_arg(self, c):          # reshape(x, shape=tensor[2x3])
+        name, tok = c
+        return self.keyword_arg([name, self.type_arg([tok])])
+
+    def keyword_string_arg(self, c):        # load(path="w.npy", ...)
+        name, tok = c
+        return self.keyword_arg([name, self.string_arg([tok])])
+
     def string_arg(self, c):
         tok = c[0]
         if "{" in tok.value:

@@ -2834,7 +2834,10 @@ class Checker:
                              lambda: target.qualname + target.signature()[len(target.name):])
         elif named and lookup(name) is not None:
             op = lookup(name)
-            e = self._placed(e, _signature_names(op), {}, name, lambda: op.signature)
+            # (a type left out where an annotation gives it: randn(seed=2), load(path=...))
+            left = ({n for n, (_, kind) in zip(_signature_names(op), op.params) if kind == "type"}
+                    if want is not None else ())
+            e = self._placed(e, _signature_names(op), {}, name, lambda: op.signature, left)
         elif named and name == "split":
             e = self._placed(e, ["x", "n", "axis"], {}, name, lambda: TRANSFORMS["split"][0])
         elif named and name in TRANSFORMS:
@@ -2925,11 +2928,12 @@ class Checker:
             raise GoatError("unknown function '%s'%s" % (name, hint), e.name_loc)
         return self._op_call(op, e, scope, b, want)
 
-    def _placed(self, e, names, defaults, what, sig):
+    def _placed(self, e, names, defaults, what, sig, optional=()):
         """Call ``e`` with its arguments given by name (``eps=1e-08``) put in their
         parameters' places, after those given by position, and the defaults of the
         parameters left out filled in: the call as if written with every argument by
-        position.  ``sig``: a function giving the signature its errors note."""
+        position.  ``sig``: a function giving the signature its errors note; ``optional``:
+        parameters that may be left out (a built-in's shape an annotation gives)."""
         positional, given = [], {}
         for a in e.args:
             if type(a) is not ast.Keyword:
@@ -2961,7 +2965,7 @@ class Checker:
                 args.append(given[n][0].value)
             elif n in defaults:         # (its errors point at the call that left it out)
                 args.append(_relocated(defaults[n], e.loc))
-            else:
+            elif n not in optional:
                 missing.append(n)
         if missing:
             raise GoatError("%s needs %s, which %s no default: give %s" % (
