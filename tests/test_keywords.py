@@ -197,3 +197,28 @@ def test_a_type_or_a_file_name_given_by_name_and_a_shape_the_annotation_gives(tm
     assert np.array_equal(r, np.tile([0.0, 1, 2], 2).reshape(3, 2))
     assert np.array_equal(w, np.arange(4.0).reshape(2, 2)) and np.array_equal(v, w)
     assert np.array_equal(d, np.zeros((2, 2)))
+
+
+def test_the_repl_completes_the_arguments_a_call_has_not_given_yet_by_name():
+    import io
+
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from goat.repl.app import GoatCompleter
+    from goat.repl.session import Session
+    s = Session(out=io.StringIO())
+    s.run("import optim\ndef f(x: scalar, scale: scalar = 1, shift: scalar = 0) = "
+          "x * scale + shift")
+    c = GoatCompleter(s)
+
+    def named(text):
+        return [x.text for x in c.get_completions(Document(text),
+                                                  CompleteEvent(completion_requested=True))
+                if x.text.endswith("=")]
+    assert named("print f(2, ") == ["scale=", "shift="]
+    assert named("print f(2, shift=1, ") == ["scale="]
+    assert named("print f(2, sc") == ["scale="]
+    assert named("print optim.adamw(w, g, m, v, 1, ") == ["lr=", "b1=", "b2=", "eps=", "wd="]
+    assert named("print swapaxes(x, ax") == ["axis1=", "axis2="]
+    assert named("print f(2, [1, ") == []           # inside a list: no argument begins

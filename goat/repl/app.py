@@ -129,6 +129,46 @@ PYTHON_HABITS = {"exit": ":quit", "quit": ":quit", "exit()": ":quit", "quit()": 
                  "help": ":help", "help()": ":help"}
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _given_arguments(inside: str):
+    """(how many arguments a call's text so far gives by position, the names it gives others
+    by): its top-level comma-separated parts, the last (being typed) left out."""
+    parts, depth, cur = [], 0, ""
+    for c in inside:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    named = {m.group(1) for p in parts
+             for m in [re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", p)] if m}
+    return sum(1 for p in parts if not re.match(r"\s*[A-Za-z_]\w*\s*=(?!=)", p)), named
+
+
+def _open_call(text: str):
+    """(the name of the call whose parentheses ``text`` -- a line up to a word being typed --
+    has left open, the text after its '('), where an argument is about to begin (after its (
+    or a comma): else None."""
+    if not re.search(r"[(,]\s*$", text):
+        return None
+    depth = 0
+    for k in range(len(text) - 1, -1, -1):
+        c = text[k]
+        if c in ")]":
+            depth += 1
+        elif c in "([":
+            if depth == 0:
+                if c == "[":
+                    return None
+                m = re.search(r"([A-Za-z_][A-Za-z0-9_.]*)\s*$", text[:k])
+                return (m.group(1), text[k + 1:]) if m else None
+            depth -= 1
+    return None
 _MEMBER = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z0-9_]*)$")
 # what awaits_else needs of the lexer's pieces: strings and comments (skipped), words, braces
 _PIECE = re.compile(r"""
@@ -406,6 +446,18 @@ class GoatCompleter(Completer):
         if not prefix and not complete_event.completion_requested:
             return
         start = -len(prefix)
+        call = _open_call(line[:len(line) - len(prefix)])
+        if call is not None:
+            # f(x, sc<Tab>: the parameters of the call's function not given yet, by name
+            callee, inside = call
+            given = _given_arguments(inside)
+            names = self.session.parameter_names(callee)
+            for k, pname in enumerate(names):
+                if k < given[0] or pname in given[1]:
+                    continue
+                if pname.startswith(prefix):
+                    yield Completion(pname + "=", start, display=pname + "=",
+                                     display_meta="argument of %s, by name" % callee)
         for name, desc in self.session.names():
             if name.startswith(prefix):
                 yield Completion(name, start, display_meta=desc)

@@ -552,6 +552,21 @@ class Session:
                 return named
             return self._describe(text, path)[1]
 
+    def parameter_names(self, name: str) -> list:
+        """The names the arguments of the def or built-in ``name`` may be given by (f(x,
+        scale=2)), in order; [] for anything else."""
+        from ..ops import lookup
+        from ..typecheck.checker import _signature_names
+        v = self.checker.globals.get(name)
+        if "." in name:
+            mod, _, member = name.partition(".")
+            module = self.checker.globals.get(mod)
+            v = module.names.get(member) if isinstance(module, Module) else None
+        if isinstance(v, Template):
+            return [p for p, _, _ in v.params]
+        op = lookup(name) if v is None else None
+        return _signature_names(op) if op is not None else []
+
     def _signature(self, name: str):
         """``def f(x: tensor[2x2]) -> tensor[2x1]`` when ``name`` names a def (``nn.relu``: a
         module's def), a built-in's signature, ``module nn``; else None."""
