@@ -190,7 +190,8 @@ print mb
 @pytest.fixture(scope="module")
 def lm35_programs():
     return [EXAMPLES / "tour.mg", EXAMPLES / "lm35" / "train_10.mg",
-            EXAMPLES / "lm35" / "train_grad.mg", EXAMPLES / "batched_trainer.mg"]
+            EXAMPLES / "lm35" / "train_grad.mg", EXAMPLES / "batched_trainer.mg",
+            EXAMPLES / "gpt.mg"]
 
 
 # ---------------------------------------------------------------- the test back end
