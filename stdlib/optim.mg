@@ -22,6 +22,13 @@ def adamw(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], t: sca
     return (w2, m2, v2)
 }
 
+# AdamW whose weight decay applies where mask is 1 and not where it is 0 (a mask of w's shape:
+# optax's adamw(mask=...), PyTorch's parameter groups with weight_decay 0 for biases and
+# gains).  With a params block: var decay = zeros(theta), decay.w1 = 1, ..., then
+# optim.adamw_masked(theta, g, m, v, decay, step + 1, lr, wd=0.1).  The same step as adamw,
+# the decay w * (1 - lr * wd) taken first where the mask says.
+def adamw_masked(w: tensor[...], g: tensor[...], m: tensor[...], v: tensor[...], mask: tensor[...], t: scalar, lr: scalar = 0.001, b1: scalar = 0.9, b2: scalar = 0.999, eps: scalar = 1e-08, wd: scalar = 0.01) = adamw(w * (1 - lr * wd * mask), g, m, v, t, lr, b1, b2, eps, 0)
+
 # the learning rate at step (counting from 0) of a schedule that warms up linearly over the
 # first warmup steps to peak, then follows half a cosine down to 0 at step total (Loshchilov &
 # Hutter 2017, SGDR, without restarts): peak * (step + 1) / warmup while step < warmup, then

@@ -508,3 +508,56 @@ def test_a_fill_of_a_values_shape_says_the_type_to_write():
 ])
 def test_a_fill_given_a_number_or_onehot_a_value_says_what_to_write(src, end):
     assert error(src).message.endswith(end)
+
+
+_MASKED = """import optim
+params theta {
+    w1 = randn(tensor[3x8], 2) * 0.5
+    b1 = zeros(tensor[1x8])
+    w2 = randn(tensor[8x1], 3) * 0.3
+}
+def mlp(p: theta, x: tensor[N, 3]) = tanh(x @ p.w1 + p.b1) @ p.w2
+def loss(p: theta, x: tensor[N, 3], y: tensor[N, 1]) = mean((mlp(p, x) - y) * (mlp(p, x) - y))
+let x = randn(tensor[64x3], 1)
+let y = row_sum(x * x) / 3
+var decay = zeros(theta)
+decay.w1 = 1
+decay.w2 = 1
+var m = zeros(theta)
+var v = zeros(theta)
+print x
+print theta
+for step in 0..20 {
+    let g = grad(loss(theta, x, y), theta)
+    theta, m, v = optim.adamw_masked(theta, g, m, v, decay, step + 1, 0.05, wd=0.5)
+    print theta
+}
+"""
+
+
+def test_adamw_masked_decays_only_the_masked_members_as_pytorchs_parameter_groups():
+    x0, theta0, *thetas = run(_MASKED)
+    y = (x0 * x0).sum(axis=1, keepdims=True) / 3
+    theta, m, v = theta0.copy(), np.zeros(40), np.zeros(40)
+    mask = np.r_[np.ones(24), np.zeros(8), np.ones(8)]
+    for t, got in enumerate(thetas, 1):           # AdamW in NumPy, the decay where masked
+        _, g = _mlp_numpy(theta, x0, y)
+        theta = theta * (1 - 0.05 * 0.5 * mask)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        theta = theta - 0.05 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        assert np.allclose(got, theta, rtol=1e-10, atol=1e-13)
+    torch = pytest.importorskip("torch")
+    w1 = torch.tensor(theta0[:24].reshape(3, 8), requires_grad=True)
+    b1 = torch.tensor(theta0[24:32].reshape(1, 8), requires_grad=True)
+    w2 = torch.tensor(theta0[32:].reshape(8, 1), requires_grad=True)
+    opt = torch.optim.AdamW([{"params": [w1, w2], "weight_decay": 0.5},
+                             {"params": [b1], "weight_decay": 0.0}], lr=0.05)
+    xt, yt = torch.tensor(x0), torch.tensor(y)
+    for got in thetas:
+        opt.zero_grad()
+        e = torch.tanh(xt @ w1 + b1) @ w2 - yt
+        (e * e).mean().backward()
+        opt.step()
+        want = torch.cat([w1.detach().ravel(), b1.detach().ravel(), w2.detach().ravel()])
+        assert np.allclose(got, want.numpy(), rtol=1e-12, atol=1e-15)
