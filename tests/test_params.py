@@ -561,3 +561,20 @@ def test_adamw_masked_decays_only_the_masked_members_as_pytorchs_parameter_group
         opt.step()
         want = torch.cat([w1.detach().ravel(), b1.detach().ravel(), w2.detach().ravel()])
         assert np.allclose(got, want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_a_tuple_let_may_annotate_its_names_and_a_params_type_lays_one_out():
+    src = """import optim
+params p {
+  w = [[1, 2], [3, 4]]
+  b = [1, 1]
+}
+let g: p, n = optim.clip_grad_norm(grad(sum(p.w * p.w) + sum(p.b), p), 100)
+print g.w
+var a: tensor[2], c = ([1, 2], 3)
+print a
+"""
+    gw, a = run(src)
+    assert np.array_equal(gw, [[2, 4], [6, 8]]) and np.array_equal(a, [1, 2])
+    e = error("let x: tensor[3], y = ([1, 2], 3)\n")
+    assert e.message == "'x' is declared tensor[3], but its value has shape 2"

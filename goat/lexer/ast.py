@@ -203,15 +203,18 @@ class Let(Stmt):
 
 class LetTuple(Stmt):
     """``let a, b = EXPR``: binds each name to one value of a tuple; ``kind`` "var" for
-    ``var a, b = EXPR``, "assign" for ``a, b = EXPR`` (vars assigned)."""
-    __slots__ = ("names", "expr", "name_locs", "kind")
+    ``var a, b = EXPR``, "assign" for ``a, b = EXPR`` (vars assigned).  ``types``: None, or
+    each name's annotation (a TypeAnn or None: ``let g: theta, n = ...``)."""
+    __slots__ = ("names", "expr", "name_locs", "kind", "types")
 
-    def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list, kind: str = "let"):
+    def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list, kind: str = "let",
+                 types=None):
         self.names = names
         self.expr = expr
         self.loc = loc
         self.name_locs = name_locs
         self.kind = kind
+        self.types = types
 
 
 class Var(Stmt):

@@ -91,15 +91,17 @@ class _Build:
         ann = self._type(typ) if typ is not None else None
         return ast.Let(name.value, ann, expr, self._loc(kw).to(expr.loc), self._loc(name))
 
-    def let_tuple(self, c):
-        kw, *names, expr = c
+    def let_tuple(self, c, kind="let"):
+        # (each name followed by its annotation, or None: let g: theta, n = ...)
+        kw, *pairs, expr = c
+        names, types = pairs[0::2], pairs[1::2]
+        anns = [self._type(t) if t is not None else None for t in types]
         return ast.LetTuple([t.value for t in names], expr, self._loc(kw).to(expr.loc),
-                            [self._loc(t) for t in names])
+                            [self._loc(t) for t in names], kind=kind,
+                            types=anns if any(a is not None for a in anns) else None)
 
     def var_tuple(self, c):
-        kw, *names, expr = c
-        return ast.LetTuple([t.value for t in names], expr, self._loc(kw).to(expr.loc),
-                            [self._loc(t) for t in names], kind="var")
+        return self.let_tuple(c, kind="var")
 
     def assign_tuple(self, c):
         *names, expr = c

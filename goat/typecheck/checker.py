@@ -1920,12 +1920,16 @@ class Checker:
                         "split(x, %d, axis)" % (n, n))
             raise GoatError("%s %d names, but the value holds %d%s" % (what, n, len(value), hint),
                             stmt.loc)
-        for name, loc, node in zip(stmt.names, stmt.name_locs, value):
+        types = stmt.types or [None] * n
+        for name, loc, node, ann in zip(stmt.names, stmt.name_locs, value, types):
             if name == "_":             # a value not wanted here
                 continue
             if stmt.kind == "assign":
                 self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
                 continue
+            if ann is not None:         # let g: theta, n = ...: each name's annotation
+                node = self._annotate(ast.Let(name, ann, stmt.expr, stmt.loc, loc),
+                                      self._dims(ann, scope), node, b)
             node = self._own(node, name, loc, b)
             if stmt.kind == "var":
                 self._bind(scope, name, loc, VarBinding(node, node.shape, stmt.loc.line),
@@ -1934,6 +1938,9 @@ class Checker:
             else:
                 self._bind(scope, name, loc, node, stmt.loc.line)
                 self._outline("%s : %s" % (name, format_type(node.shape)))
+            if ann is not None and ann.layout is not None:
+                scope.layouts[name] = self.layout_types[ann.layout]
+                continue
             callee = self.globals.get(stmt.expr.name) if type(stmt.expr) is ast.Call else None
             if (isinstance(callee, Template) and isinstance(callee.stmt_ret, list)
                     and stmt.kind != "assign"):
