@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import main as results_main, per_step, per_step_table  # noqa: E402
+from results import goat_runner, main as results_main, per_step, per_step_table  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -37,20 +37,6 @@ def _training_only():
     text = open(PROGRAM).read()
     assert "let steps = %d" % STEPS in text
     return text[:text.index("# greedy continuation")]
-
-
-def goat_runner():
-    """A function running the example's training once, returning its seconds."""
-    import goat
-    from goat.gpu import get_backend
-    from goat.interp.evaluator import Evaluator
-    program = goat.load(_training_only(), path=PROGRAM)
-
-    def run():
-        t0 = time.perf_counter()
-        Evaluator(program, get_backend("numpy"), out=None).run()
-        return time.perf_counter() - t0
-    return run
 
 
 def torch_runner():
@@ -114,7 +100,7 @@ def report(repeat):
         "`examples/gpt.mg`'s %d training steps (V %d, T %d, C %d, %d heads, %d blocks, batch "
         "%d); median of %d runs each, alternating, in one process (`python "
         "bench/bench_gpt.py`)." % (STEPS, V, T, C, H, L, B, repeat),
-        "batch, forward, gradient, global clip, AdamW", (per_step(goat_runner(), torch_runner(), STEPS, repeat), repeat))
+        "batch, forward, gradient, global clip, AdamW", (per_step(goat_runner(_training_only(), PROGRAM), torch_runner(), STEPS, repeat), repeat))
 
 
 def main():

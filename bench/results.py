@@ -104,3 +104,20 @@ def per_step_table(title: str, setup: str, step: str, measured) -> str:
         lines += ["", "PyTorch is not installed here (`pip install '.[bench]'`), so only goat "
                   "is measured."]
     return "\n".join(lines) + "\n"
+
+
+def goat_runner(text: str, path: str):
+    """A function evaluating the checked program ``text`` (read as ``path``) once on NumPy,
+    returning its seconds (parse and check done once, here, outside the timing)."""
+    import time
+
+    import goat
+    from goat.gpu import get_backend
+    from goat.interp.evaluator import Evaluator
+    program = goat.load(text, path=path)
+
+    def run():
+        t0 = time.perf_counter()
+        Evaluator(program, get_backend("numpy"), out=None).run()
+        return time.perf_counter() - t0
+    return run

@@ -89,7 +89,8 @@ def _mlp_numpy(theta, x, y):
     return loss, np.concatenate([(x.T @ dh).ravel(), dh.sum(0), gw2.ravel()])
 
 
-_MLP = """import optim
+# the MLP of docs/language.md's params section: its model, data and first weights
+_MLP_MODEL = """import optim
 params theta {
     w1 = randn(tensor[3x8], 2) * 0.5
     b1 = zeros(tensor[1x8])
@@ -99,7 +100,9 @@ def mlp(p: theta, x: tensor[N, 3]) = tanh(x @ p.w1 + p.b1) @ p.w2
 def loss(p: theta, x: tensor[N, 3], y: tensor[N, 1]) = mean((mlp(p, x) - y) * (mlp(p, x) - y))
 let x = randn(tensor[64x3], 1)
 let y = row_sum(x * x) / 3
-var m = zeros(theta)
+"""
+
+_MLP = _MLP_MODEL + """var m = zeros(theta)
 var v = zeros(theta)
 print x
 print theta
@@ -510,17 +513,7 @@ def test_a_fill_given_a_number_or_onehot_a_value_says_what_to_write(src, end):
     assert error(src).message.endswith(end)
 
 
-_MASKED = """import optim
-params theta {
-    w1 = randn(tensor[3x8], 2) * 0.5
-    b1 = zeros(tensor[1x8])
-    w2 = randn(tensor[8x1], 3) * 0.3
-}
-def mlp(p: theta, x: tensor[N, 3]) = tanh(x @ p.w1 + p.b1) @ p.w2
-def loss(p: theta, x: tensor[N, 3], y: tensor[N, 1]) = mean((mlp(p, x) - y) * (mlp(p, x) - y))
-let x = randn(tensor[64x3], 1)
-let y = row_sum(x * x) / 3
-var decay = zeros(theta)
+_MASKED = _MLP_MODEL + """var decay = zeros(theta)
 decay.w1 = 1
 decay.w2 = 1
 var m = zeros(theta)

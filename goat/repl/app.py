@@ -134,17 +134,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 def _given_arguments(inside: str):
     """(how many arguments a call's text so far gives by position, the names it gives others
     by): its top-level comma-separated parts, the last (being typed) left out."""
-    parts, depth, cur = [], 0, ""
-    for c in inside:
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        if c == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += c
+    from ..typecheck.checker import argument_parts
+    parts = argument_parts(inside)[:-1]
     named = {m.group(1) for p in parts
              for m in [re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", p)] if m}
     return sum(1 for p in parts if not re.match(r"\s*[A-Za-z_]\w*\s*=(?!=)", p)), named

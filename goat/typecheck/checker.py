@@ -1172,7 +1172,7 @@ class Checker:
         if t is ast.Member:
             raise GoatError("a new name needs let or var: let %s: %s = ... (NAME: TYPE = ... "
                             "gives a member its first value in a params block only)" % (
-                                stmt.name, _written_type(stmt.type)), stmt.loc)
+                                stmt.name, _written(stmt.type)), stmt.loc)
         if t is ast.For:
             return self._for(stmt, scope, b)
         if t is ast.If:
@@ -1617,8 +1617,7 @@ class Checker:
             if node.shape == () and _cells(declared) not in (None, 1) and _numbers_only(
                     stmt.expr):
                 hint = ("; a number fills a shape through a built-in: zeros(%s) + %s"
-                        % (format_type(declared), _written_type(stmt.expr)
-                           if hasattr(stmt.expr, "loc") and stmt.expr.loc else "v"))
+                        % (format_type(declared), _written(stmt.expr)))
             raise GoatError("%s is declared %s, but its value has shape %s%s"
                             % (what, format_type(declared),
                                format_shape(node.shape if node.book is None else node.book),
@@ -2996,7 +2995,7 @@ class Checker:
         if any(isinstance(x, SizeVar) for x in dims) or ... in p.type.dims:
             raise GoatError("%s's type %s has sizes a call gives, so it cannot have a default "
                             "(the default's shape would not follow them): write its sizes, or "
-                            "leave the default out" % (p.name, _written_type(p.type)), d.loc)
+                            "leave the default out" % (p.name, _written(p.type)), d.loc)
         if not compatible(tuple(dims), shape)[0]:
             raise GoatError("%s's default has shape %s, but %s is declared %s" % (
                 p.name, format_shape(shape), p.name, format_type(dims)), d.loc)
@@ -4217,15 +4216,11 @@ def _relocated(d, loc):
     return ast.Unary(d.op, _relocated(d.operand, loc), loc)
 
 
-def _signature_names(op) -> list:
-    """The names a built-in's arguments are given by: those its signature shows
-    (maximum(a, b), onehot(indices, V)), else its parameters'."""
-    names = [p for p, _ in op.params]
-    text = op.signature
-    if "(" not in text:
-        return names
-    inner, depth, parts, cur = text[text.index("(") + 1:], 0, [], ""
-    for ch in inner:
+def argument_parts(inside: str) -> list:
+    """The comma-separated parts of a call's arguments written after its '(' (commas inside
+    brackets not counted), up to the ')' that closes it or the end of the text."""
+    parts, depth, cur = [], 0, ""
+    for ch in inside:
         if ch in "([":
             depth += 1
         elif ch in ")]":
@@ -4238,7 +4233,17 @@ def _signature_names(op) -> list:
         else:
             cur += ch
     parts.append(cur)
-    shown = [p.split(":")[0].strip() for p in parts]
+    return parts
+
+
+def _signature_names(op) -> list:
+    """The names a built-in's arguments are given by: those its signature shows
+    (maximum(a, b), onehot(indices, V)), else its parameters'."""
+    names = [p for p, _ in op.params]
+    text = op.signature
+    if "(" not in text:
+        return names
+    shown = [p.split(":")[0].strip() for p in argument_parts(text[text.index("(") + 1:])]
     if len(shown) != len(names):
         return names
     out = [w if re.fullmatch(r"[A-Za-z_]\w*", w) and w not in TYPE_WORDS else n
@@ -4250,12 +4255,12 @@ def _default_text(d) -> str:
     """`` = 1e-08`` for a parameter whose default is written 1e-08 (else "")."""
     if d is None:
         return ""
-    return " = " + d.loc.source.text[d.loc.start:d.loc.end]
+    return " = " + _written(d)
 
 
-def _written_type(ann) -> str:
-    """A TypeAnn as the program wrote it."""
-    return ann.loc.source.text[ann.loc.start:ann.loc.end]
+def _written(node) -> str:
+    """A TypeAnn or an expression as the program wrote it."""
+    return node.loc.source.text[node.loc.start:node.loc.end]
 
 
 def _is_grad(e) -> bool:
