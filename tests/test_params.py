@@ -403,10 +403,10 @@ def test_params_stays_a_name_where_no_block_begins():
     # a member of a value with no layout: not "a module's names cannot change"
     ("var a = [1, 2]\na.w = [3, 4]\n", 2,
      "'a' is tensor[2], not a params block's value: it has no member 'w'"),
-    ("params p {\n  w = [1, 2]\n}\nvar b, c = (zeros(p), 0)\nb.w = [3, 4]\n", 5,
+    ("params p {\n  w = [1, 2]\n}\nvar b, c = ([0, 0], 0)\nb.w = [3, 4]\n", 5,
      "it has no member 'w'; to read it by p's members, give it that layout: var b: p = ..."),
     ("import optim\nparams p {\n  w = [[1, 2], [3, 4]]\n}\n"
-     "let g, n = optim.clip_grad_norm(grad(sum(p.w * p.w), p), 1)\nprint g.w\n", 6,
+     "let g = reshape(p.w * 2, tensor[4])\nprint g.w\n", 6,
      "'g' is tensor[4], not a params block's value: it has no member 'w'; to read it by p's "
      "members, name it with that layout: let g_: p = g, then g_.w"),
     ("params theta {\n  w = [1, 2]\n}\nthetaa.w = [3, 4]\n", 4,
@@ -571,3 +571,44 @@ print a
     assert np.array_equal(gw, [[2, 4], [6, 8]]) and np.array_equal(a, [1, 2])
     e = error("let x: tensor[3], y = ([1, 2], 3)\n")
     assert e.message == "'x' is declared tensor[3], but its value has shape 2"
+
+
+def test_a_layout_flows_through_what_a_value_is_made_of_when_its_shape_is_the_blocks():
+    """A let with no annotation takes the layout of the laid-out values its expression is made
+    of (grad's, a def's result, an elementwise sum), when its value is the block's vector and
+    they agree -- the values checked against NumPy's own clipping and AdamW step."""
+    src = """import optim
+params p {
+  w = [[1, 2], [3, 4]]
+  b = [0.5, -1]
+}
+params q {
+  v = [1, 2, 3, 4, 5, 6]
+}
+let g, n = optim.clip_grad_norm(grad(sum(p.w * p.w) + sum(p.b), p), 1)
+print g.w
+let u = p - 0.1 * g
+print u.b
+let w2, m2, v2 = optim.adamw(p, g, zeros(p), zeros(p), 1, lr=0.01)
+print w2.w
+print m2.b
+let e = -exp(p) * 1
+print e.b
+"""
+    gw, ub, w2w, m2b, eb = run(src)
+    w, b = np.array([[1.0, 2], [3, 4]]), np.array([0.5, -1])
+    full = np.concatenate([(2 * w).ravel(), np.ones(2)])
+    gfull = full * min(1.0, 1.0 / (np.sqrt((full * full).sum()) + 1e-06))
+    assert np.allclose(gw, gfull[:4].reshape(2, 2), rtol=1e-14, atol=0)
+    assert np.allclose(ub, b - 0.1 * gfull[4:], rtol=1e-14, atol=0)
+    m, v = 0.1 * gfull, 0.001 * gfull * gfull
+    step = 0.01 * (m / 0.1) / (np.sqrt(v / 0.001) + 1e-08)
+    wfull = np.concatenate([w.ravel(), b]) * (1 - 0.01 * 0.01) - step
+    assert np.allclose(w2w, wfull[:4].reshape(2, 2), rtol=1e-14, atol=0)
+    assert np.allclose(m2b, m[4:], rtol=1e-14, atol=0)
+    assert np.allclose(eb, -np.exp(b), rtol=1e-14, atol=0)
+    # values laid out as two blocks of one length, or not the block's vector: no layout
+    e = error(src.replace("print g.w", "let bad = p + q\nprint bad.w"))
+    assert "'bad' is tensor[6], not a params block's value" in e.message
+    e = error(src.replace("print g.w", "print n.w"))
+    assert "'n' is tensor[1x1], not a params block's value" in e.message

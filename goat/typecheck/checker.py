@@ -1126,7 +1126,7 @@ class Checker:
                 node = self._annotate(stmt, want, node, b)
             node = self._own(node, stmt.name, stmt.loc, b)
             self._bind(scope, stmt.name, stmt.name_loc, node, stmt.loc.line)
-            self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
+            self._lay_out(scope, stmt.name, stmt.type, stmt.expr, node.shape)
             shown_layout = _laid_out(scope, stmt.name)
             # a number the program fixes (let D = 64, let G = 4 * D) shows it: a size a type
             # may name
@@ -1163,7 +1163,7 @@ class Checker:
             declared = want if want is not None else node.shape
             self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, declared, stmt.loc.line),
                        stmt.loc.line)
-            self._lay_out(scope, stmt.name, stmt.type, stmt.expr)
+            self._lay_out(scope, stmt.name, stmt.type, stmt.expr, declared)
             self._outline("var %s : %s%s" % (stmt.name, format_type(declared),
                                              _laid_out(scope, stmt.name)))
             return node
@@ -1686,47 +1686,82 @@ class Checker:
                             what, "; " + hint if hint else "",
                             _suggest(name, self.layout_types) if not hint else ""), loc)
 
-    def _lay_out(self, scope, name, ann, expr):
+    def _lay_out(self, scope, name, ann, expr, shape=None, index=None):
         """After ``let name[: ann] = expr``: the name's Layout, if its value has one -- written
-        (``let g: theta = ...``), or that of the value it names (``let p = theta``) or of the
-        one value grad differentiates with respect to (``let g = grad(l, theta)``)."""
+        (``let g: theta = ...``), that a def's declared result names (``-> theta``), that of
+        the one value grad differentiates with respect to (``let g = grad(l, theta)``), or
+        else that of the values the expression is made of, when its value is a vector of a
+        block's length and they are laid out alike (``let p = theta``, ``zeros(theta)``,
+        ``let u = theta - lr * g``, ``let g, n = optim.clip_grad_norm(grad(l, theta), 1)``).
+        ``index``: the name takes that result of a call giving several."""
         if not self.layout_types:       # (no params block: nothing is laid out)
             return
         if ann is not None:
             if ann.layout is not None:
                 scope.layouts[name] = self.layout_types[ann.layout]
             return
-        if type(expr) is ast.Call and expr.args and lookup(expr.name) is not None and any(
-                type(x) is ast.Name and x.name in self.layout_types
-                for x, (_, kind) in zip(expr.args, lookup(expr.name).params) if kind == "type"):
-            # var m = zeros(theta): laid out as theta
-            scope.layouts[name] = self.layout_types[next(
-                x.name for x, (_, kind) in zip(expr.args, lookup(expr.name).params)
-                if kind == "type" and type(x) is ast.Name and x.name in self.layout_types)]
-            return
-        if type(expr) is ast.Call and isinstance(self.globals.get(expr.name), Template):
-            ret = self.globals[expr.name].stmt_ret
-            if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
-                scope.layouts[name] = self.layout_types[ret.layout]     # def f(...) -> theta
-            return
-        if type(expr) is ast.Name:
-            source = expr.name
-        elif _is_grad(expr) and len(expr.args) == 2 and type(expr.args[1]) is ast.Name:
-            source = expr.args[1].name
-        else:
-            return
-        if "." in source:               # let q = theta.blk: the member's own layout
-            base, _, rest = source.partition(".")
-            layout = self._layout_of(base, scope)
-            for part in rest.split(".") if layout is not None else ():
-                member = layout.members.get(part)
-                layout = member[3] if member is not None else None
-                if layout is None:
-                    break
-        else:
-            layout = self._layout_of(source, scope)
-        if layout is not None:
+        layout = self._expr_layout(expr, scope, index)
+        if layout is not None and (shape is None or tuple(shape) == (layout.size,)):
             scope.layouts[name] = layout
+
+    def _expr_layout(self, expr, scope, index=None):
+        """The Layout of the value ``expr`` gives (its result ``index`` for several), or None:
+        see :meth:`_lay_out`.  A layout found among the expression's parts is only offered;
+        the caller keeps it when the value's shape is the block's vector."""
+        callee = self.globals.get(expr.name) if type(expr) is ast.Call else None
+        if isinstance(callee, Template) and callee.stmt_ret is not None:
+            ret = callee.stmt_ret
+            if isinstance(ret, list):
+                ret = ret[index] if index is not None and index < len(ret) else None
+            elif index is not None:
+                ret = None
+            if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
+                return self.layout_types[ret.layout]
+        if _is_grad(expr) and len(expr.args) >= 2:
+            wrt = expr.args[1 + (index or 0)] if 1 + (index or 0) < len(expr.args) else None
+            if type(wrt) is ast.Name:
+                return self._name_layout(wrt.name, scope)
+            return None
+        found = set()
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            t = type(e)
+            if t is ast.Name:
+                layout = self._name_layout(e.name, scope)
+                if layout is not None:
+                    found.add(layout)
+            elif t is ast.Binary:
+                stack += (e.left, e.right)
+            elif t is ast.Unary:
+                stack.append(e.operand)
+            elif t is ast.Keyword:
+                stack.append(e.value)
+            elif t is ast.TypeArg:
+                if e.ann.layout is not None:        # zeros(theta)
+                    found.add(self.layout_types[e.ann.layout])
+            elif t is ast.Tuple:
+                stack += e.items
+            elif t is ast.Call:
+                inner = self.globals.get(e.name)
+                ret = inner.stmt_ret if isinstance(inner, Template) else None
+                if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
+                    found.add(self.layout_types[ret.layout])
+                stack += e.args
+        return found.pop() if len(found) == 1 else None
+
+    def _name_layout(self, name, scope):
+        """The Layout of the value a name (or a member, ``theta.blk``) holds, or None."""
+        if "." not in name:
+            return self._layout_of(name, scope)
+        base, _, rest = name.partition(".")
+        layout = self._layout_of(base, scope)
+        for part in rest.split(".") if layout is not None else ():
+            member = layout.members.get(part)
+            layout = member[3] if member is not None else None
+            if layout is None:
+                break
+        return layout
 
     def _member(self, name, loc, scope, b):
         """``theta.w1`` (or ``theta.blk.w1``): the cells of the member, read in its shape --
@@ -1933,24 +1968,12 @@ class Checker:
             if stmt.kind == "var":
                 self._bind(scope, name, loc, VarBinding(node, node.shape, stmt.loc.line),
                            stmt.loc.line)
-                self._outline("var %s : %s" % (name, format_type(node.shape)))
             else:
                 self._bind(scope, name, loc, node, stmt.loc.line)
-                self._outline("%s : %s" % (name, format_type(node.shape)))
-            if ann is not None and ann.layout is not None:
-                scope.layouts[name] = self.layout_types[ann.layout]
-                continue
-            callee = self.globals.get(stmt.expr.name) if type(stmt.expr) is ast.Call else None
-            if (isinstance(callee, Template) and isinstance(callee.stmt_ret, list)
-                    and stmt.kind != "assign"):
-                ann = callee.stmt_ret[stmt.names.index(name)]      # -> (theta, scalar)
-                if ann.layout is not None:
-                    scope.layouts[name] = self.layout_types[ann.layout]
-            if _is_grad(stmt.expr) and stmt.kind != "assign":
-                # let g1, g2 = grad(l, theta, x): g1 is laid out as theta
-                wrt = stmt.expr.args[1 + stmt.names.index(name)]
-                if type(wrt) is ast.Name and self._layout_of(wrt.name, scope) is not None:
-                    scope.layouts[name] = self._layout_of(wrt.name, scope)
+            # let g, n = optim.clip_grad_norm(grad(l, theta), 1): g is laid out as theta
+            self._lay_out(scope, name, ann, stmt.expr, node.shape, stmt.names.index(name))
+            self._outline("%s%s : %s%s" % ("var " if stmt.kind == "var" else "", name,
+                                           format_type(node.shape), _laid_out(scope, name)))
         return value
 
     def _assign(self, stmt, scope, b):
