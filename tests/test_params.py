@@ -612,3 +612,31 @@ print e.b
     assert "'bad' is tensor[6], not a params block's value" in e.message
     e = error(src.replace("print g.w", "print n.w"))
     assert "'n' is tensor[1x1], not a params block's value" in e.message
+
+
+def test_a_value_whose_shape_is_known_when_it_runs_fills_a_member_as_a_subscripts_cells(tmp_path):
+    """p.w = x with x of shape ?x2 broadcasts to the member when it runs, as y[0:3] = x does
+    (NumPy's assignment); a shape that does not broadcast stops there, naming the member."""
+    src = """params p {
+  w = [[1, 2], [3, 4], [5, 6]]
+  b = [7, 8]
+}
+let x: tensor[?x2] = load("x.npy")
+p.w = x
+print p
+p.w = x * 2
+print p.w
+"""
+    path = str(tmp_path / "t.mg")
+    np.save(tmp_path / "x.npy", np.array([[5.0, 6.0]]))
+    whole, w = run(src, path)
+    assert np.array_equal(whole, [5, 6, 5, 6, 5, 6, 7, 8])
+    assert np.array_equal(w, [[10, 12]] * 3)
+    np.save(tmp_path / "x.npy", np.array([[1.0, 2.0], [3.0, 4.0], [5.5, 6.5]]))
+    whole, w = run(src, path)
+    assert np.array_equal(whole, [1, 2, 3, 4, 5.5, 6.5, 7, 8])
+    np.save(tmp_path / "x.npy", np.array([[1.0, 2.0], [3.0, 4.0]]))
+    e = error(src, path)
+    assert e.message == ("cannot assign a value of shape 2x2 to member p.w, of shape 3x2: the "
+                         "value's shape must be that one, or broadcast to it")
+    assert e.loc.line == 6

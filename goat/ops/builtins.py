@@ -924,10 +924,11 @@ def _broadcast_to_shape(x, target, what=None):
         return tuple(target)
     if what is None:
         raise ShapeError("cannot broadcast %s to %s" % (format_shape(x), format_shape(target)))
-    name, kept = what
-    raise ShapeError("cannot assign a value of shape %s to %s[...], of shape %s: the value's "
+    name, kept = what[:2]           # (a third item: the whole of a params member, p.w = v)
+    raise ShapeError("cannot assign a value of shape %s to %s, of shape %s: the value's "
                      "shape must be that one, or broadcast to it"
-                     % (format_shape(tuple(x[a] for a in kept)), name,
+                     % (format_shape(tuple(x[a] for a in kept)),
+                        "member " + name if len(what) > 2 else name + "[...]",
                         format_shape(tuple(target[a] for a in kept))))
 
 

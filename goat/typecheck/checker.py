@@ -1837,6 +1837,12 @@ class Checker:
         if not ok:
             raise GoatError("%s is %s, but this value has shape %s" % (
                 name, format_type(shape), format_shape(node.shape)), value_loc)
+        if runtime and len(node.shape) <= len(shape):
+            # p.w = x, x of shape ?x2: its cells, broadcast as a subscript's are (checked when
+            # it runs)
+            node = b.op(REGISTRY["broadcast_to"], (node,), value_loc,
+                        (tuple(shape), (name, tuple(range(len(shape))), "member")))
+            runtime = False
         node = b.cast(node, tuple(shape), ("var", name), loc, runtime)
         flat = node if tuple(shape) == (count,) else b.op(REGISTRY["reshape"], (node,), loc,
                                                           ((count,),))
