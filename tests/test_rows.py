@@ -364,3 +364,22 @@ def test_picking_each_rows_label_and_its_gradient_against_numpy(tmp_path):
     pytest.importorskip("llvmlite")
     (tmp_path / "p.mg").write_text(src)
     assert compiled_numbers(tmp_path) == [np.ravel(v).tolist() for v in (picked, g)]
+
+
+def test_tensors_of_indices_whose_shapes_are_known_when_it_runs_say_they_do_not_pair(tmp_path):
+    """x[r, c] with r and c loaded (shapes ?): pairs as NumPy does when they broadcast, and
+    stops with the pairing words, not an addition's, when they do not."""
+    src = ('let x = [[1, 2, 3], [4, 5, 6]]\nlet r: tensor[?] = load("r.npy")\n'
+           'let c: tensor[?] = load("c.npy")\nprint x[r, c]\n')
+    path = str(tmp_path / "t.mg")
+    x = np.array([[1.0, 2, 3], [4, 5, 6]])
+    np.save(tmp_path / "r.npy", np.array([0.0, 1, 1]))
+    np.save(tmp_path / "c.npy", np.array([2.0]))
+    (got,) = run(src, path)
+    assert np.array_equal(got, x[[0, 1, 1], [2]])
+    np.save(tmp_path / "c.npy", np.array([0.0, 2]))
+    e = error(src, path)
+    assert e.message == ("the tensors of indices in one subscript pair their cells (NumPy's "
+                         "x[rows, cols]: the cell of each row and its column), so their shapes "
+                         "must broadcast together, and 3 and 2 do not")
+    assert e.loc.line == 4

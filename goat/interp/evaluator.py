@@ -81,9 +81,18 @@ def _checked(fn, node):
         try:
             rule(*[_shape_of(x) for x in xs], *attrs)
         except ShapeError as e:
-            raise GoatError(e.message, **_at(node)) from None
+            raise GoatError(_op_message(node, e, xs), **_at(node)) from None
         return fn(*xs)
     return run
+
+
+def _op_message(node, e, xs) -> str:
+    """The message of an op whose shape rule fails when it runs: the rule's own, or the one
+    the checker gave the node in its own words (``what``, a format whose ``{}`` takes the
+    operands' shapes: x[rows, cols]'s tensors of indices that do not pair)."""
+    if type(node.what) is str:
+        return node.what.format(" and ".join(format_shape(_shape_of(x)) for x in xs))
+    return e.message
 
 
 def _mismatch(what, shape, declared) -> str:
@@ -461,7 +470,8 @@ class Evaluator:
                 try:
                     op.shape(*[_shape_of(v) for v in values[:op.n_values]], *resolved)
                 except ShapeError as e:
-                    raise GoatError(e.message, **_at(node)) from None
+                    raise GoatError(_op_message(node, e, values[:op.n_values]),
+                                    **_at(node)) from None
             return op.evaluate(be, *resolved)(*values[:real])
         return run
 

@@ -3343,13 +3343,14 @@ class Checker:
         stand side by side, else first."""
         loc = tensors[0][2].to(tensors[-1][2])
         shapes = [node.shape for node, _, _ in tensors]
+        pairing = ("the tensors of indices in one subscript pair their cells (NumPy's "
+                   "x[rows, cols]: the cell of each row and its column), so their shapes must "
+                   "broadcast together, and {} do not")
         try:
             functools.reduce(lambda a, c: broadcast("index", a, c), shapes)
         except ShapeError:
-            raise GoatError("the tensors of indices in one subscript pair their cells (NumPy's "
-                            "x[rows, cols]: the cell of each row and its column), so their "
-                            "shapes must broadcast together, and %s do not"
-                            % " and ".join(format_shape(sh) for sh in shapes), loc) from None
+            raise GoatError(pairing.format(" and ".join(format_shape(sh) for sh in shapes)),
+                            loc) from None
         positions = [kept.index(axis) for _, axis, _ in tensors]
         sizes = [x.shape[p] for p in positions]
         if not all(type(n) is int for n in sizes):
@@ -3365,6 +3366,8 @@ class Checker:
             if stride != 1:
                 at = b.op(OPERATORS["*"], (at, b.const(float(stride), iloc)), iloc)
             combined = at if combined is None else b.op(OPERATORS["+"], (at, combined), iloc)
+            if combined.check and combined.what is None:
+                combined.what = pairing     # shapes known when it runs: its words, then
             stride *= n
         rest = tuple(x.shape[len(tensors):])
         x = b.op(REGISTRY["reshape"], (x,), loc, ((stride,) + rest,))
