@@ -59,6 +59,12 @@ def asnumpy(x):
     return np.asarray(x)
 
 
+def argsort(a, axis=-1, kind=None):  # CuPy's argsort is stable and takes no other kind
+    if kind is not None:
+        raise NotImplementedError("cupy.argsort takes no kind")
+    return np.argsort(a, axis=axis, kind="stable")
+
+
 def reshape(a, newshape, order="C"):
     """As CuPy's (cupy/_manipulation/shape.py): the array's own method, so a Python float,
     which has none, is refused, as CuPy refuses it."""

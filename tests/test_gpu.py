@@ -97,6 +97,7 @@ print onehot(ids, 3)
 print argmax_rows(a)
 def softmax_like(x: tensor[2x3]) = exp(x) / row_sum(exp(x))
 print sample_rows(softmax_like(a), 5)
+print argsort([[3, 1, 2, 1], [0, -1, 5, 5]] * a[0, 0]) + randperm(4, 9)
 """
 
 CONTROL_PROGRAM = """

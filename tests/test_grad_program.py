@@ -520,6 +520,8 @@ def test_check_shapes_shows_the_gradients(tmp_path):
     "print grad(col_sum(row_sum(where(w > 0, x, x * 2))), w)\n",
     "print grad(col_sum(row_sum(where(w, x, x * 2))), w)\n",
     "var s = [[0]]\nif col_sum(row_sum(w)) > 0 {\n    s = s + 1\n}\nprint grad(s, w)\n",
+    "print grad(sum(argsort(w)), w)\n",
+    "print grad(sum(argmax_rows(w) * x), w)\n",
 ])
 def test_a_loss_that_depends_on_a_name_only_through_a_condition_is_an_error(src):
     """Found by a reviewer: a loss that depends on w only through a where's condition gave a
@@ -529,8 +531,9 @@ def test_a_loss_that_depends_on_a_name_only_through_a_condition_is_an_error(src)
     head = "let x = [[1, 2]]\nvar w = [[0.5, -1]]\n"
     e = error(head + src)
     assert e.message == ("the loss depends on 'w' only through what chooses values (an if's or "
-                         "a where's condition, a loop's bounds), which has no derivative, so its "
-                         "gradient would be zero everywhere")
+                         "a where's condition, a loop's bounds, argsort's or argmax_rows' "
+                         "indices), which has no derivative, so its gradient would be zero "
+                         "everywhere")
     (g,) = goat.run_source(head + "print grad(col_sum(row_sum(where(w > 0, x * w, x))), w)\n")
     assert g.tolist() == [[1, 0]]
 

@@ -939,6 +939,20 @@ def argmax_rows(k: Kernel):
         k.loop(rows, row)
 
 
+def argsort(k: Kernel):
+    """NumPy's stable argsort along the last axis, NaNs last (goat/aot/runtime/goat_rt.c)."""
+    shape = k.in_shapes[0]
+    if cells(shape) > 0:
+        k.call("goat_argsort_rows", k.ir.VoidType(),
+               [k.out, k.ins[0], k.int(cells(shape[:-1])), k.int(shape[-1])])
+
+
+def randperm(k: Kernel):
+    """The order that sorts rand(tensor[N], seed) (goat/aot/runtime/rng.c)."""
+    seed = k.call("goat_check_seed", k.i64, [k.load(k.ins[0], 0), k.site])
+    k.call("goat_randperm", k.ir.VoidType(), [k.out, k.int(cells(k.out_shape)), seed])
+
+
 def draw(name: str):
     """rand / randn: the runtime's SplitMix64 draws (goat/aot/runtime/rng.c), the same bits as
     goat/ops/rng.py."""

@@ -1575,10 +1575,85 @@ def _argmax_shape(s):
 
 register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
             doc="the column of each row's largest value, counting from 0 (the first of equal "
-                "ones; a NaN counts as largest), as NumPy's argmax; rows need a column at least",
+                "ones; a NaN counts as largest), as NumPy's argmax; rows need a column at least; "
+                "it only chooses cells (grad does not follow it)",
             shape=_argmax_shape,
-            evaluate=_argmax_rows, tags=("reduction", "indices"),
+            evaluate=_argmax_rows, tags=("reduction", "indices"), chooses=(0,),
             lowering=lower.argmax_rows))
+
+
+def _index_limit(be, name, n):
+    """Indices up to n - 1 must be whole numbers the back end's float type holds exactly."""
+    if be.dtype_name == "f32" and n > 2 ** 24:
+        raise OpError("%s gives indices up to %d, which float32 (--dtype f32) cannot hold "
+                      "exactly (it holds every whole number only up to 2**24 = %d); run in f64"
+                      % (name, n - 1, 2 ** 24))
+
+
+def _stable_argsort(xp, x):
+    """argsort along the last axis, keeping equal values in order (NumPy's kind="stable";
+    CuPy's argsort is stable and takes no kind)."""
+    if xp is np:
+        return np.argsort(x, axis=-1, kind="stable")
+    return xp.argsort(x, axis=-1)
+
+
+def _argsort(be):
+    xp = be.xp
+
+    def run(x):
+        _index_limit(be, "argsort", x.shape[-1])
+        return _stable_argsort(xp, x).astype(be.dtype)
+    return run
+
+
+def _argsort_shape(s):
+    _rank_at_least("argsort", 1, "a tensor (rank 1 or more)")(s)
+    return tuple(s)
+
+
+register(Op(name="argsort", arity=1, signature="argsort(x: S) -> S",
+            doc="along the last axis, the indices that sort each row ascending, counting from 0: "
+                "x[argsort(x)] is x sorted, for a vector (NumPy's argsort(x, kind='stable'): "
+                "equal values keep their order, NaNs go last); it only chooses cells, so grad "
+                "follows x[argsort(x)] through x, not through the indices",
+            shape=_argsort_shape, evaluate=_argsort, tags=("indices",), chooses=(0,),
+            vjp=lambda d, g, out, x: (ZERO,), lowering=lower.argsort))
+
+
+def _randperm(be, target):
+    from . import rng
+    xp = be.xp
+    n = target[0]
+
+    def run(seed):
+        _index_limit(be, "randperm", n)
+        keys = rng.uniform(xp, (n,), rng.check_seed(_scalar(be, seed)))
+        return _stable_argsort(xp, keys).astype(be.dtype)
+    return run
+
+
+def _randperm_shape(seed, target):
+    if len(target) != 1:
+        raise ShapeError("randperm makes a vector, a permutation of 0 to N-1: its type is "
+                         "tensor[N], got %s" % format_type(target))
+    if all(type(d) is int for d in seed) and cells(seed) != 1:
+        raise ShapeError("the seed of randperm must be a single number, got shape %s"
+                         % format_shape(seed))
+    return _static_shape("randperm", target)
+
+
+register(Op(name="randperm", arity=2, params=(("n", "type"), ("seed", "value")),
+            checks_values=True, static_check=_seed_passes,
+            signature="randperm(N, seed) -> N  (or randperm(tensor[N], seed))",
+            doc="a random permutation of the whole numbers 0 to N-1, a pure function of (N, "
+                "seed) and the same on every back end: the order that sorts rand(tensor[N], "
+                "seed) (PyTorch's randperm, NumPy's permutation); X[randperm(N, epoch)] "
+                "shuffles the rows of an N-row X, without replacement",
+            shape=_randperm_shape, evaluate=_randperm, tags=("creation", "random", "indices"),
+            cell_flops=600.0, lowering=lower.randperm,
+            vjp=lambda d, g, out, seed, target: (None,),
+            count_type=lambda shapes, v: (v,)))
 
 
 def _sample_rows(be):

@@ -3841,6 +3841,12 @@ _FUNCTION_HABITS = {
     "uniform": "write rand(tensor[...], seed) (uniform draws on [0, 1))",
     "sgd": "there is no SGD function: write w -= lr * g (optim.adamw is AdamW)",
     "linear": "write x @ w + b", "dense": "write x @ w + b",
+    "permutation": "write randperm(N, seed) (a random order of 0 to N-1)",
+    "shuffle": "write X[randperm(N, seed)] (X's N rows in a random order, a new one per seed)",
+    "sort": "write x[argsort(x)] for a vector (argsort gives each row's sorting order)",
+    "randn_like": "write randn(tensor[...], seed) with the shape",
+    "rand_like": "write rand(tensor[...], seed) with the shape",
+    "randint": "write floor(rand(tensor[...], seed) * n) (whole numbers from 0 to n-1)",
 }
 for _name, _axis in (("concatenate", "axis"), ("cat", "axis"), ("hstack", "1"),
                      ("vstack", "0")):

@@ -462,3 +462,66 @@ void goat_exec(const int64_t *code, int64_t n)
         }
     }
 }
+
+/* ------------------------------------------------------------------------------ argsort */
+
+/* a before b in NumPy's ascending order: NaNs last */
+static int sorts_before(double a, double b)
+{
+    return a < b || (b != b && a == a);
+}
+
+static void *sort_buffer(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fputs("goat: out of memory sorting\n", stderr);
+        exit(1);
+    }
+    return p;
+}
+
+void goat_argsort_rows(double *out, const double *x, int64_t rows, int64_t cols)
+{
+    /* NumPy's argsort(x, axis=-1, kind="stable") of x viewed as rows x cols: a bottom-up
+     * merge sort of each row's indices, which keeps equal values (and NaNs) in order */
+    int64_t *a = sort_buffer((size_t)cols * sizeof(int64_t));
+    int64_t *t = sort_buffer((size_t)cols * sizeof(int64_t));
+    for (int64_t r = 0; r < rows; r++) {
+        const double *row = x + r * cols;
+        for (int64_t j = 0; j < cols; j++)
+            a[j] = j;
+        for (int64_t width = 1; width < cols; width *= 2) {
+            for (int64_t lo = 0; lo < cols; lo += 2 * width) {
+                int64_t mid = lo + width < cols ? lo + width : cols;
+                int64_t hi = lo + 2 * width < cols ? lo + 2 * width : cols;
+                int64_t i = lo, j = mid, k = lo;
+                while (i < mid && j < hi)       /* the right one first only when smaller */
+                    t[k++] = sorts_before(row[a[j]], row[a[i]]) ? a[j++] : a[i++];
+                while (i < mid)
+                    t[k++] = a[i++];
+                while (j < hi)
+                    t[k++] = a[j++];
+            }
+            int64_t *swap = a;
+            a = t;
+            t = swap;
+        }
+        for (int64_t j = 0; j < cols; j++)
+            out[r * cols + j] = (double)a[j];
+    }
+    free(a);
+    free(t);
+}
+
+/* ---------------------------------------------------------------- randperm */
+
+void goat_randperm(double *out, int64_t n, uint64_t seed)
+{
+    if (n <= 0)
+        return;
+    double *keys = sort_buffer((size_t)n * sizeof(double));
+    goat_rand(keys, n, seed);
+    goat_argsort_rows(out, keys, 1, n);
+    free(keys);
+}

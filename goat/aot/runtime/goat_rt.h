@@ -47,6 +47,14 @@ double *goat_alloc(int64_t cells, const char *site, const char *oom);
 void goat_retain(double *p);
 void goat_release(double *p);
 
+/* NumPy's argsort(x, axis=-1, kind="stable") of x viewed as rows x cols (NaNs last), the
+ * indices as doubles into out (rows * cols cells) */
+void goat_argsort_rows(double *out, const double *x, int64_t rows, int64_t cols);
+
+/* The op randperm(N, seed): the order that sorts goat_rand's first n cells (a stable
+ * argsort), as doubles into out[0 .. n).  `seed` already checked (goat_check_seed). */
+void goat_randperm(double *out, int64_t n, uint64_t seed);
+
 /* the program's start and end; standard output */
 void goat_start(int argc, char **argv);
 /* the temporary file a save is writing (NULL: none), removed if a signal ends the program */
