@@ -1809,3 +1809,32 @@ def test_an_index_is_shown_as_written(tmp_path, index, shown, aot):
     assert (status, out) == (1, "")
     assert err.splitlines()[0] == ("i.mg:2: error: gather's indices must be whole numbers from 0 "
                                    "to 1, got %s at position 0" % shown)
+
+
+@pytest.mark.parametrize("steps", [0, 3])
+def test_a_loop_whose_fixed_bounds_give_no_iteration_takes_no_index(steps):
+    """for step in 0..steps with steps = 0 (a dry run, --let steps=0): its body's subscripts
+    by the index would be out of range, but none is ever taken -- the program runs, as
+    NumPy's and PyTorch's loops would; with steps = 3 the same program fills every cell."""
+    src = """let steps = %d
+var losses = zeros(tensor[steps])
+let X = zeros(tensor[4x2]) + 1
+var total = 0
+for step in 0..steps {
+    losses[step] = step + 1
+    total = total + sum(X[step * 8:(step + 1) * 8])
+}
+print losses
+""" % steps
+    if steps:
+        e = error(src)                      # 3 steps take rows 0..8 of 4: an error before
+        assert e.message == "the slice of 8 cells is longer than axis 0 of 4x2, which has 4"
+        (losses,) = run(src.replace("X[step * 8:(step + 1) * 8]", "X[step:step + 1]"))
+        assert losses.tolist() == [1, 2, 3]
+    else:
+        (losses,) = run(src)
+        assert losses.shape == (0,)
+    # a shape that is wrong whatever the index is still an error in a loop that never runs
+    e = error("let X = zeros(tensor[4x2])\nfor k in 0..0 {\n    print X[k:k + 2] + "
+              "zeros(tensor[3x2])\n}\n")
+    assert e.message.startswith("cannot add shapes 2x2 and 3x2")

@@ -356,13 +356,25 @@ class Builder:
                 # exact sizes show is the book's run-time error, reported when the op runs
                 # (on the book's shapes it is still a static error, naming them)
                 widened = self.widen(args, loc) if self.checker.soft else None
-                if widened is None:
+                if widened is None and op.name in ("narrow", "put") and self._never_runs():
+                    # x[step] (= v) in for step in 0..0: no index is ever taken (a size 0 a
+                    # --let gave, a dry run), so none is out of range; the shapes as written
+                    shape = list(args[0].shape)
+                    if op.name == "narrow":
+                        shape[attrs[0]] = attrs[1]
+                    shape = tuple(shape)
+                    widened = ()
+                if widened == ():
+                    pass
+                elif widened is None:
                     raise _shape_error(e, loc) from None
-                node = self.op(op, widened, loc, attrs)
-                self.defer(e.message, loc)
-                return node
-            if self.checker.soft and any(a.book is not None for a in args):
-                book = self.book_shape(op, args, attrs)
+                else:
+                    node = self.op(op, widened, loc, attrs)
+                    self.defer(e.message, loc)
+                    return node
+            else:
+                if self.checker.soft and any(a.book is not None for a in args):
+                    book = self.book_shape(op, args, attrs)
             # a ? size makes the static check incomplete; size variables do not (they are
             # checked symbolically, and each call binds them to sizes the call checks)
             check = _unknown(shapes) or op.checks_at_run_time
@@ -375,6 +387,8 @@ class Builder:
         pure = op.pure
         home = self._home(args) if pure and not check else self.region
         verdict = _static_verdict(op, args, attrs) if op.checks_values else None
+        if type(verdict) is str and op.name in ("narrow", "put") and self._never_runs():
+            verdict = None                  # (x[k * 8:(k + 1) * 8] for k in 0..0: never taken)
         if type(verdict) is str:
             # written in the program, sure to fail: where and through which calls, as the
             # run-time error would say (at the user's call of a library def)
@@ -407,6 +421,16 @@ class Builder:
         if book is not None and book != shape and node.book is None:
             node.book = book
         return node
+
+    def _never_runs(self) -> bool:
+        """Is this region inside a loop whose bounds, fixed by the program, give it no
+        iteration (for k in 0..0)?"""
+        r, dead = self.region, self.checker.dead_loops
+        while r is not None and dead:
+            if r in dead:
+                return True
+            r = r.parent
+        return False
 
     @staticmethod
     def book_shape(op, args, attrs):
@@ -919,6 +943,7 @@ class Checker:
                                       # as one gave (each later use gives it again: one error)
         self.layout_types = {}        # a params block's name -> its Layout (a type's name)
         self.index_ranges = {}        # a loop index's ARG id -> (first, last), fixed bounds
+        self.dead_loops = set()         # the bodies of loops whose fixed bounds give no trip
         self._params_defining = None  # the params block whose members are being checked
 
     def reachable(self) -> set:
@@ -2152,6 +2177,8 @@ class Checker:
             first, end = (known_number(n) for n in both)
             if first is not None and end is not None and first < end:
                 self.index_ranges[index.id] = (first, end - 1)
+            elif first is not None and end is not None:
+                self.dead_loops.add(region)
         inner = Scope(scope)
         self._new_name(inner, stmt.name, stmt.name_loc)      # the block's own name
         inner.names[stmt.name] = index
