@@ -179,3 +179,14 @@ def test_a_reshape_whose_question_mark_cannot_be_worked_out_names_the_product(tm
               % (tmp_path / "z.npy"))
     assert e.line == 2 and e.message == ("cannot reshape 2x12 (24 cells) to tensor[5x?]: the ? "
                                          "size cannot be worked out " + why)
+
+
+def test_a_type_may_span_lines_inside_its_brackets():
+    """Part A: a newline inside [ ] does not end a statement -- in a type's brackets too."""
+    src = ("def f(a: tensor[\n  1x2]) = a * 2\nprint f([[1, 2]])\nlet t: tensor[1x2\n] = "
+           "[[3, 4]]\nprint zeros(tensor[\n1, 2]) + t\n")
+    f, t = run(src)
+    assert f.tolist() == [[2, 4]] and t.tolist() == [[3, 4]]
+    # a ] that never comes on the line is still the unclosed bracket it was
+    e = error("let w: tensor[2x2 = 3\nlet x = [1]\nprint x\n")
+    assert e.message.startswith("'[' is never closed") and e.loc.line == 1
