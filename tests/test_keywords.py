@@ -94,7 +94,17 @@ def test_check_shapes_and_the_repl_show_the_defaults(tmp_path):
     ("import optim\nlet w = [1]\nlet a, b, c = optim.adamw(w, w, w, w, 1, lr=0.1, beta1=0.8)\n", 3,
      "optim.adamw has no parameter named 'beta1'"),
     ("print exp(y=2)\n", 1, "exp has no parameter named 'y'; its parameters: x"),
-    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, 2, 3)\n", 2, "f takes 2 arguments, got 3"),
+    ("def f(a: scalar, b: scalar = 2) = a + b\nprint f(1, 2, 3)\n", 2,
+     "f takes 1 to 2 arguments, got 3"),
+    # a newcomer's: PyTorch's names, too many, a value not wanted
+    ("import optim\nlet w = [1]\nlet a, b, c = optim.adamw(w, w, w, w, 1, weight_decay=0.1)\n", 3,
+     "optim.adamw has no parameter named 'weight_decay' (PyTorch's weight_decay is wd here)"),
+    ("import optim\nlet w = [1]\nlet a, b, c = optim.adamw(w, w, w, w, 1, betas=0.9)\n", 3,
+     "(PyTorch's betas=(0.9, 0.999) is b1=0.9, b2=0.999 here)"),
+    ("import optim\nlet w = [1]\nlet a, b, c = optim.adamw(w, w, w, w, 1, 2, 3, 4, 5, 6, 7)\n", 3,
+     "optim.adamw takes 5 to 10 arguments, got 11"),
+    ("import optim\nlet w = [1]\nlet a, b = optim.adamw(w, w, w, w, 1)\n", 3,
+     "let binds 2 names, but the value holds 3; a value not wanted is bound to _ (a, b, _)"),
 ])
 def test_argument_errors_say_what_to_write(src, line, words):
     e = error(src)

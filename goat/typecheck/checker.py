@@ -1983,6 +1983,9 @@ class Checker:
                 hint = ("; split's second argument is how many equal parts (NumPy's split, "
                         "PyTorch's chunk), not a part's size (PyTorch's split): for %d parts, "
                         "split(x, %d, axis)" % (n, n))
+            if not hint and len(value) > n:
+                hint = ("; a value not wanted is bound to _ (%s)" % ", ".join(
+                    list(stmt.names) + ["_"] * (len(value) - n)))
             raise GoatError("%s %d names, but the value holds %d%s" % (what, n, len(value), hint),
                             stmt.loc)
         types = stmt.types or [None] * n
@@ -2911,9 +2914,13 @@ class Checker:
             if len(e.args) != arity:
                 params = ", ".join("%s: %s" % (p, format_type(d))
                                    for p, d, _ in target.generic or target.params)
-                raise GoatError("%s takes %d argument%s, got %d"
-                                % (name, arity, "" if arity == 1 else "s", len(e.args)), e.loc,
-                                notes=("%s(%s)" % (target.qualname, params),))
+                least = arity - len(target.defaults)
+                raise GoatError("%s takes %s argument%s, got %d"
+                                % (name, arity if least == arity else "%d to %d" % (least, arity),
+                                   "" if arity == 1 else "s", len(e.args)), e.loc,
+                                notes=(target.qualname + target.signature()[len(target.name):]
+                                       if target.defaults else
+                                       "%s(%s)" % (target.qualname, params),))
             args = [self.value(a, scope, b) for a in e.args]
             shapes = [a.shape for a in args]
             target = self.specialize(target, shapes, [a.loc for a in e.args], e.loc)
@@ -3007,8 +3014,14 @@ class Checker:
                 continue
             if a.name not in names:
                 near = _closest(a.name, names)
+                habit = _KEYWORD_HABITS.get(a.name)
+                if habit is not None and all(n in names for n in habit[0]):
+                    near = None
+                    habit = " (%s here)" % habit[1]
+                else:
+                    habit = ""
                 raise GoatError("%s has no parameter named '%s'%s" % (
-                    what, a.name, (" (did you mean '%s'?)" % near if near else "")
+                    what, a.name, (habit or (" (did you mean '%s'?)" % near if near else ""))
                     + "; its parameters: " + ", ".join(names)
                     if names else ": it takes no arguments"), a.name_loc, notes=(sig(),))
             at = names.index(a.name)
@@ -3838,6 +3851,16 @@ _ARITY_HABITS = {
                 "along the one before it (each keeping it as size 1)",
     ("mean", 2): "; mean(x) averages every cell; row_mean(x) along the last axis, col_mean(x) "
                  "along the one before it (each keeping it as size 1)",
+}
+# an argument named as PyTorch names it, where goat's parameters have other names: name ->
+# (the parameters that must exist, what to write)
+_KEYWORD_HABITS = {
+    "weight_decay": (("wd",), "PyTorch's weight_decay is wd"),
+    "learning_rate": (("lr",), "learning_rate is lr"),
+    "epsilon": (("eps",), "epsilon is eps"),
+    "beta1": (("b1",), "beta1 is b1"), "beta2": (("b2",), "beta2 is b2"),
+    "betas": (("b1", "b2"), "PyTorch's betas=(0.9, 0.999) is b1=0.9, b2=0.999"),
+    "max_grad_norm": (("max_norm",), "max_grad_norm is max_norm"),
 }
 _FUNCTION_HABITS = {
     "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
