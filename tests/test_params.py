@@ -496,6 +496,12 @@ def test_the_repls_type_of_a_laid_out_name_lists_its_members():
     s.run("params theta {\n  w = ones(tensor[2x2])\n  b = [1, 2]\n}\nvar m = zeros(theta)")
     assert s.describe("m") == "m : tensor[6], laid out as params theta: w tensor[2x2], b tensor[2]"
     assert s.describe("theta.w") == "tensor[2x2]"
+    # an expression's layout, as goat check --shapes shows a let's
+    s.run("let l = sum(theta.w * theta.w)")
+    assert s.describe("grad(l, theta)") == "tensor[6] (theta)"
+    assert s.describe("let g = theta - 0.1 * grad(l, theta)") == "g : tensor[6] (theta)"
+    assert s.describe("let g: theta = m") == "g : tensor[6] (theta)"
+    assert s.describe("theta[0:6]") == "tensor[6]"
 
 
 def test_a_fill_of_a_values_shape_says_the_type_to_write():

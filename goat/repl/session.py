@@ -668,9 +668,11 @@ class Session:
             raise later[0]
         t = type(stmt)
         if t is ast.Let:
-            return "let", "%s : %s" % (stmt.name, format_type(checked.shape)), stmt
+            return "let", "%s : %s%s" % (stmt.name, format_type(checked.shape),
+                                         self._laid_out(stmt.expr, checked, stmt.type)), stmt
         if t is ast.Var:
-            return "let", "var %s : %s" % (stmt.name, format_type(checked.shape)), stmt
+            return "let", "var %s : %s%s" % (stmt.name, format_type(checked.shape),
+                                             self._laid_out(stmt.expr, checked, stmt.type)), stmt
         if t is ast.Assign:
             return "let", "%s : %s" % (stmt.name, format_type(
                 self._assigned_shape(stmt, checked))), stmt
@@ -684,12 +686,28 @@ class Session:
         if t is ast.Import:
             return "let", "import %s" % stmt.module, stmt
         if t is ast.Print:
-            return "print", format_type(checked.shape), stmt
+            return "print", format_type(checked.shape) + self._laid_out(stmt.expr, checked), stmt
         if t is ast.ExprStmt:
             if isinstance(checked, tuple):
                 return "expr", "(%s)" % ", ".join(format_type(n.shape) for n in checked), stmt
-            return "expr", format_type(checked.shape), stmt
+            return "expr", format_type(checked.shape) + self._laid_out(stmt.expr, checked), stmt
         return "let", "", stmt          # a block, a format print, a save: nothing to show
+
+    def _laid_out(self, expr, checked, ann=None) -> str:
+        """`` (theta)`` where the value of ``expr`` (checked: ``checked``) is laid out as a
+        params block, as goat check --shapes shows it; else ""."""
+        checker = self.checker
+        if not checker.layout_types or isinstance(checked, tuple):
+            return ""
+        if ann is not None:
+            return " (%s)" % ann.layout if ann.layout is not None else ""
+        try:
+            layout = checker._expr_layout(expr, checker.top)
+        except Exception:           # (a name the snapshot took back: nothing to show)
+            return ""
+        if layout is None or tuple(checked.shape) != (layout.size,):
+            return ""
+        return " (%s)" % layout.name
 
     def _check_all(self, stmts):
         """Check ``stmts`` in turn (the caller takes them back): (the statement to describe,
