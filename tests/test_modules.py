@@ -492,8 +492,8 @@ def test_a_module_holds_only_defs_lets_and_imports(tmp_path, stmt):
     write(tmp_path, "m.mg", "let a = [[1]]\n%s\n" % stmt)
     write(tmp_path, "p.mg", "print [[1]]\nimport m\n")
     err = fails(tmp_path, "p.mg")
-    assert err[0] == ("m.mg:2: error: a module may hold only def, let and import statements; "
-                      "this belongs in a program")
+    assert err[0] == ("m.mg:2: error: a module may hold only def, let, params and import "
+                      "statements; this belongs in a program")
     assert err[1] == "2 | " + stmt
     assert err[-1] == "note: in module m, imported on line 2 of p.mg"
     assert not os.path.exists(tmp_path / "x.npy")

@@ -3,6 +3,8 @@ as one var, member after member, read and written as ``theta.w1``, with one grad
 clip_grad_norm and one adamw for all of them -- against NumPy written here, finite differences
 and (when installed) PyTorch's AdamW over the separate tensors."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -284,11 +286,69 @@ def test_a_params_block_error_in_the_command_line_is_one_line_status_1(tmp_path)
     assert out == ""
 
 
-def test_a_module_cannot_hold_a_params_block(tmp_path):
-    (tmp_path / "m.mg").write_text("params t {\n  w = ones(tensor[2])\n}\n")
-    first, _ = run_error_in(tmp_path, "import m\nprint 1\n", aot=False)
-    assert first == ("m.mg:1: error: a module may hold only def, let and import statements; "
-                     "this belongs in a program")
+_MODEL_MODULE = """# a linear model: its parameters and its loss
+params theta {
+    w = [[0.5], [-1]]
+    b = [[0.25]]
+}
+def predict(p: theta, x: tensor[N, 2]) = x @ p.w + p.b
+def loss(p: theta, x: tensor[N, 2], y: tensor[N, 1]) = mean((predict(p, x) - y) * (predict(p, x) - y))
+def halved(p: theta) -> theta = p * 0.5
+"""
+
+
+def test_a_module_may_hold_a_params_block_which_a_program_trains_in_a_var_of_its_own(tmp_path):
+    """The model in a module (its params block, its defs) and the training in the program:
+    var theta = model.theta takes the block's first value and its layout; the steps match
+    gradient descent on the mean squared error written in NumPy."""
+    (tmp_path / "model.mg").write_text(_MODEL_MODULE)
+    src = """import model
+let x = [[1, 2], [3, -1], [0.5, 0.5], [-2, 1]]
+let y = [[1], [0], [2], [-1]]
+var theta = model.theta
+var m = zeros(model.theta)
+for step in 0..3 {
+    let g = grad(model.loss(theta, x, y), theta)
+    theta = theta - 0.1 * g
+}
+print theta.w
+print theta.b
+print model.theta.w
+def first(p: model.theta) = p.w[0]
+print first(theta)
+let h = model.halved(theta)
+print h.b
+"""
+    w, b, w0, first, hb = run(src, str(tmp_path / "p.mg"))
+    x = np.array([[1, 2], [3, -1], [0.5, 0.5], [-2, 1]], dtype=float)
+    y = np.array([[1], [0], [2], [-1]], dtype=float)
+    ww, bb = np.array([[0.5], [-1]]), np.array([[0.25]])
+    for _ in range(3):
+        e = x @ ww + bb - y
+        ww, bb = ww - 0.1 * (2 * x.T @ e / 4), bb - 0.1 * (2 * e.sum() / 4)
+    assert np.allclose(w, ww, rtol=1e-14, atol=1e-15) and np.allclose(b, bb, rtol=1e-14)
+    assert w0.tolist() == [[0.5], [-1]]             # the module's own value is unchanged
+    assert np.allclose(first, ww[0]) and np.allclose(hb, bb * 0.5)
+    checked = goat.check_source(src, path=str(tmp_path / "p.mg"))
+    assert checked.params["model.theta"]["b"] == (2, (1, 1))
+    (tmp_path / "p.mg").write_text(src)
+    if importlib.util.find_spec("llvmlite") is not None:
+        assert compiled_numbers(tmp_path) == [np.asarray(a).ravel().tolist() for a in
+                                              (w, b, w0, first, hb)]
+
+
+@pytest.mark.parametrize("src, words", [
+    ("model.theta = zeros(model.theta)\n",
+     "cannot assign to 'model.theta': a module's names cannot change; to train the module's "
+     "params block, take its first value in a var of the program: var theta = model.theta"),
+    ("model.theta.w = [[1], [2]]\n", "cannot assign to 'model.theta.w'"),
+    ("print model.theta.ww\n", "model.theta has no member 'ww' (did you mean 'w'?)"),
+    ("def f(p: model.thta) = p\n", "unknown type 'model.thta'"),
+])
+def test_a_modules_params_block_is_read_not_assigned(tmp_path, src, words):
+    (tmp_path / "model.mg").write_text(_MODEL_MODULE)
+    first, _ = run_error_in(tmp_path, "import model\n" + src, aot=False)
+    assert words in first, first
 
 
 def test_the_repl_completes_a_params_blocks_members_and_shows_their_shapes():

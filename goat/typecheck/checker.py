@@ -58,7 +58,7 @@ class Template:
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
                  "display", "scope", "_book", "_reads", "let_sizes", "layouts", "defaults",
-                 "stmt_ret")
+                 "stmt_ret", "home_layouts")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -83,6 +83,7 @@ class Template:
         self.layouts = {}           # parameter -> the Layout its type names (p: theta)
         self.defaults = {}          # parameter -> its default, as written (a literal's Expr)
         self.stmt_ret = None        # its declared result as written (a TypeAnn, a list, None)
+        self.home_layouts = {}      # the params blocks its file defines (-> theta names one)
         self.scope = None           # the names it saw when written (its later checks see them)
         self.let_sizes = {}         # the lets its parameters' types name: name -> (size, Loc)
         self._book = None
@@ -215,12 +216,13 @@ class Layout:
 class Module:
     """An imported module: the defs and lets of its file, by name."""
 
-    __slots__ = ("name", "path", "names")
+    __slots__ = ("name", "path", "names", "layouts")
 
-    def __init__(self, name, path, names):
+    def __init__(self, name, path, names, layouts=None):
         self.name = name
         self.path = path
         self.names = names
+        self.layouts = layouts or {}    # its params blocks' layouts, by block name
 
 
 class Scope:
@@ -906,6 +908,7 @@ class Checker:
         self.program = program if program is not None else Program()
         self.allow_redefinition = allow_redefinition
         self.module = module
+        self.qual = ""                  # a module's checker: "nn." (its params blocks' names)
         self.shared = shared if shared is not None else _Shared()
         self.calls = self.shared.calls
         self.top = Scope(function=True)
@@ -1733,7 +1736,7 @@ class Checker:
         """The Layout of the value ``expr`` gives (its result ``index`` for several), or None:
         see :meth:`_lay_out`.  A layout found among the expression's parts is only offered;
         the caller keeps it when the value's shape is the block's vector."""
-        callee = self.globals.get(expr.name) if type(expr) is ast.Call else None
+        callee = self._def_named(expr.name) if type(expr) is ast.Call else None
         if isinstance(callee, Template) and callee.stmt_ret is not None:
             ret = callee.stmt_ret
             if isinstance(ret, list):
@@ -1741,7 +1744,7 @@ class Checker:
             elif index is not None:
                 ret = None
             if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
-                return self.layout_types[ret.layout]
+                return callee.home_layouts.get(ret.layout)
         if _is_grad(expr) and len(expr.args) >= 2:
             wrt = expr.args[1 + (index or 0)] if 1 + (index or 0) < len(expr.args) else None
             if type(wrt) is ast.Name:
@@ -1768,19 +1771,36 @@ class Checker:
             elif t is ast.Tuple:
                 stack += e.items
             elif t is ast.Call:
-                inner = self.globals.get(e.name)
+                inner = self._def_named(e.name)
                 ret = inner.stmt_ret if isinstance(inner, Template) else None
-                if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
-                    found.add(self.layout_types[ret.layout])
+                if isinstance(ret, ast.TypeAnn) and ret.layout is not None and \
+                        inner.home_layouts.get(ret.layout) is not None:
+                    found.add(inner.home_layouts[ret.layout])
                 stack += e.args
         return found.pop() if len(found) == 1 else None
 
+    def _def_named(self, name):
+        """The def a call names (``f``, or a module's, ``model.loss``), or None."""
+        if "." not in name:
+            return self.globals.get(name)
+        mod, _, member = name.partition(".")
+        module = self.globals.get(mod)
+        return module.names.get(member) if isinstance(module, Module) else None
+
     def _name_layout(self, name, scope):
-        """The Layout of the value a name (or a member, ``theta.blk``) holds, or None."""
+        """The Layout of the value a name (or a member, ``theta.blk``; a module's params
+        block, ``model.theta``) holds, or None."""
         if "." not in name:
             return self._layout_of(name, scope)
         base, _, rest = name.partition(".")
         layout = self._layout_of(base, scope)
+        module = scope.find(base)[0] if layout is None else None
+        if isinstance(module, Module):  # model.theta: the module's block's first value
+            block, _, rest = rest.partition(".")
+            layout = module.layouts.get(block) if isinstance(
+                module.names.get(block), Node) else None
+            if not rest:
+                return layout
         for part in rest.split(".") if layout is not None else ():
             member = layout.members.get(part)
             layout = member[3] if member is not None else None
@@ -1795,6 +1815,11 @@ class Checker:
         binding node)."""
         base, *path = name.split(".")
         layout = self._layout_of(base, scope)
+        module = scope.find(base)[0] if layout is None else None
+        if isinstance(module, Module) and path and path[0] in module.layouts:
+            # model.theta.w1: a member of a module's params block's first value
+            layout = module.layouts[path[0]]
+            base, path = base + "." + path[0], path[1:]
         node = self._name(ast.Name(base, loc), scope, b)
         whole = node
         offset, member, walked = 0, None, base
@@ -1929,9 +1954,6 @@ class Checker:
             raise GoatError("params must be at the top level of the program, not inside a "
                             "block or a def: a def takes a params block's value as a parameter "
                             "(def f(p: %s, ...), and reads p.NAME)" % stmt.name, stmt.head)
-        if self.module:
-            raise GoatError("params belongs in a program, not in a module: a module's values "
-                            "cannot change, and a params block is a var", stmt.head)
         members, parts, offset = {}, [], 0
         outer, self._params_defining = self._params_defining, stmt.name
         try:
@@ -1947,11 +1969,12 @@ class Checker:
                      if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
         node = self._own(parts[0], stmt.name, stmt.loc, b)
         layout = Layout(stmt.name, members, offset, stmt.head)
-        self._bind(scope, stmt.name, stmt.name_loc, VarBinding(node, (offset,), stmt.loc.line),
-                   stmt.loc.line)
+        # (in a module, its first value, which a program takes: var theta = model.theta)
+        self._bind(scope, stmt.name, stmt.name_loc, node if self.module else VarBinding(
+            node, (offset,), stmt.loc.line), stmt.loc.line)
         scope.layouts[stmt.name] = layout
         self.layout_types[stmt.name] = layout
-        self.program.params[stmt.name] = _member_table(members)
+        self.program.params[self.qual + stmt.name] = _member_table(members)
         self._outline("params %s : tensor[%d]" % (stmt.name, offset))
         for m, (_, _, shape, _) in members.items():
             self._outline("  %s.%s : %s" % (stmt.name, m, format_type(shape)))
@@ -2079,6 +2102,12 @@ class Checker:
                 v, _ = scope.find(base)
                 if v is None or isinstance(v, (Node, VarBinding)):
                     self._no_members(name, v, scope, loc)
+                block = name.split(".")[1]
+                if isinstance(v, Module) and block in v.layouts:
+                    raise GoatError("cannot assign to '%s': a module's names cannot change; to "
+                                    "train the module's params block, take its first value in a "
+                                    "var of the program: var %s = %s.%s" % (
+                                        name, block, base, block), loc)
                 raise GoatError("cannot assign to '%s': a module's names cannot change" % name, loc)
             raise GoatError("cannot assign to '%s': no var of that name is defined; a new name "
                             "needs let (let %s = ...), or var (var %s = ...) to assign to it "
@@ -2352,6 +2381,7 @@ class Checker:
                 index = -self.program.specializations
             tmpl = Template(stmt.name, params, stmt.loc, index)
             tmpl.stmt_ret = stmt.ret
+            tmpl.home_layouts = self.layout_types
             tmpl.let_sizes, self._param_lets = self._param_lets, None
             if any(d and d[0] is ... for _, d, _ in generic):
                 tmpl.generic = generic
@@ -2575,6 +2605,8 @@ class Checker:
             if program_file:
                 shared.loading.pop()
         self._bind(scope, name, stmt.module_loc, module, stmt.loc.line)
+        for block, layout in module.layouts.items():    # p: model.theta, zeros(model.theta)
+            self.layout_types["%s.%s" % (name, block)] = layout
         self._outline("import %s" % name)
         return module
 
@@ -2588,9 +2620,9 @@ class Checker:
         place = {}          # an error from a module this one imports: where that import is
 
         def check(s):
-            if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import):
-                raise GoatError("a module may hold only def, let and import statements; "
-                                "this belongs in a program", s.loc)
+            if type(s) not in (ast.Def, ast.Let, ast.LetTuple, ast.Import, ast.Params):
+                raise GoatError("a module may hold only def, let, params and import "
+                                "statements; this belongs in a program", s.loc)
             try:
                 sub.check_stmt(s)
             except GoatError as e:
@@ -2603,6 +2635,7 @@ class Checker:
             syntax = [] if self._keeps(GoatError("")) else None
             parsed = parse(source, errors=syntax)
             sub = Checker(self.program, module=True, shared=shared)
+            sub.qual = name + "."
             sub.cancel = self.cancel            # an import in a hint stops with the hint
             sub.collecting = syntax is not None
             sub.look_ahead(parsed)
@@ -2628,7 +2661,7 @@ class Checker:
         finally:
             shared.loading.pop()
             shared.calls.pop()
-        module = Module(name, path, dict(sub.globals))
+        module = Module(name, path, dict(sub.globals), dict(sub.layout_types))
         for v in module.names.values():
             if isinstance(v, Template) and v.qualname == v.name:
                 v.qualname = "%s.%s" % (name, v.name)
@@ -2858,6 +2891,9 @@ class Checker:
             layout = self._layout_of(base, scope)
             if layout is not None:      # theta.w1: a member of a params block's value
                 return self._member(name, e.loc, scope, b)[0]
+            if name.count(".") > 1 and self._name_layout(name.rpartition(".")[0],
+                                                         scope) is not None:
+                return self._member(name, e.loc, scope, b)[0]      # model.theta.w1
         v = self._resolve(name, e.loc, scope)
         if isinstance(v, Node):
             return v
