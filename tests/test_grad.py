@@ -74,7 +74,7 @@ for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),
 NOT_DIFFERENTIATED = {"ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or",
                       "logical_not", "zeros", "ones", "iota", "rand", "randn", "load",
                       "stop_gradient", "bind", "sum_to", "broadcast_to", "size",
-                      "onehot", "argmax_rows", "sample_rows", "floor",
+                      "onehot", "argmax_rows", "sample_rows", "floor", "argsort", "randperm",
                       # grad's own tapes for a loop (tests/test_grad_loops.py)
                       "stack_new", "stack_set", "stack_get"}
 # differentiated against finite differences in tests/test_verbs.py (and narrow's, the second

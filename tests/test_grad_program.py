@@ -340,11 +340,6 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
     ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum((w > 1) * w)), w)\n", 2,
      "grad cannot differentiate through '>' on line 2: it has no derivative; its derivative "
      "is zero wherever it exists: write stop_gradient(...)"),
-    # found by a newcomer: the index-giving ops had no hint
-    ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(argmax_rows(w) * w)), w)\n", 2,
-     "grad cannot differentiate through argmax_rows on line 2: it has no derivative; it gives "
-     "column numbers, whose derivative is zero wherever it exists: write stop_gradient(...) "
-     "around it to say so"),
     ("let w = [[1, 2]]\nlet g = grad(col_sum(row_sum(sample_rows(w, 3) * w)), w)\n", 2,
      "grad cannot differentiate through sample_rows on line 2: it has no derivative; it gives "
      "column numbers"),
@@ -547,3 +542,16 @@ def test_an_if_beside_the_loss_leaves_a_metric_it_assigns_alone():
                            "print grad(col_sum(row_sum(h)), w)\n")
     w = np.array([[0.5, -0.3]])
     assert np.allclose(g, (1 - np.tanh(2 * w * w) ** 2) * 4 * w, rtol=1e-14)
+
+
+def test_indices_argmax_rows_and_argsort_give_only_choose_so_grad_follows_the_values_beside():
+    """argmax_rows(w) and argsort(w) are column numbers (PyTorch's integer tensors, which
+    carry no gradient): grad follows w where it is a value, not through the indices --
+    d/dw sum(argmax_rows(w) * w) is argmax_rows(w), as PyTorch gives it."""
+    (g,) = goat.run_source("let w = [[1, 2], [5, 3]]\n"
+                           "print grad(col_sum(row_sum(argmax_rows(w) * w)), w)\n")
+    assert g.tolist() == [[1, 1], [0, 0]]
+    torch = pytest.importorskip("torch")
+    w = torch.tensor([[1.0, 2.0], [5.0, 3.0]], dtype=torch.float64, requires_grad=True)
+    (torch.argmax(w, dim=-1, keepdim=True) * w).sum().backward()
+    assert w.grad.tolist() == g.tolist()
