@@ -86,11 +86,14 @@ print total
 
 def test_randperm_and_argsort_give_the_same_indices_in_f32():
     import goat
-    src = "print randperm(50, 3)\nprint argsort([[2, 1, 1], [0, 3, -1]])\n"
+    src = ("print randperm(50, 3)\nprint argsort([[2, 1, 1], [0, 3, -1]])\n"
+           "print argsort([2, 1, 1, 0, 0, 0, 0])\nprint argsort(floor(rand(tensor[4x300], 1) * 3))\n")
     f64 = goat.run_source(src)
     f32 = goat.run_source(src, dtype="f32")
     for a, b in zip(f64, f32):
         assert b.dtype == np.float32 and np.array_equal(a, b)
+    ties = np.floor(np.asarray(goat.run_source("print rand(tensor[4x300], 1)\n")[0]) * 3)
+    assert np.array_equal(f32[3], _numpy_argsort(ties))       # stable, in f32 too
 
 
 @pytest.mark.parametrize("src, words", [

@@ -1584,16 +1584,17 @@ register(Op(name="argmax_rows", arity=1, signature="argmax_rows(x: NxC) -> Nx1",
 
 def _index_limit(be, name, n):
     """Indices up to n - 1 must be whole numbers the back end's float type holds exactly."""
-    if be.dtype_name == "f32" and n > 2 ** 24:
+    if be.dtype_name == "f32" and n - 1 > 2 ** 24:
         raise OpError("%s gives indices up to %d, which float32 (--dtype f32) cannot hold "
                       "exactly (it holds every whole number only up to 2**24 = %d); run in f64"
                       % (name, n - 1, 2 ** 24))
 
 
 def _stable_argsort(xp, x):
-    """argsort along the last axis, keeping equal values in order (NumPy's kind="stable";
-    CuPy's argsort is stable and takes no kind)."""
-    if xp is np:
+    """argsort along the last axis, keeping equal values in order (NumPy's kind="stable",
+    for a host array whatever wraps the module; CuPy's argsort is stable and takes no
+    kind)."""
+    if isinstance(x, np.ndarray):
         return np.argsort(x, axis=-1, kind="stable")
     return xp.argsort(x, axis=-1)
 
