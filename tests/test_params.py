@@ -706,3 +706,80 @@ print p.w
     assert e.message == ("cannot assign a value of shape 2x2 to member p.w, of shape 3x2: the "
                          "value's shape must be that one, or broadcast to it")
     assert e.loc.line == 6
+
+
+def test_a_value_with_a_size_known_when_it_runs_broadcasts_into_a_member_as_numpy_does(tmp_path):
+    """A breaker's: p.w = x with x of shape ?x1 or ? (not only ?x2) broadcasts when it runs,
+    as q.w[0:3] = x and NumPy's assignment do."""
+    src = """params p {
+  w = zeros(tensor[3x2])
+  b = zeros(tensor[2])
+}
+var q = p
+let x: tensor[?x1] = load("x31.npy")
+q.w = x
+print q
+let z: tensor[?] = load("x1.npy")
+q.w = z
+print q
+"""
+    np.save(tmp_path / "x31.npy", np.array([[1.0], [2.0], [3.0]]))
+    np.save(tmp_path / "x1.npy", np.array([9.0]))
+    a, c = run(src, str(tmp_path / "t.mg"))
+    want = np.zeros((3, 2))
+    want[:] = np.array([[1.0], [2.0], [3.0]])
+    assert np.array_equal(a, np.concatenate([want.ravel(), [0, 0]]))
+    assert np.array_equal(c, [9, 9, 9, 9, 9, 9, 0, 0])
+    np.save(tmp_path / "x31.npy", np.array([[1.0], [2.0]]))
+    e = error(src, str(tmp_path / "t.mg"))
+    assert e.message.startswith("cannot assign a value of shape 2x1 to member q.w, of shape 3x2")
+
+
+@pytest.mark.parametrize("value, laid_out", [
+    ("twice(theta)", True), ("zeros(theta) + 1", True), ("randn(theta, 1)", True),
+    ("exp(theta) - stop_gradient(theta)", True),
+    ("reshape(transpose(reshape(theta, tensor[3x2])), tensor[6])", False),
+    ("rev(theta)", False), ("argsort(theta)", False), ("theta[[5, 4, 3, 2, 1, 0]]", False),
+    ("concat(theta[2:6], theta[0:2], 0)", False),
+])
+def test_only_cell_by_cell_computations_keep_a_layout(value, laid_out):
+    """A breaker's: a value whose cells moved (a reshape and transpose, a def that reverses
+    them) read as the block's members; only elementwise computations keep the layout."""
+    src = """params theta {
+    w = [[1, 2], [3, 4]]
+    b = [0.5, -0.5]
+}
+def rev(v: tensor[6]) = v[[5, 4, 3, 2, 1, 0]]
+def twice(v: tensor[6]) = v * 2
+let r = %s
+print r.b
+""" % value
+    if laid_out:
+        (rb,) = run(src)
+        assert rb.shape == (2,)
+    else:
+        e = error(src)
+        assert e.message.startswith("'r' is tensor[6], not a params block's value"), e.message
+
+
+def test_a_modules_laid_out_lets_and_a_member_holding_a_modules_block_read_by_member(tmp_path):
+    (tmp_path / "m2.mg").write_text("params theta {\n  w1 = [[1, 2]]\n  b = [3]\n}\n"
+                                    "let t0 = theta * 0.5\nlet gz = zeros(theta)\n"
+                                    "let g0 = grad(sum(theta * theta), theta)\n")
+    src = """import m2
+print m2.t0.w1
+var x = m2.gz
+print x.b
+print m2.g0.w1
+params big {
+  inner = m2.theta
+  extra = [7, 8]
+}
+print big.inner.b
+"""
+    t0w, xb, g0w, ib = run(src, str(tmp_path / "p.mg"))
+    assert t0w.tolist() == [[0.5, 1]] and xb.tolist() == [0] and g0w.tolist() == [[2, 4]]
+    assert ib.tolist() == [3]
+    e = error("import m2\nparams theta {\n  q = [1, 2]\n}\ndef f(p: m2.theta) = p.b\n"
+              "print f(theta)\n", str(tmp_path / "p.mg"))
+    assert "(the vector of params block m2.theta's members" in e.message, e.message

@@ -216,13 +216,14 @@ class Layout:
 class Module:
     """An imported module: the defs and lets of its file, by name."""
 
-    __slots__ = ("name", "path", "names", "layouts")
+    __slots__ = ("name", "path", "names", "layouts", "laid")
 
-    def __init__(self, name, path, names, layouts=None):
+    def __init__(self, name, path, names, layouts=None, laid=None):
         self.name = name
         self.path = path
         self.names = names
         self.layouts = layouts or {}    # its params blocks' layouts, by block name
+        self.laid = laid or {}          # its lets laid out as a params block -> the Layout
 
 
 class Scope:
@@ -1734,50 +1735,65 @@ class Checker:
 
     def _expr_layout(self, expr, scope, index=None):
         """The Layout of the value ``expr`` gives (its result ``index`` for several), or None:
-        see :meth:`_lay_out`.  A layout found among the expression's parts is only offered;
-        the caller keeps it when the value's shape is the block's vector."""
-        callee = self._def_named(expr.name) if type(expr) is ast.Call else None
-        if isinstance(callee, Template) and callee.stmt_ret is not None:
+        see :meth:`_lay_out`.  A value keeps the layout of what it is computed from cell by
+        cell -- a laid-out name, a fill of a block's shape, grad with respect to one, a def
+        declared to return one or whose result is its argument's cells computed elementwise
+        -- through elementwise operators and built-ins; a reshape, a subscript or any other
+        op that moves cells gives none.  Several layouts: none.  The caller keeps the layout
+        only when the value's shape is the block's vector."""
+        found = self._layouts_in(expr, scope, index)
+        return next(iter(found)) if len(found) == 1 else None
+
+    def _layouts_in(self, e, scope, index=None) -> set:
+        t = type(e)
+        if t is ast.Name:
+            layout = self._name_layout(e.name, scope)
+            return {layout} if layout is not None else set()
+        if t is ast.Binary:
+            return self._layouts_in(e.left, scope) | self._layouts_in(e.right, scope)
+        if t is ast.Unary:
+            return self._layouts_in(e.operand, scope)
+        if t is ast.Tuple:
+            return (self._layouts_in(e.items[index], scope)
+                    if index is not None and index < len(e.items) else set())
+        if t is not ast.Call:
+            return set()
+        args = [a.value if type(a) is ast.Keyword else a for a in e.args]
+        if _is_grad(e):
+            k = 1 + (index or 0)
+            return ({self._name_layout(args[k].name, scope)} - {None}
+                    if k < len(args) and type(args[k]) is ast.Name else set())
+        callee = self._def_named(e.name)
+        if isinstance(callee, Template):
             ret = callee.stmt_ret
             if isinstance(ret, list):
                 ret = ret[index] if index is not None and index < len(ret) else None
-            elif index is not None:
-                ret = None
             if isinstance(ret, ast.TypeAnn) and ret.layout is not None:
-                return callee.home_layouts.get(ret.layout)
-        if _is_grad(expr) and len(expr.args) >= 2:
-            wrt = expr.args[1 + (index or 0)] if 1 + (index or 0) < len(expr.args) else None
-            if type(wrt) is ast.Name:
-                return self._name_layout(wrt.name, scope)
-            return None
-        found = set()
-        stack = [expr]
-        while stack:
-            e = stack.pop()
-            t = type(e)
-            if t is ast.Name:
-                layout = self._name_layout(e.name, scope)
-                if layout is not None:
-                    found.add(layout)
-            elif t is ast.Binary:
-                stack += (e.left, e.right)
-            elif t is ast.Unary:
-                stack.append(e.operand)
-            elif t is ast.Keyword:
-                stack.append(e.value)
-            elif t is ast.TypeArg:
-                if e.ann.layout is not None:        # zeros(theta)
-                    found.add(self.layout_types[e.ann.layout])
-            elif t is ast.Tuple:
-                stack += e.items
-            elif t is ast.Call:
-                inner = self._def_named(e.name)
-                ret = inner.stmt_ret if isinstance(inner, Template) else None
-                if isinstance(ret, ast.TypeAnn) and ret.layout is not None and \
-                        inner.home_layouts.get(ret.layout) is not None:
-                    found.add(inner.home_layouts[ret.layout])
-                stack += e.args
-        return found.pop() if len(found) == 1 else None
+                layout = callee.home_layouts.get(ret.layout)
+                return {layout} if layout is not None else set()
+            out = set()
+            for k in _carriers(callee, index):
+                if k < len(args):
+                    out |= self._layouts_in(args[k], scope)
+            return out
+        op = lookup(e.name)
+        if op is None:
+            return set()
+        if "creation" in op.tags:           # zeros(theta), randn(theta, 1)
+            out = set()
+            for a, (_, kind) in zip(args, op.params):
+                name = (a.ann.layout if type(a) is ast.TypeArg else
+                        a.name if type(a) is ast.Name else None)
+                if kind == "type" and name in self.layout_types:
+                    out.add(self.layout_types[name])
+            return out
+        if "elementwise" in op.tags or "constant" in op.tags:   # exp(theta), stop_gradient
+            out = set()
+            for k, a in enumerate(args[:op.n_values]):
+                if k not in op.chooses:
+                    out |= self._layouts_in(a, scope)
+            return out
+        return set()
 
     def _def_named(self, name):
         """The def a call names (``f``, or a module's, ``model.loss``), or None."""
@@ -1797,7 +1813,7 @@ class Checker:
         module = scope.find(base)[0] if layout is None else None
         if isinstance(module, Module):  # model.theta: the module's block's first value
             block, _, rest = rest.partition(".")
-            layout = module.layouts.get(block) if isinstance(
+            layout = module.laid.get(block) if isinstance(
                 module.names.get(block), Node) else None
             if not rest:
                 return layout
@@ -1816,9 +1832,10 @@ class Checker:
         base, *path = name.split(".")
         layout = self._layout_of(base, scope)
         module = scope.find(base)[0] if layout is None else None
-        if isinstance(module, Module) and path and path[0] in module.layouts:
-            # model.theta.w1: a member of a module's params block's first value
-            layout = module.layouts[path[0]]
+        if isinstance(module, Module) and path and path[0] in module.laid:
+            # model.theta.w1: a member of a module's params block's first value (or of a
+            # let it lays out)
+            layout = module.laid[path[0]]
             base, path = base + "." + path[0], path[1:]
         node = self._name(ast.Name(base, loc), scope, b)
         whole = node
@@ -1884,6 +1901,9 @@ class Checker:
                     ok, runtime = True, False
             except ShapeError:
                 pass
+        if not ok and None in node.shape and len(node.shape) <= len(shape) and all(
+                d in (1, None) or d == t for d, t in zip(node.shape[::-1], shape[::-1])):
+            ok, runtime = True, True        # p.w = x, x of shape ?x1: it may broadcast
         if not ok:
             raise GoatError("%s is %s, but this value has shape %s" % (
                 name, format_type(shape), format_shape(node.shape)), value_loc)
@@ -1938,8 +1958,10 @@ class Checker:
             sub = None
             if ann is not None and ann.layout is not None:
                 sub = self.layout_types[ann.layout]
-            elif type(expr) is ast.Name:        # blk = block: laid out as the params block
-                sub = self._layout_of(expr.name, scope) if "." not in expr.name else None
+            else:       # blk = block (model.theta, zeros(block)): laid out as that block
+                sub = self._expr_layout(expr, scope)
+                if sub is not None and shape != (sub.size,):
+                    sub = None
             count = _cells(shape)
             members[name] = (offset, count, shape, sub)
             parts.append(node if shape == (count,) else b.op(
@@ -2661,7 +2683,10 @@ class Checker:
         finally:
             shared.loading.pop()
             shared.calls.pop()
-        module = Module(name, path, dict(sub.globals), dict(sub.layout_types))
+        own = {k: lay for k, lay in sub.layout_types.items() if "." not in k}
+        for block, layout in own.items():      # as the program names it: model.theta
+            layout.name = "%s.%s" % (name, block)
+        module = Module(name, path, dict(sub.globals), own, dict(sub.top.layouts))
         for v in module.names.values():
             if isinstance(v, Template) and v.qualname == v.name:
                 v.qualname = "%s.%s" % (name, v.name)
@@ -4233,6 +4258,35 @@ _TYPE_HABITS = {
     "vector": "write tensor[N] (or tensor[1, N] for a row)",
     "matrix": "write tensor[N, M]",
 }
+
+
+def _carriers(tmpl, index=None) -> tuple:
+    """The positions of the parameters whose cells a def's result (its result ``index`` for
+    several) is computed from elementwise -- through elementwise ops and casts only, as
+    optim.clip_grad_norm's g * scale, adamw's w, g, m and v: a layout an argument there
+    has, the result has too."""
+    key = index or 0
+    result = tmpl.result
+    if result is None:
+        return ()
+    nodes = result if isinstance(result, tuple) else (result,)
+    if key >= len(nodes):
+        return ()
+    params = {p.id: k for k, p in enumerate(tmpl.region.params)}
+    found, seen, stack = set(), set(), [nodes[key]]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.id in params:
+            found.add(params[n.id])
+        elif n.kind == CAST:
+            stack.append(n.args[0])
+        elif n.kind == OP and ("elementwise" in n.op.tags or "constant" in n.op.tags):
+            stack.extend(a for k, a in enumerate(n.args[:n.op.n_values])
+                         if k not in n.op.chooses)
+    return tuple(sorted(found))
 
 
 def _laid_out(scope, name) -> str:
