@@ -383,3 +383,22 @@ def test_tensors_of_indices_whose_shapes_are_known_when_it_runs_say_they_do_not_
                          "x[rows, cols]: the cell of each row and its column), so their shapes "
                          "must broadcast together, and 3 and 2 do not")
     assert e.loc.line == 4
+
+
+def test_tensors_of_indices_in_a_def_that_do_not_pair_say_so_when_called(tmp_path):
+    """A breaker's: in a def over ?-sized index vectors, a call whose indices do not pair
+    (known at the call, or only when it runs) names the pairing, as at the top level."""
+    src = ('def f(a: tensor[3x3], r: tensor[?], c: tensor[?]) = a[r, c]\n'
+           'let x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]\nprint f(x, [0, 1, 2], [0, 2, 1])\n'
+           'let r: tensor[?] = load("r.npy")\nlet c: tensor[?] = load("c.npy")\n'
+           'print f(x, r, c)\n')
+    np.save(tmp_path / "r.npy", np.array([0.0, 1, 1]))
+    np.save(tmp_path / "c.npy", np.array([0.0, 2]))
+    words = ("the tensors of indices in one subscript pair their cells (NumPy's x[rows, cols]: "
+             "the cell of each row and its column), so their shapes must broadcast together, "
+             "and 3 and 2 do not")
+    e = error(src, str(tmp_path / "t.mg"))
+    assert e.message == words and e.loc.line == 1
+    e = error(src.replace("print f(x, r, c)", "print f(x, [0, 1, 2], [0, 1])"),
+              str(tmp_path / "t.mg"))
+    assert e.message == words

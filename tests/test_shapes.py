@@ -187,6 +187,8 @@ def test_a_type_may_span_lines_inside_its_brackets():
            "[[3, 4]]\nprint zeros(tensor[\n1, 2]) + t\n")
     f, t = run(src)
     assert f.tolist() == [[2, 4]] and t.tolist() == [[3, 4]]
+    (g,) = run("def g(a: tensor[  # rows\n  1x2]) = a\nprint g([[5, 6]])\n")
+    assert g.tolist() == [[5, 6]]
     # a ] that never comes on the line is still the unclosed bracket it was
     e = error("let w: tensor[2x2 = 3\nlet x = [1]\nprint x\n")
     assert e.message.startswith("'[' is never closed") and e.loc.line == 1

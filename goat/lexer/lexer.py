@@ -931,13 +931,14 @@ def _type_token(source, word, start, end):
         j += 1
     close = text.find("]", j)
     nl = text.find("\n", j, max(close, j))  # up to the ] only: not the rest of a long line
-    if 0 <= nl < close and j < len(text) and text[j] == "[" and _dims_of(
-            text[j + 1:close].replace("\r", " ").replace("\n", " ")) is not None:
-        nl = -1     # tensor[\n  1x2]: a newline inside brackets does not end the statement
+    inner = text[j + 1:close]
+    if 0 <= nl < close:     # tensor[  # rows\n  1x2]: lines inside brackets, comments too
+        inner = re.sub(r"#[^\n]*", " ", inner).replace("\r", " ").replace("\n", " ")
+        if j < len(text) and text[j] == "[" and _dims_of(inner) is not None:
+            nl = -1         # a newline inside brackets does not end the statement
     if j >= len(text) or text[j] != "[" or close < 0 or (0 <= nl < close):
         raise GoatError("'tensor' must be followed by its dimensions, as in tensor[2x3]",
                         Loc(source, start, end))
-    inner = text[j + 1:close].replace("\r", " ").replace("\n", " ")
     dims = _dims_of(inner)
     if dims is None:
         shown = inner.strip()

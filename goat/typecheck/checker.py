@@ -709,7 +709,10 @@ class Builder:
                     shape, check = self._recheck(n, argv, attrs, shape, check)
                 elif has_vars and "comparison" in n.op.tags:
                     self._compare_again(n, argv)
-                append(op_(n.op, argv, n.loc, attrs, shape, check))
+                node = op_(n.op, argv, n.loc, attrs, shape, check)
+                if type(n.what) is str and node.what is None:
+                    node.what = n.what      # its own words when it runs (Node.what)
+                append(node)
             elif kind == CALL:
                 append(self.call(n.op, argv, n.loc, [a.shape for a in n.args]))
             elif kind == GET:
@@ -738,7 +741,8 @@ class Builder:
         try:
             return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
         except ShapeError as e:
-            self._defer(e.message, n.loc)
+            self._defer(n.what.format(" and ".join(format_shape(sh) for sh in shapes))
+                        if type(n.what) is str else e.message, n.loc)
             return shape, True
 
     def _compare_again(self, n, args):
@@ -802,6 +806,8 @@ class Builder:
                 elif has_vars and "comparison" in n.op.tags:
                     self._compare_again(n, argv)
                 new = self.op(n.op, argv, n.loc, attrs, shape, check)
+                if type(n.what) is str and new.what is None:
+                    new.what = n.what
             elif kind == CAST:
                 if len(n.args) == 2:
                     x, ref = (m(a.id, a) for a in n.args)
