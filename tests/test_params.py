@@ -678,6 +678,8 @@ print e.b
     assert "'bad' is tensor[6], not a params block's value" in e.message
     e = error(src.replace("print g.w", "print n.w"))
     assert "'n' is tensor[1x1], not a params block's value" in e.message
+    e = error(src.replace("print g.w", "let bad = p * 0 + q\nprint bad.v"))
+    assert "to read it by q's members, name it with that layout" in e.message   # v is q's
 
 
 def test_a_value_whose_shape_is_known_when_it_runs_fills_a_member_as_a_subscripts_cells(tmp_path):

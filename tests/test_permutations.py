@@ -110,3 +110,17 @@ def test_randperm_and_argsort_mistakes(src, words):
     e = error(src + "\n")
     assert words in e.message, e.message
     assert e.loc.line == 1
+
+
+def test_a_def_may_size_a_permutation_by_its_size_variable():
+    """randperm(N, seed) (and onehot(t, V)) in a def, N a size its parameters bind."""
+    src = """def shuffled(x: tensor[N, 2], e: scalar) = x[randperm(N, e)]
+def hot(t: tensor[N, 1], x: tensor[V, 3]) = onehot(t, V)
+print shuffled([[1, 2], [3, 4], [5, 6]], 1)
+print rand(tensor[3], 1)
+print hot([[0], [2]], zeros(tensor[4x3]))
+"""
+    rows, draws, hot = run(src)
+    x = np.array([[1, 2], [3, 4], [5, 6]])
+    assert np.array_equal(rows, x[_numpy_argsort(draws)])
+    assert np.array_equal(hot, np.eye(4)[[0, 2]])

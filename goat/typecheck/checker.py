@@ -1690,6 +1690,7 @@ class Checker:
                 base, name, _suggest(base, _visible(scope))), loc)
         shape = v.declared if isinstance(v, VarBinding) else v.shape
         fits = [k for k, lay in self.layout_types.items() if (lay.size,) == tuple(shape)]
+        fits.sort(key=lambda k: member not in self.layout_types[k].members)   # its own first
         hint = ""
         if fits:
             hint = ("; to read it by %s's members, give it that layout: %s %s: %s = ..." % (
@@ -3289,6 +3290,12 @@ class Checker:
                          if op.count_type is not None and type(a) is ast.Name else None)
                 if count is not None:           # a let holding one: onehot(t, V)
                     attrs.append(op.count_type([n.shape for n in nodes], count))
+                    continue
+                if (op.count_type is not None and type(a) is ast.Name and self._sizes
+                        and a.name in self._sizes):
+                    # randperm(N, seed) in a def over x: tensor[N, D]: the size N
+                    size = self._dims(ast.TypeAnn((a.name,), a.loc), scope)[0]
+                    attrs.append(op.count_type([n.shape for n in nodes], size))
                     continue
                 if type(a) is ast.Name and a.name in self.layout_types:
                     # zeros(theta): the shape of the params block theta's vector
