@@ -46,7 +46,7 @@ goat [run] [--time] [--quiet] [--backend NAME] [--dtype f64|f32]
        goat check [--shapes] [--cost [--dtype f64|f32]] [--time] [--let NAME=VALUE ...] FILE
        goat compile --aot FILE [-o OUTPUT] [--emit-llvm] [--portable] [-O 0-3] [--time]
                     [--let NAME=VALUE ...]
-       goat [repl]
+       goat [repl] [--let NAME=VALUE ...] [FILE]
        goat --help | --version"""
 
 DESCRIPTION = """\
@@ -67,6 +67,7 @@ examples:
   goat run --aot model.mg                 compile (cached), then run natively
   goat run --backend cupy --dtype f32 m.mg   run on an NVIDIA GPU, in float32
   goat                                    the REPL, with live shape hints
+  goat repl train.mg                      run train.mg into a REPL session, then go on there
 
 exit status: 0 ok, 1 an error in the program, its input, its output or the command line
 (PATH:LINE: error: ...), 2 a bug in goat"""
@@ -128,16 +129,8 @@ class _ArgumentParser(argparse.ArgumentParser):
         if options and command:         # not "unrecognized arguments: --threads first.mg"
             message = "%s %s not an option of goat %s (goat %s --help lists them)" % (
                 " or ".join(options), "is" if len(options) == 1 else "are", command, command)
-        elif unknown and command in ("run", "check", "compile"):
+        elif unknown and command in ("run", "check", "compile", "repl"):
             message = "one FILE at a time (also given: %s)" % " ".join(unknown)
-        elif unknown and command == "repl":
-            # argparse joined the words with spaces: a file name may hold one itself
-            given = message.split(": ", 1)[1]
-            name = given if os.path.exists(given) or len(unknown) == 1 else unknown[0]
-            import shlex
-            message = ("goat repl takes no FILE (given: %s): goat run %s runs it, and :load %s "
-                       "in the REPL reads its statements into the session"
-                       % (given, shlex.quote(name), name))
         _say("goat%s: error: %s\n" % (" " + command if command else "", message))
         raise _Exit(1)
 
@@ -275,6 +268,12 @@ def _parser() -> argparse.ArgumentParser:
                       help="the array back end to start with (:backend changes it)")
     repl.add_argument("--dtype", default="f64", choices=["f64", "f32"],
                       help="the precision of every value (:dtype changes it)")
+    repl.add_argument("--let", action="append", type=_let, default=[], metavar="NAME=VALUE",
+                      help="set the top-level let (or var) NAME of FILE, which holds a number, "
+                           "as goat run --let does")
+    repl.add_argument("file", nargs="?", metavar="FILE",
+                      help="a program to run into the session first (as python -i does); its "
+                           "names, values and defs are then there to use")
 
     check = sub.add_parser("check", help="check a program without running it",
                            description="Check FILE without running it: syntax, names and every shape.")
@@ -727,16 +726,22 @@ def _dispatch(args) -> int:
     global _ran_repl
     if args.command == "repl":
         backend, dtype = getattr(args, "backend", "numpy"), getattr(args, "dtype", "f64")
+        first = getattr(args, "file", None)
+        if first is None and getattr(args, "let", None):
+            _say("goat repl: error: --let sets a top-level let of a FILE: goat repl --let "
+                 "%s=... FILE\n" % args.let[0][0])
+            return 1
+        start = (first, _lets(args)) if first is not None else None
         if not _isatty(sys.stdin):      # goat repl < session.txt: a transcript
             from .repl.app import main_piped
             data = _read("-", raw=True)     # read as goat run - reads it; each input is
             if data.startswith(b"\xef\xbb\xbf"):   # decoded alone (a bad byte fails only it)
                 data = data[3:]
             lines = data.decode("utf-8", "surrogateescape").splitlines()
-            return main_piped(lines, _Output(), backend, dtype)
+            return main_piped(lines, _Output(), backend, dtype, start)
         from .repl.app import main as repl_main
         _ran_repl = True
-        return repl_main(backend, dtype)
+        return repl_main(backend, dtype, start)
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "compile":

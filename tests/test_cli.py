@@ -389,13 +389,27 @@ def test_a_second_file_is_named_as_one_too_many(tmp_path, argv):
     assert err.splitlines()[-1] == "goat %s: error: one FILE at a time (also given: b.mg)" % cmd
 
 
-def test_a_file_given_to_the_repl_says_how_to_run_or_load_it(tmp_path):
-    """Found by a breaker: goat repl d.mg had said argparse's 'unrecognized arguments: d.mg'."""
-    status, out, err = cli("repl", "d.mg", cwd=str(tmp_path))
+def test_a_file_given_to_the_repl_runs_into_the_session_first(tmp_path):
+    """goat repl FILE runs FILE's statements into the session, then reads the REPL's input
+    (as python -i does), --let setting its lets; a FILE that fails is shown, status 1."""
+    write(tmp_path, "d.mg", "let lr = 0.1\nlet w = [[1, 2]] * lr\nprint w\n")
+    status, out, err = cli("repl", "--let", "lr=0.5", "d.mg", stdin=b"w * 10\n",
+                           cwd=str(tmp_path))
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "[[0.5,   1]]" and lines[2] == "loaded d.mg: 3 statements"
+    assert lines[3:] == ["goat> w * 10", "tensor[1x2]", "[[ 5  10]]"]
+    status, out, err = cli("repl", "--let", "lx=2", "d.mg", stdin=b"w\n", cwd=str(tmp_path))
+    assert status == 1
+    assert out.splitlines()[0] == ("d.mg: error: cannot set lx: d.mg has no top-level let or "
+                                   "var lx = NUMBER (those holding a number: lr)")
+    assert "unknown name 'w'" in out
+    status, out, err = cli("repl", "d.mg", "e.mg", cwd=str(tmp_path))
     assert (status, out) == (1, "")
-    assert err.splitlines()[-1] == ("goat repl: error: goat repl takes no FILE (given: d.mg): "
-                                    "goat run d.mg runs it, and :load d.mg in the REPL reads "
-                                    "its statements into the session")
+    assert err.splitlines()[-1] == "goat repl: error: one FILE at a time (also given: e.mg)"
+    status, out, err = cli("repl", "--let", "lr=1", stdin=b"", cwd=str(tmp_path))
+    assert status == 1 and err.splitlines()[-1] == (
+        "goat repl: error: --let sets a top-level let of a FILE: goat repl --let lr=... FILE")
 
 
 def test_an_empty_path_for_a_programs_text_is_the_default_name():

@@ -662,6 +662,21 @@ class Repl:
         else:
             print_formatted_text(text, end="", output=self.prompt.output)
 
+    def load_first(self, path, lets=None):
+        """goat repl FILE: the file run into the session before the first prompt, as python
+        -i runs a script (``lets``: goat repl --let); an error in it is shown, and the
+        session starts without it."""
+        try:
+            results = self.session.load(path, lets)
+        except GoatError as e:
+            self.write(e.render() + "\n", "error")
+            return
+        except KeyboardInterrupt:
+            self.write("interrupted; %s was taken back\n" % path, "error")
+            return
+        self.write("loaded %s: %d statement%s\n" % (path, len(results),
+                                                   "" if len(results) == 1 else "s"), "note")
+
     # ------------------------------------------------------------------ the loop
     def loop(self) -> int:
         if self.out is None:
@@ -995,24 +1010,29 @@ class PipedRepl(Repl):
         return 1 if self.failed else 0
 
 
-def main_piped(lines, out, backend: str = "numpy", dtype: str = "f64") -> int:
-    """The REPL over ``lines`` (standard input that is not a terminal), writing to ``out``."""
+def main_piped(lines, out, backend: str = "numpy", dtype: str = "f64", start=None) -> int:
+    """The REPL over ``lines`` (standard input that is not a terminal), writing to ``out``;
+    ``start``: (FILE, lets) to run into the session first."""
     try:
         repl = PipedRepl(lines, out, backend=backend, dtype=dtype)
     except GoatError as e:
         sys.stderr.write("goat repl: error: %s\n" % e.message)
         return 1
+    if start is not None:
+        repl.load_first(*start)
     return repl.loop()
 
 
-def main(backend: str = "numpy", dtype: str = "f64") -> int:
+def main(backend: str = "numpy", dtype: str = "f64", start=None) -> int:
     """Start the REPL on the terminal, with the array back end ``backend`` in precision
-    ``dtype``."""
+    ``dtype``; ``start``: (FILE, lets) to run into the session first (goat repl FILE)."""
     try:
         repl = Repl(backend=backend, dtype=dtype)
     except GoatError as e:
         sys.stderr.write("goat repl: error: %s\n" % e.message)
         return 1
+    if start is not None:
+        repl.load_first(*start)
     return repl.loop()
 
 

@@ -499,11 +499,15 @@ class Session:
             layout = member[3]
         return member[2]
 
-    def load(self, path: str) -> list:
-        """Run a whole file into the session: checked whole first, taken back whole on error."""
-        from ..api import read_source
+    def load(self, path: str, lets: dict | None = None) -> list:
+        """Run a whole file into the session: checked whole first, taken back whole on error.
+        ``lets``: numbers for its top-level lets, as goat run --let gives them."""
+        from ..api import give_lets, read_source
         source = read_source(path)
         module = parse(source)
+        errors = give_lets(module, lets or {})
+        if errors:
+            raise errors[0]
         with self.exclusive():
             return self._load(module)
 
