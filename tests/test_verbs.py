@@ -4,12 +4,13 @@ Values against NumPy written here (and PyTorch when installed); derivatives agai
 finite differences."""
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
 import pytest
 
-from conftest import error, run
+from conftest import compiled_numbers, error, run
 from test_grad import lit
 from test_grad_program import fd
 
@@ -77,6 +78,30 @@ def test_sample_rows_follows_the_probabilities_and_the_seed():
         freq = np.bincount(draws[:, 0].astype(int), minlength=4) / draws.shape[0]
         np.testing.assert_allclose(freq, [0.2, 0.5, 0.0, 0.3], atol=0.015)
         assert freq[2] == 0.0                      # a zero weight is never drawn
+
+
+def test_sample_rows_takes_the_first_column_whose_running_sum_exceeds_the_draw(tmp_path):
+    """The rule as documented, written in NumPy: u = rand's cell r, the first column whose
+    running sum exceeds u times the sum -- where a running sum equals it exactly, the next
+    column (with the weights [u, 0, 1 - u], not column 0 and not the empty column 1), here
+    and compiled; a policy gradient's log p[sampled] differentiates through p alone."""
+    (u,) = run("print rand(tensor[1x1], 7)\n")
+    u = float(u[0, 0])
+    p = np.array([[u, 0.0, 1.0 - u]])
+    assert (p[0, 0] + p[0, 1]) + p[0, 2] == 1.0          # the threshold is u exactly
+    c = np.cumsum(p, axis=-1)
+    want = int(np.argmax(c > u * c[0, -1]))
+    src = "let p = %s\nprint sample_rows(p, 7)\n" % lit(p)
+    (got,) = run(src)
+    assert int(got[0, 0]) == want == 2
+    if importlib.util.find_spec("llvmlite") is not None:
+        (tmp_path / "p.mg").write_text(src)
+        assert compiled_numbers(tmp_path) == [[2.0]]
+    (g,) = run("let p = [[0.2, 0.5, 0.3]]\nprint grad(log(p[0, sample_rows(p, 3)[0, 0]]), p)\n")
+    k = int(run("print sample_rows([[0.2, 0.5, 0.3]], 3)\n")[0][0, 0])
+    want = np.zeros((1, 3))
+    want[0, k] = 1 / [0.2, 0.5, 0.3][k]
+    np.testing.assert_allclose(g, want, rtol=1e-15)
 
 
 # ---------------------------------------------------------------- nn's verbs

@@ -1682,7 +1682,9 @@ def _sample_rows(be):
                           % (r, ", ".join(format_number(v) for v in rows[r][:6].tolist())
                              + (", ..." if rows.shape[1] > 6 else "")))
         be.require(~bad.any(), fail)
-        k = xp.sum(c < u * c[:, -1:], axis=-1, keepdims=True)
+        # the first running sum that exceeds u times the sum (so never a column of weight 0,
+        # even at u = 0, as torch.multinomial never draws one)
+        k = xp.sum(c <= u * c[:, -1:], axis=-1, keepdims=True)
         k = xp.minimum(k, p.shape[-1] - 1)
         return k.astype(be.dtype).reshape(tuple(p.shape[:-1]) + (1,))
     return run
@@ -1700,8 +1702,10 @@ register(Op(name="sample_rows", checks_values=True,
             signature="sample_rows(p: NxC, seed) -> Nx1",
             doc="for each row, a column drawn with probability proportional to p (weights "
                 "that need not sum to 1): the first column whose running sum exceeds u times "
-                "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed)",
+                "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed) (never a "
+                "column of weight 0); it only chooses columns, so grad follows p[.., "
+                "sample_rows(p, s)] through p, not the indices",
             shape=lambda p, seed: (_rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
                                    or tuple(p[:-1]) + (1,)),
             evaluate=_sample_rows, tags=("random", "indices"), lowering=lower.sample_rows,
-            static_check=_sample_rows_seed))
+            static_check=_sample_rows_seed, chooses=(0, 1)))

@@ -3971,6 +3971,12 @@ _FUNCTION_HABITS = {
     "sgd": "there is no SGD function: write w -= lr * g (optim.adamw is AdamW)",
     "linear": "write x @ w + b", "dense": "write x @ w + b",
     "permutation": "write randperm(N, seed) (a random order of 0 to N-1)",
+    "topk": "write argsort(-x)[..., 0:k] (the columns of the k largest of each row, largest "
+            "first) and take them, x[i, idx]",
+    "multinomial": "write sample_rows(p, seed) (a column per row, drawn in proportion to p)",
+    "categorical": "write sample_rows(p, seed) (a column per row, drawn in proportion to p)",
+    "cumsum": "the running sum along the last axis of C cells is x @ (iota(tensor[CxC], 0) "
+              "<= iota(tensor[CxC], 1))",
     "shuffle": "write X[randperm(N, seed)] (X's N rows in a random order, a new one per seed)",
     "sort": "write x[argsort(x)] for a vector (argsort gives each row's sorting order)",
     "randn_like": "write randn(tensor[...], seed) with the shape",

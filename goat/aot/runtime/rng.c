@@ -364,7 +364,7 @@ void goat_sample_rows(double *out, const double *p, int64_t rows, int64_t cols,
         double c = 0.0;
         for (int64_t j = 0; j < cols; j++) {
             c = j ? c + row[j] : row[j];
-            count += c < threshold;
+            count += c <= threshold;    /* the first running sum that exceeds it */
         }
         out[r] = (double)(count < cols - 1 ? count : cols - 1);
     }
