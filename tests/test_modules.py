@@ -1,5 +1,6 @@
 """`import NAME`: where NAME.mg is found, what a module may hold, the errors a user meets, and
 the standard library installed from a wheel (not from the source tree)."""
+import io
 import os
 import shutil
 import subprocess
@@ -716,3 +717,21 @@ def test_a_modules_def_called_without_its_prefix_says_which_module(tmp_path):
         goat.run_file(str(tmp_path / "p.mg"))
     assert info.value.message == ("unknown function 'double'; the module helpers defines it: "
                                   "write helpers.double(...)")
+
+
+def test_a_modules_let_holding_a_size_sizes_a_type(tmp_path):
+    """A newcomer's: tensor[2, m.T] (a model's sizes kept in its module) as tensor[2, T] is
+    with a let of the program's own -- in a def's parameter too, and as a count."""
+    write(tmp_path, "cfg.mg", "let T = 4\nlet D = 3\nlet x = [1, 2]\n")
+    write(tmp_path, "p.mg", "import cfg\nprint zeros(tensor[2, cfg.T])\n"
+                            "def f(a: tensor[N, cfg.D]) = row_sum(a)\n"
+                            "print f(ones(tensor[2, cfg.D]))\n"
+                            "let y: tensor[cfg.T] = iota(tensor[cfg.T], 0)\nprint y\n"
+                            "print onehot([[1]], cfg.D)\n")
+    z, f, y, hot = goat.run_file(str(tmp_path / "p.mg"), stdout=io.StringIO())
+    assert z.shape == (2, 4) and f.tolist() == [[3], [3]] and y.tolist() == [0, 1, 2, 3]
+    assert hot.tolist() == [[0, 1, 0]]
+    write(tmp_path, "q.mg", "import cfg\nprint zeros(tensor[cfg.x])\n")
+    err = fails(tmp_path, "q.mg")
+    assert err[0] == ("q.mg:2: error: cfg.x is not a size: a module's let named in a type "
+                      "holds one whole number (let D = 32 in the module)")

@@ -78,6 +78,7 @@ _INDEXED = frozenset(("NAME", "RPAR"))
 _ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/="))
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")     # a name (IDENT: --let's, lets=')
+_SIZE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")  # N, model.D
 _INF = float("inf")
 # quotes that open a string goat does not take, and the quotes that may close it
 _QUOTES = {"'": "'", "\u201c": "\u201d\u201c\"", "\u2018": "\u2019\u2018'"}
@@ -217,7 +218,7 @@ def _dims_of(inner: str):
                 dims.append(_dim_number(part))
             elif part == "?":
                 dims.append(None)
-            elif _IDENT.fullmatch(part):
+            elif _SIZE_NAME.fullmatch(part):
                 dims.append(part)
             elif _size_expr(part) is not None:      # tensor[D, 4 * H]
                 dims.append(_size_expr(part))
@@ -232,7 +233,7 @@ def _dims_of(inner: str):
     if len(parts) > 1 and all(_X_PART.fullmatch(p) for p in parts):
         return tuple(None if p == "?" else _dim_number(p) if p[0] in "0123456789" else p
                      for p in parts)
-    if _IDENT.fullmatch(inner):
+    if _SIZE_NAME.fullmatch(inner):
         return (inner,)
     if not re.search(r"[A-Z0-9?)]\s*x\s*[A-Z0-9?(]", inner) and _size_expr(inner) is not None:
         # tensor[4 * H] (not the x form with arithmetic, tensor[2*3x4])

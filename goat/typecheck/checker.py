@@ -1451,6 +1451,15 @@ class Checker:
                 if d in KEYWORDS or d in TYPE_WORDS:
                     raise GoatError("'%s' is a reserved word and cannot name a size variable"
                                     % d, ann.loc)
+                if "." in d:            # tensor[B, model.D]: a module's let holding a size
+                    fixed = self._let_size(d, scope if scope is not None else self.top,
+                                           ann.loc)
+                    if fixed is None:
+                        raise GoatError("%s is not a size: a module's let named in a type holds "
+                                        "one whole number (let D = 32 in the module)" % d,
+                                        ann.loc)
+                    dims.append(fixed)
+                    continue
                 if not self._in_def(scope) or (self._sizes is not None
                                                and d not in self._sizes):
                     fixed = self._let_size(d, scope, ann.loc)
@@ -1570,6 +1579,8 @@ class Checker:
         it), else None when ``name`` is no let; GoatError for a let or var that cannot be a
         size."""
         binding = scope.find(name)[0] if scope is not None else None
+        if binding is None and "." in name and scope is not None:
+            binding = self._resolve(name, loc, scope)       # m.D: a module's let
         if binding is None and name in self.later:
             raise GoatError("the size %s is a let defined later, on line %d: define it before "
                             "the type that uses it" % (name, self.later[name]), loc)
