@@ -2076,3 +2076,20 @@ def test_a_call_of_another_size_notes_the_let_in_a_sizes_arithmetic():
     e = error("let H = 2\ndef f(x: tensor[N, H * 2]) = x\nprint f(zeros(tensor[3, 5]))\n")
     assert e.message == "argument x of f must have shape Nx4 (N = 3), got 3x5"
     assert e.notes == ("H * 2 in f's types is 4, from the let H on line 1",)
+
+
+@pytest.mark.parametrize("call, words", [
+    ("conv1d(x, w)", "goat has no convolution op: a kernel of width 3"),
+    ("pad(x, 1)", "write concat(concat(zeros(tensor[...]), x, axis)"),
+    ("unfold(x, 1, 3, 1)", "take the windows with a tensor of indices"),
+    ("topk(x, 2)", "write argsort(-x)[..., 0:k]"),
+    ("multinomial(x, 1)", "write sample_rows(p, seed)"),
+    ("permutation(5)", "write randperm(N, seed)"),
+    ("sort(x)", "write x[argsort(x)] for a vector"),
+    ("row_argmax(x)", "write argmax_rows(x)"),
+])
+def test_functions_of_other_libraries_say_what_goat_writes(call, words):
+    """Newcomers' reaches (PyTorch's and NumPy's names): each says goat's way."""
+    e = error("let x = [[1, 2]]\nlet w = x\nprint %s\n" % call)
+    assert e.message.startswith("unknown function '%s'; " % call.partition("(")[0])
+    assert words in e.message, e.message

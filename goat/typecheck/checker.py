@@ -3982,6 +3982,16 @@ _FUNCTION_HABITS = {
     "sgd": "there is no SGD function: write w -= lr * g (optim.adamw is AdamW)",
     "linear": "write x @ w + b", "dense": "write x @ w + b",
     "permutation": "write randperm(N, seed) (a random order of 0 to N-1)",
+    "conv1d": "goat has no convolution op: a kernel of width 3 over the time axis of h "
+              "(BxTxC, padded to T + 2 rows hp) is hp[:, 0:T] @ w0 + hp[:, 1:T + 1] @ w1 + "
+              "hp[:, 2:T + 2] @ w2 + b, each wk CxF (docs/language.md, Convolutions)",
+    "conv2d": "goat has no convolution op: write it as products of shifted slices "
+              "(docs/language.md, Convolutions)",
+    "pad": "write concat(concat(zeros(tensor[...]), x, axis), zeros(tensor[...]), axis)",
+    "unfold": "take the windows with a tensor of indices: h[:, iota(tensor[T, K], 0) + "
+              "iota(tensor[T, K], 1)] is BxTxKxC (docs/language.md, Convolutions)",
+    "einsum": "write @ (batched over leading axes), with swapaxes and reshape to line the "
+              "axes up",
     "topk": "write argsort(-x)[..., 0:k] (the columns of the k largest of each row, largest "
             "first) and take them, x[i, idx]",
     "multinomial": "write sample_rows(p, seed) (a column per row, drawn in proportion to p)",
