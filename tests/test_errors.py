@@ -1959,7 +1959,8 @@ def test_a_size_variable_read_as_a_value_points_to_size():
     e = error("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n    return tokens / T\n}\n"
               "print f([[1, 2]], [[1]])\n")
     assert (e.line, e.message) == (2, "unknown name 'T': T is a size in f's types, not a value; "
-                                      "size(tokens, 1) gives it as a number")
+                                      "size(tokens, 1) gives it as a number (and a slice may "
+                                      "end T cells after its start: x[:, k:T + k])")
     (y,) = run("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n"
                "    return tokens / size(tokens, 1)\n}\nprint f([[1, 2]], [[1]])\n")
     assert y.tolist() == [[0.5, 1.0]]

@@ -125,7 +125,9 @@ def resolve_shapes(program) -> dict:
             op = node.op
             real = op.n_values
             attrs = tuple(tuple(shapes[d.node.id][d.axis] if type(d) is RunDim else d
-                                for d in a) if type(a) is tuple else a for a in node.attrs)
+                                for d in a) if type(a) is tuple else
+                          shapes[a.node.id][a.axis] if type(a) is RunDim else a
+                          for a in node.attrs)
             try:
                 s = tuple(op.shape(*ins[:real], *attrs))
             except ShapeError as e:

@@ -184,7 +184,7 @@ def _has_run_attrs(attrs) -> bool:
             for d in a:
                 if type(d) is RunDim:
                     return True
-        elif type(a) is FileName:
+        elif type(a) is FileName or type(a) is RunDim:     # (a def's slice of length L)
             return True
     return False
 
@@ -461,6 +461,8 @@ class Evaluator:
             def resolve(a):
                 if type(a) is tuple:
                     return tuple(size(d) for d in a)
+                if type(a) is RunDim:
+                    return size(a)
                 if type(a) is FileName:     # an error in its name is the op's
                     return a.resolve([_field_number(be, values[real + k], node)
                                       for k in range(a.fields)])

@@ -1223,11 +1223,11 @@ def _narrow_shape(x, start, axis, length, what=None):
     if n is not None and n != 1:
         raise ShapeError("narrow's start must be a single number, got shape %s"
                          % format_shape(start))
-    if length < 0:
+    if type(length) is int and length < 0:
         raise ShapeError("narrow's length must be a whole number, 0 or more, got %s"
                          % format_huge(length))
     n = x[axis % r]
-    if type(n) is int and length > n:
+    if type(n) is int and type(length) is int and length > n:
         raise ShapeError(_narrow_too_long(length, n, axis % r, format_shape(x), what))
     out = list(x)
     out[axis % r] = length
@@ -1298,6 +1298,8 @@ def _narrow_static(values, shapes, attrs):
     what = attrs[2] if len(attrs) > 2 else None
     shape = shapes[0]
     n = shape[axis % len(shape)]
+    if type(length) is not int:         # a def's slice of a size variable's length, x[:, 0:L]
+        raise ValueError("its length is each call's")
     if type(n) is int and length > n:
         raise OpError(_narrow_too_long(length, n, axis % len(shape), format_shape(shape), what))
     if start is None:

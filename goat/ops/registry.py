@@ -107,10 +107,12 @@ class Op:
     def subst_attrs(self, attrs: tuple, subst: Callable) -> tuple:
         """``attrs`` with every shape attribute passed through ``subst`` (a def's size variables
         replaced by the sizes of one call)."""
+        from ..typecheck.shapes import SizeVar
         kinds = [kind for _, kind in self.params if kind != "value"]
-        # (an attribute past the written parameters, narrow's wording for a subscript, is kept)
-        return tuple(subst(a) if k == "type" else a
-                     for a, k in zip(attrs, kinds)) + tuple(attrs[len(kinds):])
+        # (an attribute past the written parameters, narrow's wording for a subscript, is kept;
+        # a whole number that is a size variable, a def's slice x[:, 0:L], is the call's size)
+        return tuple(subst(a) if k == "type" else subst((a,))[0] if isinstance(a, SizeVar)
+                     else a for a, k in zip(attrs, kinds)) + tuple(attrs[len(kinds):])
 
 
 class OpError(Exception):

@@ -736,7 +736,7 @@ class Builder:
         (:meth:`_defer`)."""
         shapes = [a.shape for a in args]
         if _unknown(shapes) or any(type(d) is RunDim for s in attrs if type(s) is tuple
-                                   for d in s):
+                                   for d in s) or any(type(s) is RunDim for s in attrs):
             return shape, check
         try:
             return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
@@ -2958,8 +2958,9 @@ class Checker:
         if self._sizes and name in self._sizes and not name.startswith("..."):
             pname, axis = self._sizes[name]
             raise GoatError("unknown name '%s': %s is a size in %s's types, not a value; "
-                            "size(%s, %d) gives it as a number" % (
-                                name, name, self._defining, pname, axis), e.loc)
+                            "size(%s, %d) gives it as a number (and a slice may end %s cells "
+                            "after its start: x[:, k:%s + k])" % (
+                                name, name, self._defining, pname, axis, name, name), e.loc)
         if name in _NAME_HABITS:
             raise GoatError("unknown name '%s': %s" % (name, _NAME_HABITS[name]), e.loc)
         raise GoatError("unknown name '%s'%s" % (name, _suggest(name, _visible(scope))), e.loc)
@@ -3588,12 +3589,38 @@ class Checker:
                     continue
                 start, span = b.const(0.0, item.loc), size
             # every step-th cell of the run lo to hi - 1, as NumPy's lo:hi:step takes them
-            length = -(-span // step)
+            length = span if step == 1 else -(-span // step)
             kind = "slice" if step == 1 else "span"
             parts.append((axis, start, length, (kind, named) if named else kind,
                           item.loc, step, span))
         kept.extend(range(len(items), r))
         return parts, kept, rows
+
+    def _size_var_end(self, hi):
+        """See :func:`_size_var_end_of`: in a def whose parameters bind sizes."""
+        if hi is None or not self._sizes:
+            return None
+        return _size_var_end_of(hi, self._sizes)
+
+    def _sized_slice(self, x, axis, item, sized, scope, b):
+        """``x[..., lo:L + lo]`` in a def, L a size variable: (start, L) -- the whole axis
+        (None, None) where that is x's own axis of size L from 0."""
+        name, rest = sized
+        lo = self.value(item.lo, scope, b) if item.lo is not None else b.const(0.0, item.loc)
+        off = self.value(rest, scope, b) if rest is not None else b.const(0.0, item.loc)
+        for bound, node in ((item.lo, lo), (rest, off)):
+            if bound is not None and cells(node.shape) != 1:
+                raise GoatError("a slice's bounds are numbers, got a value of shape %s"
+                                % format_shape(node.shape), bound.loc)
+        if _linear(lo) != _linear(off):
+            raise GoatError("a slice's length must be known before the run (or, in a def, be "
+                            "a size of its types): an end of %s plus a number is that many "
+                            "cells after the start only when the start is that number "
+                            "(x[:, 2:%s + 2], x[:, i:i + %s])" % (name, name, name), item.loc)
+        length = SizeVar(name)
+        if x.shape[axis] == length and known_number(lo) == 0:
+            return None, None               # h[:, 0:L] of h: tensor[N, L, D], the whole axis
+        return lo, length
 
     def _slice_step(self, item, scope, b) -> int:
         """A slice's step: 1 when left out; a whole number from 1 the program fixes."""
@@ -3809,7 +3836,12 @@ class Checker:
         the whole axis.  Bounds written as numbers are checked here (a negative one counts
         from the end of an axis whose size is known); a computed start is checked when it
         runs, and its end must be a fixed number of cells after it (x[i:i + 4],
-        x[k * B:(k + 1) * B]): the result's shape is known before the run."""
+        x[k * B:(k + 1) * B]): the result's shape is known before the run.  In a def, the end
+        may be a size variable's number of cells after the start (hp[:, 1:L + 1], h[:, 0:L]):
+        the length is that size, each call's."""
+        sized = self._size_var_end(item.hi) if step == 1 else None
+        if sized is not None:
+            return self._sized_slice(x, axis, item, sized, scope, b)
         lo = self.value(item.lo, scope, b) if item.lo is not None else None
         hi = self.value(item.hi, scope, b) if item.hi is not None else None
         for bound, node in ((item.lo, lo), (item.hi, hi)):
@@ -3866,6 +3898,20 @@ class Checker:
         if lo is None:
             lo = b.const(0.0, item.loc)
         return lo, int(length)
+
+
+def _size_var_end_of(e, sizes):
+    """(the size variable, the rest) of a slice's end written L, L + E or E + L, L one of
+    ``sizes`` and E free of them; else None."""
+    def sized(x):
+        return type(x) is ast.Name and x.name in sizes and not x.name.startswith("...")
+    if sized(e):
+        return e.name, None
+    if type(e) is ast.Binary and e.op == "+":
+        for s, rest in ((e.left, e.right), (e.right, e.left)):
+            if sized(s) and not (_uses(rest) & set(sizes)):
+                return s.name, rest
+    return None
 
 
 def _linear(node):
@@ -4082,17 +4128,16 @@ def _run_shape(shape, sources):
 def _remap_run_dims(attrs, m):
     """A def's shape attributes for one call: a size read from a node of the def's body when
     it runs (a RunDim) read from that node's copy, or the size the copy has before the run."""
+    def remap(d):
+        node = m(d.node.id, d.node)
+        size = None if isinstance(node, tuple) else node.shape[d.axis]
+        return size if type(size) is int else RunDim(node, d.axis)
     out = []
     for a in attrs:
         if type(a) is tuple and any(type(d) is RunDim for d in a):
-            dims = []
-            for d in a:
-                if type(d) is RunDim:
-                    node = m(d.node.id, d.node)
-                    size = None if isinstance(node, tuple) else node.shape[d.axis]
-                    d = size if type(size) is int else RunDim(node, d.axis)
-                dims.append(d)
-            a = tuple(dims)
+            a = tuple(remap(d) if type(d) is RunDim else d for d in a)
+        elif type(a) is RunDim:
+            a = remap(a)
         out.append(a)
     return tuple(out)
 
@@ -4105,6 +4150,8 @@ def _run_dim_sources(attrs):
             for d in a:
                 if type(d) is RunDim and d.node not in out:
                     out.append(d.node)
+        elif type(a) is RunDim and a.node not in out:     # a def's slice of length L
+            out.append(a.node)
     return out
 
 

@@ -1,0 +1,76 @@
+"""Slices whose length is a def's size variable -- hp[:, 1:L + 1], wpe[0:T] -- typed with
+that size (a convolution over any length, positions for any context), held to PyTorch's
+conv1d (when installed) and to NumPy; sizes known only when the call runs; compiled."""
+import importlib.util
+
+import numpy as np
+import pytest
+
+from conftest import compiled_numbers, error, run
+
+CONV = """def conv(h: tensor[N, L, C], w: tensor[3, C, F]) {
+    let pad = zeros(tensor[N, 1, C])
+    let hp = concat(concat(pad, h, 1), pad, 1)
+    return hp[:, 0:L] @ w[0] + hp[:, 1:L + 1] @ w[1] + hp[:, 2:L + 2] @ w[2]
+}
+"""
+
+
+def _numpy_conv(h, w):
+    hp = np.pad(h, ((0, 0), (1, 1), (0, 0)))
+    L = h.shape[1]
+    return sum(hp[:, k:k + L] @ w[k] for k in range(3))
+
+
+def test_a_convolution_over_any_length_is_typed_by_its_size_variable(tmp_path):
+    rng = np.random.default_rng(3)
+    h1, h2 = rng.standard_normal((2, 5, 3)), rng.standard_normal((1, 7, 3))
+    w = rng.standard_normal((3, 3, 2))
+    np.save(tmp_path / "h1.npy", h1)
+    np.save(tmp_path / "h2.npy", h2)
+    np.save(tmp_path / "w.npy", w)
+    src = CONV + """let h1: tensor[2x5x3] = load("h1.npy")
+let h2: tensor[?, ?, 3] = load("h2.npy")
+let w: tensor[3x3x2] = load("w.npy")
+print conv(h1, w)
+print conv(h2, w)
+print grad(sum(conv(h1, w) * conv(h1, w)), w)
+"""
+    y1, y2, g = run(src, str(tmp_path / "p.mg"))
+    np.testing.assert_allclose(y1, _numpy_conv(h1, w), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(y2, _numpy_conv(h2, w), rtol=1e-13, atol=1e-13)
+    torch = pytest.importorskip("torch")
+    wt = torch.tensor(w, requires_grad=True)
+    y = torch.nn.functional.conv1d(torch.tensor(h1).transpose(1, 2), wt.permute(2, 1, 0),
+                                   padding=1).transpose(1, 2)
+    np.testing.assert_allclose(y1, y.detach().numpy(), rtol=1e-13, atol=1e-13)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(g, wt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_positions_for_any_context_and_the_whole_axis(tmp_path):
+    src = """def embed(tokens: tensor[B, T], wpe: tensor[P, C]) = wpe[0:T] + zeros(tensor[B, T, C])
+def first(h: tensor[N, L]) = h[:, 0:L]
+let wpe = [[1, 2], [3, 4], [5, 6], [7, 8]]
+print embed([[0, 0, 0]], wpe)
+print first([[1, 2, 3]])
+"""
+    e, f = run(src)
+    assert e.tolist() == [[[1, 2], [3, 4], [5, 6]]] and f.tolist() == [[1, 2, 3]]
+    if importlib.util.find_spec("llvmlite") is not None:
+        (tmp_path / "p.mg").write_text(src)
+        assert compiled_numbers(tmp_path) == [[1, 2, 3, 4, 5, 6], [1, 2, 3]]
+    e = error(src + "print embed([[0, 0, 0, 0, 0]], wpe)\n")       # 5 positions of 4
+    assert "longer than axis 0 of 4x2" in e.message, e.message
+
+
+@pytest.mark.parametrize("body, words", [
+    ("h[:, 1:L]", "a slice's length must be known before the run (or, in a def, be a size of "
+                  "its types): an end of L plus a number is that many cells after the start only when the "
+                  "start is that number (x[:, 2:L + 2], x[:, i:i + L])"),
+    ("h[:, L:2]", "unknown name 'L': L is a size in g's types, not a value; size(h, 1) gives it "
+                  "as a number (and a slice may end L cells after its start: x[:, k:L + k])"),
+])
+def test_a_slice_whose_length_is_no_size_says_what_is_allowed(body, words):
+    e = error("def g(h: tensor[N, L]) = %s\nprint g([[1, 2, 3]])\n" % body)
+    assert e.message == words, e.message
