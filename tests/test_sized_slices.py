@@ -74,3 +74,21 @@ print first([[1, 2, 3]])
 def test_a_slice_whose_length_is_no_size_says_what_is_allowed(body, words):
     e = error("def g(h: tensor[N, L]) = %s\nprint g([[1, 2, 3]])\n" % body)
     assert e.message == words, e.message
+
+
+def test_a_name_of_the_body_that_hides_a_size_variable_is_that_name():
+    """A breaker's: a let, a parameter or a loop index named as a size variable is that
+    value in a slice's end, as anywhere in the body; an end written as a longer sum is seen
+    as the start plus L."""
+    src = """def f(x: tensor[M], p: tensor[L]) {
+  let L = 1
+  return x[0:L]
+}
+print f([1, 2, 3], [0, 0])
+def g(x: tensor[M], p: tensor[L], L: scalar) = x[L:L + 1]
+print g([1, 2, 3], [0, 0], 1)
+def h(x: tensor[M], p: tensor[L], s: scalar) = x[s + 1:L + s + 1]
+print h([1, 2, 3, 4, 5], [0, 0], 1)
+"""
+    f, g, h = run(src)
+    assert f.tolist() == [1] and g.tolist() == [2] and h.tolist() == [3, 4]

@@ -80,6 +80,21 @@ def test_sample_rows_follows_the_probabilities_and_the_seed():
         assert freq[2] == 0.0                      # a zero weight is never drawn
 
 
+def test_sample_rows_in_f32_compares_rands_f32_draw_and_its_seed_is_one_number():
+    """Breakers': in f32 the draw u is rand's f32 value (a row [u, 1 - u] never takes column
+    0, whose running sum is u times the sum exactly); a seed of two numbers is an error before
+    the run, as rand's is."""
+    import goat
+    src = ("let u = rand(tensor[8, 1], 99)\nlet p = concat(u, 1 - u, 1)\n"
+           "print row_sum(p) == 1\nprint sample_rows(p, 99)\n")
+    for dtype in ("f64", "f32"):
+        ones, k = goat.run_source(src, dtype=dtype)
+        assert ones.tolist() == [[1]] * 8 and k.tolist() == [[1]] * 8, dtype
+    e = error('print "a"\nprint sample_rows([[1, 2]], [1, 2])\n')
+    assert e.message == "the seed of sample_rows must be a single number, got shape 2"
+    assert e.loc.line == 2
+
+
 def test_sample_rows_takes_the_first_column_whose_running_sum_exceeds_the_draw(tmp_path):
     """The rule as documented, written in NumPy: u = rand's cell r, the first column whose
     running sum exceeds u times the sum -- where a running sum equals it exactly, the next

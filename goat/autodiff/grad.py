@@ -841,9 +841,9 @@ def _grad(builder, loss, wrt, names, loc):
             nodes = builder.program.nodes
             if _reaches(loss, w, nodes, stop=False):
                 raise GoatError("the loss depends on '%s' only through what chooses values (an "
-                                "if's or a where's condition, a loop's bounds, argsort's or "
-                                "argmax_rows' indices), which has no derivative, so its "
-                                "gradient would be zero everywhere"
+                                "if's or a where's condition, a loop's bounds, the indices "
+                                "argsort, argmax_rows or sample_rows give), which has no "
+                                "derivative, so its gradient would be zero everywhere"
                                 % name, loc)
             if _reaches(loss, w, nodes):
                 raise GoatError("the loss depends on '%s' only through stop_gradient, so its "

@@ -1669,6 +1669,9 @@ def _sample_rows(be):
         for d in p.shape[:-1]:
             n *= d
         u = rng.uniform(xp, (n, 1), rng.check_seed(_scalar(be, seed)))
+        if be.dtype != xp.float64:          # rand's draws as this precision gives them
+            u = xp.minimum(be.cast(u), xp.nextafter(xp.asarray(1, dtype=be.dtype),
+                                                    xp.asarray(0, dtype=be.dtype)))
         rows = p.reshape(n, p.shape[-1])
         c = xp.cumsum(rows, axis=-1)
         # the sum as the draw adds it, left to right: NaN fails both tests, and a sum that is
@@ -1692,6 +1695,14 @@ def _sample_rows(be):
     return run
 
 
+def _sample_rows_shape(p, seed):
+    _rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
+    if all(type(d) is int for d in seed) and cells(seed) != 1:
+        raise ShapeError("the seed of sample_rows must be a single number, got shape %s"
+                         % format_shape(seed))
+    return tuple(p[:-1]) + (1,)
+
+
 def _sample_rows_seed(values, shapes, attrs):
     """A seed written in the program that check_seed refuses is an error before the run; the
     weights are checked when it runs."""
@@ -1707,7 +1718,6 @@ register(Op(name="sample_rows", checks_values=True,
                 "the row's sum, u the row's uniform draw rand(tensor[Nx1], seed) (never a "
                 "column of weight 0); it only chooses columns, so grad follows p[.., "
                 "sample_rows(p, s)] through p, not the indices",
-            shape=lambda p, seed: (_rank_at_least("sample_rows", 1, "a tensor (rank 1 or more)")(p)
-                                   or tuple(p[:-1]) + (1,)),
+            shape=_sample_rows_shape,
             evaluate=_sample_rows, tags=("random", "indices"), lowering=lower.sample_rows,
             static_check=_sample_rows_seed, chooses=(0, 1)))

@@ -1597,7 +1597,9 @@ class Checker:
         if v is None:
             raise GoatError("%s is a value computed when the program runs, so it cannot be a "
                             "size: a type's sizes are known before; a let holding a whole number "
-                            "written in the program can (let %s = 32)" % (name, name), loc)
+                            "written in the program can (let %s = 32%s)" % (
+                                name, name.rpartition(".")[2],
+                                " in the module" if "." in name else ""), loc)
         if not (0 <= v <= 2 ** 53 and v == int(v)):     # (a NaN fails the first test)
             if 2 ** 53 < v < 1e21 and v == int(v):     # (inf and NaN fail the first test)
                 raise GoatError("the size %s is %d, too large to be a size (at most 2**53 = %d)"
@@ -3598,22 +3600,26 @@ class Checker:
         kept.extend(range(len(items), r))
         return parts, kept, rows
 
-    def _size_var_end(self, hi):
-        """See :func:`_size_var_end_of`: in a def whose parameters bind sizes."""
+    def _size_var_end(self, hi, scope):
+        """See :func:`_size_var_end_of`: in a def whose parameters bind sizes, a size
+        variable that no name of the body (a let, a parameter, a loop's index) hides."""
         if hi is None or not self._sizes:
             return None
-        return _size_var_end_of(hi, self._sizes)
+        sizes = {n for n in self._sizes if scope.find(n)[0] is None}
+        return _size_var_end_of(hi, sizes) if sizes else None
 
     def _sized_slice(self, x, axis, item, sized, scope, b):
         """``x[..., lo:L + lo]`` in a def, L a size variable: (start, L) -- the whole axis
         (None, None) where that is x's own axis of size L from 0."""
         name, rest = sized
         lo = self.value(item.lo, scope, b) if item.lo is not None else b.const(0.0, item.loc)
-        off = self.value(rest, scope, b) if rest is not None else b.const(0.0, item.loc)
-        for bound, node in ((item.lo, lo), (rest, off)):
+        off = b.const(0.0, item.loc)
+        for bound, node in [(item.lo, lo)] + [(t, self.value(t, scope, b)) for t in rest]:
             if bound is not None and cells(node.shape) != 1:
                 raise GoatError("a slice's bounds are numbers, got a value of shape %s"
                                 % format_shape(node.shape), bound.loc)
+            if bound is not item.lo:
+                off = b.op(OPERATORS["+"], (off, node), bound.loc)
         if _linear(lo) != _linear(off):
             raise GoatError("a slice's length must be known before the run (or, in a def, be "
                             "a size of its types): an end of %s plus a number is that many "
@@ -3841,7 +3847,7 @@ class Checker:
         x[k * B:(k + 1) * B]): the result's shape is known before the run.  In a def, the end
         may be a size variable's number of cells after the start (hp[:, 1:L + 1], h[:, 0:L]):
         the length is that size, each call's."""
-        sized = self._size_var_end(item.hi) if step == 1 else None
+        sized = self._size_var_end(item.hi, scope) if step == 1 else None
         if sized is not None:
             return self._sized_slice(x, axis, item, sized, scope, b)
         lo = self.value(item.lo, scope, b) if item.lo is not None else None
@@ -3903,17 +3909,23 @@ class Checker:
 
 
 def _size_var_end_of(e, sizes):
-    """(the size variable, the rest) of a slice's end written L, L + E or E + L, L one of
-    ``sizes`` and E free of them; else None."""
+    """(the size variable, the other terms) of a slice's end written as a sum with one term a
+    size variable L of ``sizes`` (L, L + E, s + 1 + L) and the others free of them; else
+    None."""
     def sized(x):
         return type(x) is ast.Name and x.name in sizes and not x.name.startswith("...")
-    if sized(e):
-        return e.name, None
-    if type(e) is ast.Binary and e.op == "+":
-        for s, rest in ((e.left, e.right), (e.right, e.left)):
-            if sized(s) and not (_uses(rest) & set(sizes)):
-                return s.name, rest
-    return None
+    terms, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if type(x) is ast.Binary and x.op == "+":
+            stack += (x.right, x.left)
+        else:
+            terms.append(x)
+    named = [t for t in terms if sized(t)]
+    rest = [t for t in terms if not sized(t)]
+    if len(named) != 1 or any(_uses(t) & set(sizes) for t in rest):
+        return None
+    return named[0].name, rest
 
 
 def _linear(node):
