@@ -1,17 +1,13 @@
 """Format strings for print (goat/interp/fmt.py): parsing with positions, every error message,
 and exact formatted text."""
-import importlib.util
-import io
 import math
 import struct
 import sys
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import goat
 from goat.interp.fmt import FormatSyntaxError, check_spec, format_value, parse_format
 from goat.interp.printer import format_number
 from goat.ops.registry import OpError
@@ -286,40 +282,3 @@ def test_finite_and_infinite_values_are_pythons(x, spec):
 def test_whole_numbers_are_pythons_ints(n, spec):
     x = float(n)
     assert format_value(x, spec) == format(int(x), spec)
-
-
-def _listed(x, spec):
-    """Python's own text of a nested list, each number by format(v, spec)."""
-    if np.ndim(x) == 0:
-        v = float(x)
-        return format(int(v), spec) if spec.endswith("d") else format(v, spec or "g")
-    return "[" + ", ".join(_listed(v, spec) for v in x) + "]"
-
-
-def test_a_field_of_several_numbers_prints_them_as_a_nested_list(tmp_path):
-    """print "ids {ids:d}": a field holding several numbers writes them as Python writes a
-    list, each by the field's spec (one number, of any rank, as before); compiled alike; an
-    assert's message too; a file name's field still holds one number."""
-    src = """let ids = [3, 5, 7]
-print "ids {ids:d} and {ids * 0.5}"
-let m = [[1, 2], [3, 4]]
-print "m = {m:.2f}; one {m[0, 1]}; cell {[[9]]}"
-print "empty {zeros(tensor[0])} {zeros(tensor[2x0])}"
-"""
-    out = io.StringIO()
-    goat.run_source(src, stdout=out)
-    ids, m = np.array([3, 5, 7]), np.array([[1, 2], [3, 4]])
-    want = ("ids %s and %s\nm = %s; one 2; cell 9\nempty [] [[], []]\n"
-            % (_listed(ids, "d"), _listed(ids * 0.5, ""), _listed(m, ".2f")))
-    assert out.getvalue() == want
-    if importlib.util.find_spec("llvmlite") is not None:
-        (tmp_path / "p.mg").write_text(src)
-        from conftest import goat_run_in
-        r = goat_run_in(tmp_path, "--aot")
-        assert r.returncode == 0 and r.stdout == want, r.stderr
-    with pytest.raises(goat.GoatError) as info:
-        goat.run_source('let m = [[1, 2]]\nassert sum(m) < 2, "m was {m}"\n')
-    assert info.value.message == "m was [[1, 2]]"
-    with pytest.raises(goat.GoatError) as info:
-        goat.run_source('let v = [1, 2]\nsave(v, "w_{v}.npy")\n')
-    assert "must hold a single number, but this value has shape 2" in info.value.message

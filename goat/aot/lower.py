@@ -628,16 +628,8 @@ class Lowering:
             node, spec, loc = part
             loc, notes = _site(effect, loc)
             shape = self.shapes[node.id]
-            if K.cells(shape) != 1 and name:
+            if K.cells(shape) != 1:
                 self.fail(b, field_shape_message(shape), loc, notes)
-                continue
-            if K.cells(shape) != 1:     # print "ids {ids:d}": [3, 5, 7]
-                many = self.runtime("goat_format_array", self.void,
-                                    [buf.type, self.dp, self.i64, self.i64.as_pointer(),
-                                     self.i8p, self.i8p])
-                b.call(many, [buf, self.get(b, node.id), self.i64(len(shape)),
-                              self.dims(b, shape), self.cstring(b, spec or ""),
-                              self.site(b, loc, notes)])
                 continue
             x = b.load(self.get(b, node.id))
             if name and not spec:

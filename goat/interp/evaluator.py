@@ -850,7 +850,7 @@ class Evaluator:
     def _format(self, effect, parts, vals, name=False):
         """The text of a format string's ``parts`` with the values in ``vals`` (of a file
         name, ``name``: a field without a spec writes a whole number's every digit)."""
-        from .fmt import format_array, format_value
+        from .fmt import format_value
         pieces = []
         for part in parts:
             if isinstance(part, str):
@@ -858,12 +858,9 @@ class Evaluator:
                 continue
             node, spec, loc = part
             x = self.be.to_numpy(vals[node.id])
-            if x.size != 1 and name:
+            if x.size != 1:
                 raise GoatError(field_shape_message(x.shape), **_at(effect, loc))
             try:
-                if x.size != 1:         # print "ids {ids:d}": [3, 5, 7]
-                    pieces.append(format_array(x, spec))
-                    continue
                 pieces.append(format_value(float(x.reshape(())), spec, name))
             except OpError as e:
                 raise GoatError(e.message, **_at(effect, loc)) from None

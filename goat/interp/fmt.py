@@ -291,16 +291,6 @@ def format_name_number(x: float) -> str:
     return format_number(x)
 
 
-def format_array(x, spec: str | None) -> str:
-    """A ``{}`` field of a print or an assert's message holding several numbers
-    (``print "ids {ids:d}"``): the cells of ``x`` (a NumPy array) nested in brackets as
-    Python writes a list, each by :func:`format_value` -- ``[3, 5, 7]``, ``[[1, 2], [3,
-    4]]``, ``[]``.  The C runtime's goat_format_array is the same."""
-    if x.ndim == 0:
-        return format_value(float(x), spec)
-    return "[" + ", ".join(format_array(v, spec) for v in x) + "]"
-
-
 def format_value(x: float, spec: str | None, name: bool = False) -> str:
     """``x`` formatted by ``spec`` (None: C's ``%g``; in a file name, ``name``,
     :func:`format_name_number`).  Raises OpError."""

@@ -2337,7 +2337,7 @@ class Checker:
         return branch
 
     def _print_format(self, stmt, scope, b):
-        data = self._format_data(stmt.parts, scope, b, several=True)
+        data = self._format_data(stmt.parts, scope, b)
         self.program.add_effect(b.region, "format", None, stmt.loc, data)
         self.impure = True
         return None
@@ -2354,17 +2354,15 @@ class Checker:
             head = stmt.cond.loc
             data = ["assertion failed: " + head.source.text[head.start:head.end]]
         else:
-            data = self._format_data(stmt.parts, Scope(scope), b.sub(region), several=True)
+            data = self._format_data(stmt.parts, Scope(scope), b.sub(region))
         self.program.add_effect(region, "assert", None, stmt.loc, data)
         self.impure = True
         return self.program.new_node(b.region, BRANCH, None, (failed,), (), stmt.loc,
                                      value=(region, Region("if", b.region, stmt.loc)),
                                      attrs=(stmt.cond.loc, "an assert's condition"))
 
-    def _format_data(self, parts, scope, b, several=False):
-        """A format string's parts: text, and (node, spec, Loc) per field.  ``several``: a
-        field may hold several numbers (a print's, an assert message's: [3, 5, 7]); a file
-        name's holds one."""
+    def _format_data(self, parts, scope, b):
+        """A format string's parts: text, and (node, spec, Loc) per field."""
         data = []
         for part in parts:
             if isinstance(part, str):
@@ -2372,7 +2370,7 @@ class Checker:
                 continue
             node = self.value(part.expr, scope, b)
             cells = _cells(node.shape)
-            if cells is not None and cells != 1 and not several:
+            if cells is not None and cells != 1:
                 message = field_shape_message(node.shape)
                 if node.book is None or _cells(node.book) is not None:
                     raise GoatError(message, part.loc)

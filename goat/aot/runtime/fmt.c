@@ -657,22 +657,3 @@ void goat_format_value(goat_str *s, double x, const char *spec, const char *site
         return;
     }
 }
-
-void goat_format_array(goat_str *s, const double *x, int64_t rank, const int64_t *dims,
-                       const char *spec, const char *site)
-{
-    if (rank == 0) {
-        goat_format_value(s, *x, spec, site);
-        return;
-    }
-    int64_t inner = 1;
-    for (int64_t k = 1; k < rank; k++)
-        inner *= dims[k];
-    goat_str_append(s, "[", 1);
-    for (int64_t i = 0; i < dims[0]; i++) {
-        if (i)
-            goat_str_append(s, ", ", 2);
-        goat_format_array(s, x + i * inner, rank - 1, dims + 1, spec, site);
-    }
-    goat_str_append(s, "]", 1);
-}

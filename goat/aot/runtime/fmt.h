@@ -22,12 +22,6 @@ extern "C" {
  * has).  A spec check_spec would refuse fails with "invalid format spec ':SPEC'". */
 void goat_format_value(goat_str *s, double x, const char *spec, const char *site);
 
-/* Append a field holding several numbers (print "{ids:d}"): the cells of x (row-major, of
- * shape dims[0 .. rank)) nested in brackets, ", " between, each by goat_format_value --
- * "[3, 5, 7]", "[[1, 2], [3, 4]]", "[]" -- exactly as goat.interp.fmt.format_array. */
-void goat_format_array(goat_str *s, const double *x, int64_t rank, const int64_t *dims,
-                       const char *spec, const char *site);
-
 /* Append x as a {} field without a spec in a save's or a load's file name: a whole number
  * below 2**53 in magnitude with all its digits ("1000001", "0" for -0), any other number as
  * "%g"; goat.interp.fmt.format_name_number's text. */
