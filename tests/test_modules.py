@@ -735,3 +735,14 @@ def test_a_modules_let_holding_a_size_sizes_a_type(tmp_path):
     err = fails(tmp_path, "q.mg")
     assert err[0] == ("q.mg:2: error: cfg.x is not a size: a module's let named in a type "
                       "holds one whole number (let D = 32 in the module)")
+
+
+def test_a_failed_import_is_one_error_and_its_names_in_types_none(tmp_path):
+    """A breaker's: after an import that fails, tensor[cfgv.T] (and p: cfgv.theta) added
+    'unknown module' errors of their own; the names a failed statement would define are
+    silent, in types as in values."""
+    write(tmp_path, "p.mg", "import cfgv\nprint cfgv.T\nprint zeros(tensor[2, cfgv.T])\n"
+                            "def f(a: tensor[N, cfgv.T]) = a\ndef g(p: cfgv.theta) = p\n")
+    err = fails(tmp_path, "p.mg")
+    assert err[0].startswith("p.mg:1: error: cannot find module 'cfgv'")
+    assert not any("unknown module" in line for line in err), err

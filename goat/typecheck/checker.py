@@ -4659,18 +4659,20 @@ def _uses(stmt) -> set:
             out |= _uses(s)
         for ret in stmt.ret if isinstance(stmt.ret, list) else [stmt.ret] * (stmt.ret is not None):
             out |= _uses(ret)
-        own = {d for p in stmt.params for d in p.type.dims if type(d) is str}
-        layouts = {p.type.layout for p in stmt.params if p.type.layout is not None}
-        return (out - {p.name for p in stmt.params} - own) | layouts
+        own = {d for p in stmt.params for d in p.type.dims if type(d) is str and "." not in d}
+        layouts = {p.type.layout.split(".")[0] for p in stmt.params if p.type.layout is not None}
+        read = {d.split(".")[0] for p in stmt.params for d in p.type.dims
+                if type(d) is str and "." in d}         # tensor[N, cfg.T]: the module cfg
+        return (out - {p.name for p in stmt.params} - own) | layouts | read
     out = set()
     stack = [stmt]
     while stack:
         x = stack.pop()
         t = type(x)
         if t is ast.TypeAnn:            # a let's size in a type: tensor[B, 1], tensor[4 * H]
-            if x.layout is not None:    # p: theta reads the params block theta
-                out.add(x.layout)
-            out.update(d for d in x.dims if type(d) is str)
+            if x.layout is not None:    # p: theta reads the params block theta (model.theta:
+                out.add(x.layout.split(".")[0])     # the module model)
+            out.update(d.split(".")[0] for d in x.dims if type(d) is str)   # (cfg.T: cfg)
             for d in x.dims:
                 if type(d) is SizeExpr:
                     out.update(d.names)
