@@ -731,6 +731,10 @@ def test_a_modules_let_holding_a_size_sizes_a_type(tmp_path):
     z, f, y, hot = goat.run_file(str(tmp_path / "p.mg"), stdout=io.StringIO())
     assert z.shape == (2, 4) and f.tolist() == [[3], [3]] and y.tolist() == [0, 1, 2, 3]
     assert hot.tolist() == [[0, 1, 0]]
+    write(tmp_path, "n.mg", "import cfg\ndef f(a: tensor[B, cfg.T]) = a\nprint f([[1, 2, 3, 4, 5]])\n")
+    err = fails(tmp_path, "n.mg")
+    assert err[0] == "n.mg:3: error: argument a of f must have shape Bx4 (B = 1), got 1x5"
+    assert err[-1] == "note: cfg.T in f's types is 4, the let cfg.T on line 1 of cfg.mg"
     write(tmp_path, "q.mg", "import cfg\nprint zeros(tensor[cfg.x])\n")
     err = fails(tmp_path, "q.mg")
     assert err[0] == ("q.mg:2: error: cfg.x is not a size: a module's let named in a type "

@@ -1458,6 +1458,9 @@ class Checker:
                         raise GoatError("%s is not a size: a module's let named in a type holds "
                                         "one whole number (let D = 32 in the module)" % d,
                                         ann.loc)
+                    if self._param_lets is not None:    # (a call's error notes where it is)
+                        self._param_lets[d] = (fixed, self._resolve(
+                            d, ann.loc, scope if scope is not None else self.top).loc)
                     dims.append(fixed)
                     continue
                 if not self._in_def(scope) or (self._sizes is not None
