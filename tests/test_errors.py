@@ -269,7 +269,9 @@ X3 = "[[1, 2], [3, 4], [5, 6]]"
     ("print 7\nif row_sum(f([[1, 2], [3, 4]])) > 2 {\n  print 1\n}\n", 3,
      "an if condition must be a single number (one element), got shape 2x1"),
     ('print 7\nprint "{row_sum(f([[1, 2], [3, 4]]))}"\n', 3,
-     "a {} field of a format string must hold a single number, but this value has shape 2x1"),
+     "a {} field of a format string must hold a single number, but this value has shape 2x1; "
+     "to show every number, print the value on a line of its own (or one number of it: "
+     "{v[0]})"),
     # assigned to a var, plainly or with +=, in a loop
     ("var v = [[1, 2]]\nprint 7\nv = f(%s)\n" % X3, 4,
      "cannot assign a value of shape 3x2 to var 'v' of shape 1x2: a var keeps the shape it was "

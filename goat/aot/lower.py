@@ -629,7 +629,7 @@ class Lowering:
             loc, notes = _site(effect, loc)
             shape = self.shapes[node.id]
             if K.cells(shape) != 1:
-                self.fail(b, field_shape_message(shape), loc, notes)
+                self.fail(b, field_shape_message(shape, not name), loc, notes)
                 continue
             x = b.load(self.get(b, node.id))
             if name and not spec:

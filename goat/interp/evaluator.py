@@ -859,7 +859,7 @@ class Evaluator:
             node, spec, loc = part
             x = self.be.to_numpy(vals[node.id])
             if x.size != 1:
-                raise GoatError(field_shape_message(x.shape), **_at(effect, loc))
+                raise GoatError(field_shape_message(x.shape, not name), **_at(effect, loc))
             try:
                 pieces.append(format_value(float(x.reshape(())), spec, name))
             except OpError as e:

@@ -269,12 +269,14 @@ def _python_spec(spec: str) -> str:
     return spec
 
 
-def field_shape_message(shape) -> str:
+def field_shape_message(shape, printed: bool = False) -> str:
     """The error of a ``{}`` field (of a print, a save's or a load's name, an assert's
     message) whose value is not one number: the checker's, the interpreter's and goat compile
-    --aot's alike."""
+    --aot's alike.  ``printed``: a print's or an assert's field, where the value may be
+    printed whole instead."""
     return ("a {} field of a format string must hold a single number, but this value has "
-            "shape %s" % format_shape(shape))
+            "shape %s%s" % (format_shape(shape), "; to show every number, print the value on "
+                            "a line of its own (or one number of it: {v[0]})" if printed else ""))
 
 
 #: a whole number below this in magnitude is written with all its digits in a file name

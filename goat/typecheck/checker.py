@@ -2340,7 +2340,7 @@ class Checker:
         return branch
 
     def _print_format(self, stmt, scope, b):
-        data = self._format_data(stmt.parts, scope, b)
+        data = self._format_data(stmt.parts, scope, b, printed=True)
         self.program.add_effect(b.region, "format", None, stmt.loc, data)
         self.impure = True
         return None
@@ -2357,14 +2357,14 @@ class Checker:
             head = stmt.cond.loc
             data = ["assertion failed: " + head.source.text[head.start:head.end]]
         else:
-            data = self._format_data(stmt.parts, Scope(scope), b.sub(region))
+            data = self._format_data(stmt.parts, Scope(scope), b.sub(region), printed=True)
         self.program.add_effect(region, "assert", None, stmt.loc, data)
         self.impure = True
         return self.program.new_node(b.region, BRANCH, None, (failed,), (), stmt.loc,
                                      value=(region, Region("if", b.region, stmt.loc)),
                                      attrs=(stmt.cond.loc, "an assert's condition"))
 
-    def _format_data(self, parts, scope, b):
+    def _format_data(self, parts, scope, b, printed=False):
         """A format string's parts: text, and (node, spec, Loc) per field."""
         data = []
         for part in parts:
@@ -2374,7 +2374,7 @@ class Checker:
             node = self.value(part.expr, scope, b)
             cells = _cells(node.shape)
             if cells is not None and cells != 1:
-                message = field_shape_message(node.shape)
+                message = field_shape_message(node.shape, printed)
                 if node.book is None or _cells(node.book) is not None:
                     raise GoatError(message, part.loc)
                 b.defer(message, part.loc)      # the book's type leaves it open: when it runs
