@@ -759,6 +759,21 @@ def test_a_loop_bound_written_as_a_fraction_is_found_before_anything_runs():
             result.message == "a range is written with two dots: 0..3 (three read as .. .3)")
 
 
+def test_a_loop_bound_the_programs_lets_fix_is_checked_before_anything_runs(tmp_path):
+    """A newcomer's: 0..N / B with N = 96 and B = 20 passed goat check and stopped the run
+    after a save; lets and arithmetic on them (a module's too) fix the bound before."""
+    for src, shown in (("let a = 10\nlet b = 3\nprint 1\nfor j in 0..a / b {\n  print j\n}",
+                        "3.33333 (3.3333333333333335)"),
+                       ("import cfg\nprint 1\nfor j in 0..cfg.N / cfg.B {\n  print j\n}",
+                        "4.8 (4.7999999999999998)")):
+        (tmp_path / "cfg.mg").write_text("let N = 96\nlet B = 20\n")
+        result, text = run_out(src, str(tmp_path / "p.mg"))
+        assert isinstance(result, goat.GoatError) and text == ""
+        assert result.message == "a loop bound must be a whole number, got " + shown
+    (ok,) = run("let a = 12\nlet b = 3\nvar n = 0\nfor j in 0..a / b {\n  n += 1\n}\nprint n")
+    assert ok == 4
+
+
 def test_a_loop_bound_beyond_2_to_the_53_is_an_error():
     e = error("for i in 9007199254740990..9007199254740994 { print i }")
     assert e.message.startswith("a loop bound must be a whole number from -9007199254740992 to "

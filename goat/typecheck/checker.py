@@ -2206,12 +2206,15 @@ class Checker:
             raise GoatError(message, loc)
 
     def _whole_bound(self, node, loc):
-        """A loop bound written as a number is checked now, not when the loop runs."""
+        """A loop bound the program's numbers fix (written, or lets and arithmetic on them:
+        0..N / B) is checked now, not when the loop runs."""
         node = _unbound(node)
-        if node.kind == CONST and isinstance(node.value, float):
-            v = node.value
+        v = node.value if node.kind == CONST and isinstance(node.value, float) else (
+            known_number(node) if node.shape in ((), (1,), (1, 1)) else None)
+        if v is not None and v == v and abs(v) != float("inf"):
             if v != int(v):
-                raise GoatError("a loop bound must be a whole number, got %g" % v, loc)
+                raise GoatError("a loop bound must be a whole number, got %s%s" % (
+                    "%g" % v, "" if node.kind == CONST else " (%.17g)" % v), loc)
             if abs(v) > 2 ** 53:
                 from ..ops.rng import _format_seed
                 raise GoatError("a loop bound must be a whole number from -%d to %d (the loop "
