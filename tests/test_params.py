@@ -319,6 +319,7 @@ print first(theta)
 let h = model.halved(theta)
 print h.b
 """
+    src = src.replace("var m = zeros(model.theta)", "var m = zeros(theta)\nlet one = ones(m)")
     w, b, w0, first, hb = run(src, str(tmp_path / "p.mg"))
     x = np.array([[1, 2], [3, -1], [0.5, 0.5], [-2, 1]], dtype=float)
     y = np.array([[1], [0], [2], [-1]], dtype=float)
@@ -331,6 +332,9 @@ print h.b
     assert np.allclose(first, ww[0]) and np.allclose(hb, bb * 0.5)
     checked = goat.check_source(src, path=str(tmp_path / "p.mg"))
     assert checked.params["model.theta"]["b"] == (2, (1, 1))
+    # zeros(theta) of a var laid out as the module's block fills that layout (m.b reads)
+    (mb,) = run(src.split("for step")[0] + "print m.b + one.b\n", str(tmp_path / "p.mg"))
+    assert mb.tolist() == [[1]]
     (tmp_path / "p.mg").write_text(src)
     if importlib.util.find_spec("llvmlite") is not None:
         assert compiled_numbers(tmp_path) == [np.asarray(a).ravel().tolist() for a in

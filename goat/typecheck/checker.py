@@ -1809,6 +1809,8 @@ class Checker:
                         a.name if type(a) is ast.Name else None)
                 if kind == "type" and name in self.layout_types:
                     out.add(self.layout_types[name])
+                elif kind == "type" and type(a) is ast.Name:   # zeros(m), m laid out
+                    out |= self._layouts_in(a, scope)
             return out
         if "elementwise" in op.tags or "constant" in op.tags:   # exp(theta), stop_gradient
             out = set()
@@ -3320,6 +3322,12 @@ class Checker:
                 if type(a) is ast.Name and a.name in self.layout_types:
                     # zeros(theta): the shape of the params block theta's vector
                     a = ast.TypeArg(ast.TypeAnn((), a.loc, layout=a.name), a.loc)
+                elif type(a) is ast.Name and self.layout_types and op.count_type is None:
+                    # zeros(theta), theta a var laid out as model.theta: that layout
+                    layout = self._name_layout(a.name, scope) if scope.find(
+                        a.name.partition(".")[0])[0] is not None else None
+                    if layout is not None and self.layout_types.get(layout.name) is layout:
+                        a = ast.TypeArg(ast.TypeAnn((), a.loc, layout=layout.name), a.loc)
                 if (type(a) is ast.Name and scope.find(a.name)[0] is None
                         and a.name not in (self._sizes or ())):
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
