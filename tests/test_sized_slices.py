@@ -92,3 +92,11 @@ print h([1, 2, 3, 4, 5], [0, 0], 1)
 """
     f, g, h = run(src)
     assert f.tolist() == [1] and g.tolist() == [2] and h.tolist() == [3, 4]
+
+
+def test_an_open_slice_in_a_def_points_to_a_size_variables_end():
+    """A newcomer's: hp[:, 2:] in a def said to write both bounds as numbers, not the
+    sized end the reference gives."""
+    e = error("def f(h: tensor[N, L, D]) = h[:, 1:]\nprint f(ones(tensor[2, 3, 4]))\n")
+    assert e.message.endswith("; in a def, a slice may end a size variable's number of cells "
+                              "after its start: x[:, 2:L + 2]"), e.message

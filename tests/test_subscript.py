@@ -295,7 +295,8 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     ("def f(a: tensor[N, C]) = a[1:]",
      "the slice 1: needs the size of axis 0 of NxC, which is known only when the program runs "
      "(or a def is called): write both bounds as whole numbers from 0 (the result's sizes are "
-     "known before the run; goat's types have no N - 1)"),
+     "known before the run; goat's types have no N - 1); in a def, a slice may end a size "
+     "variable's number of cells after its start: x[:, 2:N + 2]"),
     ("def f(a: tensor[N, C]) = a[0:3]\nprint f(x)",
      "the slice of 3 cells is longer than axis 0 of 2x3, which has 2"),
     ("def f(a: tensor[N, C]) = a[:, 5]\nprint f(x)",

@@ -3886,7 +3886,13 @@ class Checker:
                     "the slice %s needs the size of axis %d of %s, which is known only when "
                     "the program runs (or a def is called): write both bounds as whole numbers "
                     "from 0 (the result's sizes are known before the run; goat's types have no "
-                    "N - 1)" % (written, axis, whole), item.loc)
+                    "N - 1)%s" % (written, axis, whole, (
+                        "; in a def, a slice may end a size variable's number of cells after "
+                        "its start: x[:, 2:%s + 2]" % (
+                            x.shape[axis].name if isinstance(x.shape[axis], SizeVar) else
+                            sorted(n for n in self._sizes if not n.startswith("..."))[0]))
+                        if [n for n in self._sizes or () if not n.startswith("...")]
+                        and self._in_def(scope) and step == 1 else ""), item.loc)
             a, z = int(vlo), int(vhi)
             if size is not None:
                 a, z = a + size if a < 0 else a, z + size if z < 0 else z
