@@ -342,6 +342,11 @@ print h.b
 
 
 @pytest.mark.parametrize("src, words", [
+    ("let x = [[1, 2]]\nlet y = [[1]]\nvar theta = model.theta\nfor s in 0..2 {\n"
+     "  let g = grad(model.loss(theta, x, y), model.theta)\n  theta = theta - 0.1 * g\n}\n",
+     "the loss does not depend on 'model.theta', so its gradient would be zero everywhere: a "
+     "module's value is not what a var taken from it holds (var theta = model.theta): name the "
+     "value the loss reads, grad(loss, theta)"),
     ("model.theta = zeros(model.theta)\n",
      "cannot assign to 'model.theta': a module's names cannot change; to train the module's "
      "params block, take its first value in a var of the program: var theta = model.theta"),

@@ -848,6 +848,11 @@ def _grad(builder, loss, wrt, names, loc):
             if _reaches(loss, w, nodes):
                 raise GoatError("the loss depends on '%s' only through stop_gradient, so its "
                                 "gradient would be zero everywhere" % name, loc)
+            if "." in name:         # grad(l, model.theta), the loss reading var theta
+                raise GoatError("the loss does not depend on '%s', so its gradient would be "
+                                "zero everywhere: a module's value is not what a var taken "
+                                "from it holds (var theta = %s): name the value the loss "
+                                "reads, grad(loss, theta)" % (name, name), loc)
             raise GoatError("the loss does not depend on '%s', so its gradient would be zero "
                             "everywhere: was the loss computed before %s got its current value "
                             "(compute it again after the assignment), or is %s not used in it?"
