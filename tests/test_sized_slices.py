@@ -100,3 +100,15 @@ def test_an_open_slice_in_a_def_points_to_a_size_variables_end():
     e = error("def f(h: tensor[N, L, D]) = h[:, 1:]\nprint f(ones(tensor[2, 3, 4]))\n")
     assert e.message.endswith("; in a def, a slice may end a size variable's number of cells "
                               "after its start: x[:, 2:L + 2]"), e.message
+
+
+def test_narrow_takes_a_size_variable_as_its_length(tmp_path):
+    """A newcomer's: narrow(hp, 1, 1, L) in a def, as hp[:, 1:L + 1] is written."""
+    src = ("def f(h: tensor[N, L]) {\n  let hp = concat(zeros(tensor[N, 1]), h, 1)\n"
+           "  return narrow(hp, 1, 1, L) + hp[:, 0:L]\n}\nprint f([[1, 2, 3]])\n"
+           "print f([[1, 2], [3, 4]])\n")
+    a, c = run(src)
+    assert a.tolist() == [[1, 3, 5]] and c.tolist() == [[1, 3], [3, 7]]
+    if importlib.util.find_spec("llvmlite") is not None:
+        (tmp_path / "p.mg").write_text(src)
+        assert compiled_numbers(tmp_path) == [[1, 3, 5], [1, 3, 3, 7]]

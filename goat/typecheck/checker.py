@@ -3384,6 +3384,11 @@ class Checker:
                 if count is not None:           # a let holding one, as a size may
                     attrs.append(count)
                     continue
+                if (type(a) is ast.Name and e.name == "narrow" and pname == "length"
+                        and self._sizes and a.name in self._sizes
+                        and not a.name.startswith("...") and scope.find(a.name)[0] is None):
+                    attrs.append(SizeVar(a.name))   # narrow(hp, 1, 2, L): each call's L
+                    continue
                 if type(a) is ast.Name and scope.find(a.name)[0] is None:
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
                 if type(a) is ast.Number:
