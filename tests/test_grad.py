@@ -60,6 +60,8 @@ OPS = {
     "swapaxes": (1, "swapaxes({0}, 0, -1)", lambda a: np.swapaxes(a, 0, -1),
                  lambda t, a: a.transpose(0, -1), "any"),
     "mean": (1, "mean({0})", np.mean, lambda t, a: a.mean(), "any"),
+    "max": (1, "max({0})", np.max, lambda t, a: t.amax(a), "any"),
+    "min": (1, "min({0})", np.min, lambda t, a: t.amin(a), "any"),
 }
 for _kind, _np, _t in (("sum", np.sum, "sum"), ("mean", np.mean, "mean"),
                        ("max", np.max, "amax"), ("min", np.min, "amin")):
@@ -149,6 +151,9 @@ def cases(draw, name):
         ax = -1 if name.startswith("row_") else -2
         s = np.sort(args[0], axis=ax)
         assume(s.shape[ax] == 1 or np.all(np.abs(np.diff(s, axis=ax)) > 1e-3))
+    if name in ("max", "min"):          # every cell: no two within finite differences' reach
+        s = np.sort(args[0], axis=None)
+        assume(s.size == 1 or np.all(np.diff(s) > 1e-3))
     target = None
     if name == "reshape":
         n = args[0].size
@@ -238,3 +243,17 @@ def test_grad_equals_torch_autograd(name):
         for g, t in zip(got, ts):
             np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=src)
     check()
+
+
+def test_max_and_min_of_every_cell_split_a_ties_gradient_as_torch_amax():
+    x = np.array([[1.0, 5.0, -2.0], [5.0, 0.0, 3.0]])
+    mx, mn, gmax, gmin = goat.run_source(
+        "let x = %s\nprint max(x)\nprint min(x)\nprint grad(max(x), x)\n"
+        "print grad(min(x + x), x)\n" % lit(x))
+    assert float(mx) == 5.0 and float(mn) == -2.0
+    assert gmax.tolist() == [[0, 0.5, 0], [0.5, 0, 0]]
+    assert gmin.tolist() == [[0, 0, 2], [0, 0, 0]]
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x, requires_grad=True)
+    torch.amax(t).backward()
+    assert t.grad.tolist() == gmax.tolist()

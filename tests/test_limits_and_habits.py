@@ -75,7 +75,8 @@ def test_a_device_is_not_read_as_a_program(tmp_path):
     ("let a = 7 // 2", "there is no integer division (//): write (a - a % b) / b"),
     ("let x = [[1]]\nprint x.T", "goat has no methods: write transpose(x)"),
     ("let x = [[1]]\nprint x.shape", "goat has no methods: a value's shape is its type"),
-    ("print max([[1, 2]])", "unknown function 'max'; write row_max(x) or col_max(x)"),
+    ("print max([[1, 2]], [[3, 4]])", "max takes 1 argument, got 2; max(x) is the largest "
+                                      "cell; maximum(a, b) elementwise"),
     ("print softmax([[1, 2]])", "write nn.softmax_rows(x) after import nn"),
     ("print len([[1, 2]])", "a value's sizes are part of its type"),
     ("print np.zeros(3)", "goat is not NumPy"),

@@ -401,10 +401,13 @@ def numpy_sum(k: Kernel, reduced, divide_by=None, lead=0):
 
 
 def whole_reduction(kind: str):
-    """sum(x), mean(x): x read as one row (as goat run reduces it), summed in NumPy's order."""
+    """sum(x), mean(x), max(x), min(x): x read as one row (as goat run reduces it), summed in
+    NumPy's order."""
     def lower(k: Kernel):
         n = cells(k.in_shapes[0])
         k.in_shapes = [(1, n)]
+        if kind in ("max", "min"):
+            return reduction(kind, -1)(k)
         numpy_sum(k, {1}, n if kind == "mean" else None)
     return lower
 

@@ -380,15 +380,19 @@ for _kind, _doc in (("sum", "sum"),
 
 
 def _whole(kind):
-    """sum(x) or mean(x): every cell of x reduced to a scalar -- the row reduction of x read
-    as one row (its cells in row-major order), so that the sum adds in NumPy's order for
-    x.sum() (pairwise over the contiguous cells) on every back end and compiled."""
+    """sum(x), mean(x), max(x) or min(x): every cell of x reduced to a scalar -- the row
+    reduction of x read as one row (its cells in row-major order), so that the sum adds in
+    NumPy's order for x.sum() (pairwise over the contiguous cells) on every back end and
+    compiled."""
     def evaluate(be):
         row = be.reducer(kind, -1)
         xp = be.xp
         return lambda x: row(xp.reshape(x, (1, -1))).reshape(())
 
     def vjp(d, g, out, x):
+        if kind in ("max", "min"):      # to the cells equal to it, ties split (torch.amax)
+            hit = d.mask("eq", x, out)
+            return (d.mul(hit, d.div(g, d.op("sum", hit))),)
         if kind == "mean":
             count = None
             for a in range(len(x.shape)):
@@ -400,13 +404,19 @@ def _whole(kind):
 
     register(Op(name=kind, arity=1, signature="%s(x) -> scalar" % kind,
                 doc="the %s of every cell of x, a scalar (NumPy's x.%s(); a loss to hand to "
-                    "grad, whatever x's rank)" % (kind, kind),
+                    "grad, whatever x's rank)%s" % (
+                        {"max": "largest", "min": "smallest"}.get(kind, kind), kind,
+                        "; IEEE 754-2019's, as row_%s: nan if any cell is nan; %s of no cells"
+                        % (kind, "-inf" if kind == "max" else "inf")
+                        if kind in ("max", "min") else ""),
                 shape=lambda s: (), evaluate=evaluate, tags=("reduction",), vjp=vjp,
                 lowering=lower.whole_reduction(kind)))
 
 
 _whole("sum")
 _whole("mean")
+_whole("max")
+_whole("min")
 
 
 def _transpose_shape(s):

@@ -4019,6 +4019,10 @@ _ARITY_HABITS = {
                 "along the one before it (each keeping it as size 1)",
     ("mean", 2): "; mean(x) averages every cell; row_mean(x) along the last axis, col_mean(x) "
                  "along the one before it (each keeping it as size 1)",
+    ("max", 2): "; max(x) is the largest cell; maximum(a, b) elementwise, row_max(x) along the "
+                "last axis, col_max(x) along the one before it",
+    ("min", 2): "; min(x) is the smallest cell; minimum(a, b) elementwise, row_min(x) along "
+                "the last axis, col_min(x) along the one before it",
 }
 # an argument named as PyTorch names it, where goat's parameters have other names: name ->
 # (the parameters that must exist, what to write)
@@ -4034,8 +4038,6 @@ _FUNCTION_HABITS = {
     "sum": "write sum(x) (every cell), row_sum(x) or col_sum(x)",
     "mean": "write mean(x) (every cell), row_mean(x) or col_mean(x)",
     "round": "write floor(x + 0.5) to round halves up",
-    "max": "write row_max(x) or col_max(x), or maximum(a, b) elementwise",
-    "min": "write row_min(x) or col_min(x), or minimum(a, b) elementwise",
     "softmax": "write nn.softmax_rows(x) after import nn",
     "log_softmax": "write nn.log_softmax(x) after import nn",
     "layer_norm": "write nn.layer_norm(x, g, t) after import nn",
