@@ -7,6 +7,7 @@ Every value is checked against an independent computation written here (plain Py
 NumPy doing the same float operations), never against goat's own earlier output.  Tests marked
 xfail(strict=True) assert the right behaviour where goat is wrong today: each names the bug.
 """
+import importlib.util
 import io
 import itertools
 import math
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 import goat
-from conftest import cli, error, run
+from conftest import cli, error, run, run_error_in
 from goat.interp.printer import format_number
 from goat.ops import rng
 from goat.repl.session import Session
@@ -1853,3 +1854,44 @@ print losses
     e = error("let X = zeros(tensor[4x2])\nfor k in 0..0 {\n    print X[k:k + 2] + "
               "zeros(tensor[3x2])\n}\n")
     assert e.message.startswith("cannot add shapes 2x2 and 3x2")
+
+
+def test_grad_through_a_loop_with_no_iteration_over_an_empty_var():
+    """A breaker's: with a grad in the program, the loop's copies (its tape and its reverse)
+    and a def's loop over an empty argument's size took the index they never take."""
+    src = """var x = zeros(tensor[0])
+let w = [2.0]
+for k in 0..0 { x[k] = w[0] }
+print grad(sum(x) + w[0], w)
+def f(x: tensor[N], w: tensor[1]) {
+  var y = x
+  for k in 0..size(x, 0) {
+    y[k] = w[0] * 2
+  }
+  return sum(y) + w[0]
+}
+print grad(f(zeros(tensor[0]), w), w)
+print grad(f(zeros(tensor[2]), w), w)
+"""
+    g0, g1, g2 = run(src)
+    assert g0.tolist() == [1] and g1.tolist() == [1] and g2.tolist() == [5]   # d/dw of w, 5w
+
+
+@pytest.mark.parametrize("bound, shown", [("1 / a", "inf"), ("0 / a", "-nan"),
+                                           ("a - 1 / a", "-inf")])
+def test_a_loop_bound_the_lets_make_infinite_or_nan_is_found_before_anything_runs(bound, shown):
+    result, text = run_out("let a = 0\nprint 1\nfor j in 0..%s { print j }\n" % bound)
+    assert isinstance(result, goat.GoatError) and text == ""
+    assert result.message == "a loop bound must be a whole number, got " + shown
+
+
+def test_a_loop_bound_that_shows_as_whole_says_every_digit(tmp_path):
+    """A breaker's: 2.0000001 (or f32's 15.000001) printed %g reads 2: the message adds every
+    digit, here and compiled."""
+    src = "let h = row_sum([[2.0000001, 0]])\nfor i in 0..h { print i }\n"
+    e = error(src)
+    assert e.message == "a loop bound must be a whole number, got 2 (2.0000000999999998)"
+    if importlib.util.find_spec("llvmlite") is not None:
+        first, _ = run_error_in(tmp_path, src, aot=True)
+        assert first.endswith("error: a loop bound must be a whole number, got 2 "
+                              "(2.0000000999999998)")

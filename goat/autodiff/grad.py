@@ -529,6 +529,9 @@ class _Pass:
         tpre = Region("pre", b.region, body.loc)
         tbody = Region("for", tpre, body.loc)
         tpre.inner.append(tbody)
+        dead = b.checker.dead_loops
+        if body in dead:            # a loop with no trip: its copies take no index either
+            dead.update((tbody,))
         mapping = {k: v for k, v in zip((p.id for p in params[1:]), inits)}
         fb = b.sub(tpre)
         fb.effects = False
@@ -563,6 +566,8 @@ class _Pass:
         bpre = Region("pre", b.region, body.loc)
         bbody = Region("for", bpre, body.loc)
         bpre.inner.append(bbody)
+        if body in dead:
+            dead.add(bbody)
         pb = b.sub(bpre)
         pb.effects = False
         pb.local = True                 # its copies are its own (as a branch's vjp's are)

@@ -246,7 +246,10 @@ def _bound(be, x, node, k):
                         "up to it, so %d may be %d + 1 rounded); got %.17g (write it as a "
                         "number, or run in f64)" % (limit, limit, limit, v), loc)
     if not math.isfinite(v) or v != int(v):
-        raise GoatError("a loop bound must be a whole number, got %s" % format_number(v), loc)
+        shown = format_number(v)
+        if math.isfinite(v) and float(shown) == int(float(shown)):     # 2.0000001 shows as 2
+            shown += " (%.17g)" % v
+        raise GoatError("a loop bound must be a whole number, got %s" % shown, loc)
     if abs(v) > MAX_BOUND:
         from ..ops.rng import _format_seed
         raise GoatError("a loop bound must be a whole number from -%d to %d (the loop index is "

@@ -872,6 +872,11 @@ class Builder:
         pre.inner.append(region)
         self.sub(pre)._copy_region(body.parent, mapping, env)
         self._copy_params(body, region, mapping, env)
+        lo, hi = (m(a.id, a) for a in n.args[:2])
+        first, end = known_number(lo), known_number(hi)
+        dead = self.checker.dead_loops
+        if body in dead or (first is not None and end is not None and first >= end):
+            dead.add(region)        # for k in 0..size(x, 0) of a call with x empty: no index
         self.sub(region)._copy_region(body, mapping, env)
         region.yields = [m(y.id, y) for y in body.yields]
         args = tuple(m(a.id, a) for a in n.args)
@@ -2213,7 +2218,19 @@ class Checker:
         node = _unbound(node)
         v = node.value if node.kind == CONST and isinstance(node.value, float) else (
             known_number(node) if node.shape in ((), (1,), (1, 1)) else None)
-        if v is not None and v == v and abs(v) != float("inf"):
+        if v is not None and node.kind != CONST:
+            # computed: an error before the run only where a --dtype f32 run fails too (0.1 *
+            # 3 * 10 is 3 in float32)
+            from .program import _fold
+            narrow = _fold(node, "f32")
+            if narrow is None or (narrow == narrow and abs(narrow) != float("inf")
+                                  and narrow == int(narrow)):
+                v = None
+        if v is not None and (v != v or abs(v) == float("inf")):
+            from ..interp.printer import format_number
+            raise GoatError("a loop bound must be a whole number, got %s" % format_number(v),
+                            loc)
+        if v is not None:
             if v != int(v):
                 raise GoatError("a loop bound must be a whole number, got %s%s" % (
                     "%g" % v, "" if node.kind == CONST else " (%.17g)" % v), loc)
