@@ -794,3 +794,13 @@ print big.inner.b
     e = error("import m2\nparams theta {\n  q = [1, 2]\n}\ndef f(p: m2.theta) = p.b\n"
               "print f(theta)\n", str(tmp_path / "p.mg"))
     assert "(the vector of params block m2.theta's members" in e.message, e.message
+
+
+@pytest.mark.parametrize("src, written", [
+    ("params theta {\n  w = [[1, 2]]\n  b = [3]\n}\nprint zeros(theta * 2)\n", "zeros(theta)"),
+    ("let x = [[1, 2, 3]]\nprint ones(x * 2)\n", "ones(tensor[1x3]) for the value's shape"),
+])
+def test_a_fill_given_an_expression_says_its_shape_or_its_layout(src, written):
+    """A breaker's: zeros(theta * 2) suggested zeros(tensor[2x3]), a placeholder."""
+    e = error(src)
+    assert e.message.endswith("got a value; write " + written), e.message

@@ -3374,6 +3374,22 @@ class Checker:
                             written = "%s(%s%s) for the shape of %s" % (
                                 e.name, format_type(shape),
                                 "".join(", ..." for _ in params[1:]), a.name)
+                    elif at == 0 and not op.count_type and type(a) in (ast.Binary, ast.Unary,
+                                                                        ast.Call, ast.Index):
+                        # zeros(theta * 2): the value's own shape (its layout's name, where
+                        # it has one), as for a name
+                        try:
+                            shape = self.value(a, scope, b).shape
+                        except GoatError:
+                            shape = None
+                        layout = self._expr_layout(a, scope) if shape is not None else None
+                        if layout is not None and tuple(shape) == (layout.size,) and \
+                                self.layout_types.get(layout.name) is layout:
+                            written = "%s(%s%s)" % (e.name, layout.name,
+                                                    "".join(", ..." for _ in params[1:]))
+                        elif shape is not None and all(type(d) is int for d in shape):
+                            written = "%s(%s%s) for the value's shape" % (
+                                e.name, format_type(shape), "".join(", ..." for _ in params[1:]))
                     raise GoatError("argument %s of %s must be a type such as tensor[2x3]%s, "
                                     "got %s; write %s"
                                     % (pname, e.name, " or a count written as a number (a "
