@@ -25,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import goat_runner, main as results_main, per_step, per_step_table  # noqa: E402
+from results import goat_runner, main as results_main, per_step, per_step_table, torch_f64  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -45,14 +45,10 @@ def _program():
 
 def torch_runner():
     """The same for the PyTorch model, or None without PyTorch."""
-    try:
-        import torch
-    except ImportError:
+    setup = torch_f64()
+    if setup is None:
         return None
-    torch.set_num_threads(1)
-    F = torch.nn.functional
-    dt = torch.float64
-    gen = torch.Generator().manual_seed(0)
+    torch, F, dt, gen = setup
     tokens = torch.tensor([1, 2, 3, 2, 3, 4])
     targets = torch.tensor([2, 3, 4, 3, 4, 0])
     mask = torch.triu(torch.full((3, 3), -1e9, dtype=dt), diagonal=1)

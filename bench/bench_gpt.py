@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results import goat_runner, main as results_main, per_step, per_step_table  # noqa: E402
+from results import goat_runner, main as results_main, per_step, per_step_table, torch_f64  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -41,14 +41,10 @@ def _training_only():
 
 def torch_runner():
     """The same for the PyTorch model, or None without PyTorch."""
-    try:
-        import torch
-    except ImportError:
+    setup = torch_f64()
+    if setup is None:
         return None
-    torch.set_num_threads(1)
-    F = torch.nn.functional
-    dt = torch.float64
-    gen = torch.Generator().manual_seed(0)
+    torch, F, dt, gen = setup
     text = torch.tensor([11, 5, 4, 0, 3, 2, 11, 0, 10, 2, 11, 0, 8, 7, 0, 11, 5, 4, 0, 6, 2,
                          11, 1, 0, 2, 0, 5, 4, 7, 0, 2, 11, 4, 0, 11, 5, 4, 0, 5, 2, 11, 1, 0,
                          11, 5, 4, 0, 9, 2, 11, 0, 9, 2, 7, 0, 11, 8, 0, 11, 5, 4, 0, 5, 4, 7,

@@ -106,6 +106,18 @@ def per_step_table(title: str, setup: str, step: str, measured) -> str:
     return "\n".join(lines) + "\n"
 
 
+def torch_f64():
+    """PyTorch set up as the per-step benchmarks compare with it -- one thread, float64, a
+    generator seeded 0: (torch, torch.nn.functional, torch.float64, the generator), or None
+    without PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch, torch.nn.functional, torch.float64, torch.Generator().manual_seed(0)
+
+
 def goat_runner(text: str, path: str):
     """A function evaluating the checked program ``text`` (read as ``path``) once on NumPy,
     returning its seconds (parse and check done once, here, outside the timing)."""

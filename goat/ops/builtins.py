@@ -1339,7 +1339,7 @@ def _narrow_backward(be, axis, target, what=None):
 # checks_at_run_time: its shape rule runs again for a def's call (length <= N, N a size
 # variable, is known only then) and when it runs (a ? size)
 register(Op(name="narrow", checks_values=True, static_check=_narrow_static,
-            checks_at_run_time=True,
+            checks_at_run_time=True, size_params=("length",),
             arity=4, params=(("x", "value"), ("axis", "int"), ("start", "value"),
                              ("length", "int")),
             signature="narrow(x, axis, start, length) -> x's shape, length cells on axis",

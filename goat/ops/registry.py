@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..typecheck.shapes import SizeVar
+
 
 @dataclass(frozen=True, eq=False)    # identity hash: ops are keys of hash-consing
 class Op:
@@ -91,6 +93,9 @@ class Op:
     # the op's value when its operands' shapes fix it, (shapes, attrs) -> a number or None:
     # the checker takes it as a number the program fixes (size(x, 0) as a let's size)
     static_value: Callable | None = None
+    # the "int" parameters a def's size variable may give, its value each call's (narrow's
+    # length: narrow(hp, 1, 1, L) in a def over x: tensor[N, L])
+    size_params: tuple = ()
 
     def __post_init__(self):
         if not self.params:
@@ -107,7 +112,6 @@ class Op:
     def subst_attrs(self, attrs: tuple, subst: Callable) -> tuple:
         """``attrs`` with every shape attribute passed through ``subst`` (a def's size variables
         replaced by the sizes of one call)."""
-        from ..typecheck.shapes import SizeVar
         kinds = [kind for _, kind in self.params if kind != "value"]
         # (an attribute past the written parameters, narrow's wording for a subscript, is kept;
         # a whole number that is a size variable, a def's slice x[:, 0:L], is the call's size)

@@ -3417,7 +3417,7 @@ class Checker:
                 if count is not None:           # a let holding one, as a size may
                     attrs.append(count)
                     continue
-                if (type(a) is ast.Name and e.name == "narrow" and pname == "length"
+                if (type(a) is ast.Name and pname in op.size_params
                         and self._sizes and a.name in self._sizes
                         and not a.name.startswith("...") and scope.find(a.name)[0] is None):
                     attrs.append(SizeVar(a.name))   # narrow(hp, 1, 2, L): each call's L
