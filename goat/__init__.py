@@ -13,6 +13,11 @@ __version__ = "0.1.0"
 
 from .diagnostics import GoatError, GoatErrors, GoatMemoryError  # noqa: E402
 
+# a traceback names them as a user imports them (goat.GoatError), as NumPy names its own
+for _cls in (GoatError, GoatErrors, GoatMemoryError):
+    _cls.__module__ = __name__
+del _cls
+
 _API = ("run_source", "run_file", "check_source", "check_file", "load", "execute",
         "compile_file")
 

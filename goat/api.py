@@ -52,7 +52,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from .diagnostics import GoatError, Loc, Source
+from .diagnostics import GoatError, GoatErrors, Loc, Source
 from .gpu import CHOICES, get_backend, resolve
 from .interp.evaluator import Evaluator
 from .lexer import ast
@@ -662,6 +662,31 @@ def _check_failure(stmt, e) -> GoatError:
                      stmt.loc)
 
 
+
+def _user_facing(fn):
+    """A public function whose :class:`GoatError` reaches the caller as the user's error, not
+    goat's: the traceback starts at this call (goat's own frames, which say nothing about
+    the program, are left out; an internal failure keeps them all), and the source excerpt
+    with its caret, which :meth:`GoatError.render` gives, is the exception's note (shown under
+    its message where Python prints a traceback: a notebook cell's uncaught error reads as
+    ``goat run``'s)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except GoatError as e:
+            if not getattr(e, "_noted", False):
+                e._noted = True
+                rest = e.render().split("\n", 1)
+                shown = rest[1] if len(rest) > 1 and type(e) is not GoatErrors else (
+                    e.render() if type(e) is GoatErrors else "")
+                if shown and hasattr(e, "add_note"):        # Python 3.11 and newer
+                    e.add_note(shown)
+            raise e.with_traceback(None)
+    return call
+
+
+@_user_facing
 def load(text, path: str = "<string>", timings: dict | None = None,
          lets: dict | None = None) -> Program:
     """Parse and check a program (``str``, or UTF-8 ``bytes``); the checked :class:`Program`
@@ -704,8 +729,12 @@ def check_lets(lets, fn: str) -> dict:
         if not IDENT.fullmatch(name):
             raise ValueError("goat.%s: lets' key %r is not a name" % (fn, name))
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError("goat.%s: lets[%r] must be a number, not %s"
-                            % (fn, name, _type_name(value)))
+            raise TypeError("goat.%s: lets[%r] must be a number, not %s%s"
+                            % (fn, name, _type_name(value), (
+                                " (an array goes in through inputs={\"%s.npy\": array}, "
+                                "which the program's load(\"%s.npy\") reads)" % (name, name)
+                                if hasattr(value, "shape") or isinstance(value, (list, tuple))
+                                else "")))
         try:
             number = float(value)
         except OverflowError:
@@ -829,9 +858,11 @@ def _load_now(source: Source, timings: dict | None = None, lets: dict | None = N
             timings["failed"] = "parse"     # the file could not be read: the parse failed
         raise
     program.given = tuple(sorted(lets.items())) if lets else ()
+    program.path = source.path
     return program
 
 
+@_user_facing
 def execute(program: Program, stdout=None, backend: str = "numpy", timings: dict | None = None,
             progress=None, threads: int = 1, dtype: str = "f64", inputs=None, outputs=None):
     """Run a checked program; returns what it printed: a NumPy float64 array per
@@ -970,9 +1001,10 @@ def _run(ev):
                         path=nodes[0].loc.source.path if nodes else None) from None
 
 
+@_user_facing
 def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "numpy",
                timings: dict | None = None, threads: int = 1, dtype: str = "f64",
-               inputs=None, outputs=None, lets: dict | None = None) -> list:
+               inputs=None, outputs=None, lets: dict | None = None, progress=None) -> list:
     """Check and run a program given as text (a ``str``, or UTF-8 ``bytes``).
 
     Returns one NumPy float64 array per ``print``, in order, at full precision (a ``str``,
@@ -991,7 +1023,9 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     of files) and ``outputs`` (a dict each ``save`` fills in place of a file): as for
     :func:`execute`.  ``lets`` (a dict of names to numbers, as ``goat run --let NAME=VALUE``
     gives them) replaces the number a top-level ``let NAME = NUMBER`` (or ``var``) holds
-    before the program is checked; a name that is no such let is a GoatError.
+    before the program is checked; a name that is no such let is a GoatError.  ``progress``
+    (True, or a :class:`goat.progress.Progress`) shows a bar on standard error for long
+    top-level loops, as for :func:`execute`.
 
     Raises GoatError for a problem in the program (one found while it runs carries what the
     program printed before it as ``.printed``, the list this function would have returned);
@@ -1005,15 +1039,17 @@ def run_source(text: str, path: str = "<string>", stdout=None, backend: str = "n
     _check_timings(timings, "run_source")
     threads = _check_threads(threads, "run_source")
     inputs, outputs = _check_files(inputs, outputs, "run_source")
+    progress = _check_progress(progress, "run_source")
     lets = check_lets(lets, "run_source")
     program = _load_text(text, path, timings, lets)
-    return _execute(program, stdout, backend, timings, None, threads, dtype,
+    return _execute(program, stdout, backend, timings, progress, threads, dtype,
                     inputs=inputs, outputs=outputs)
 
 
+@_user_facing
 def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = None,
              threads: int = 1, dtype: str = "f64", inputs=None, outputs=None,
-             lets: dict | None = None) -> list:
+             lets: dict | None = None, progress=None) -> list:
     """Like :func:`run_source`, reading the program from the file ``path`` (a ``str``,
     ``bytes`` or ``os.PathLike``; not an ``int`` file descriptor: TypeError)."""
     path = _file_path(path, "run_file")
@@ -1022,13 +1058,15 @@ def run_file(path, stdout=None, backend: str = "numpy", timings: dict | None = N
     _check_timings(timings, "run_file")
     threads = _check_threads(threads, "run_file")
     inputs, outputs = _check_files(inputs, outputs, "run_file")
+    progress = _check_progress(progress, "run_file")
     lets = check_lets(lets, "run_file")
     source = read_source(path)
     program = with_deep_stack(_load, source, timings, lets)
-    return _execute(program, stdout, backend, timings, None, threads, dtype,
+    return _execute(program, stdout, backend, timings, progress, threads, dtype,
                     inputs=inputs, outputs=outputs)
 
 
+@_user_facing
 def check_source(text: str, path: str = "<string>", lets: dict | None = None) -> Program:
     """Check a program without running it; the typed :class:`Program` (``.lets`` gives every
     let's node and so its ``.shape``; ``.deferred`` the errors the book finds only when the
@@ -1039,6 +1077,7 @@ def check_source(text: str, path: str = "<string>", lets: dict | None = None) ->
     return _load_text(text, path, None, lets)
 
 
+@_user_facing
 def check_file(path, lets: dict | None = None) -> Program:
     """Like :func:`check_source`, reading the program from the file ``path`` (as
     :func:`run_file` takes it)."""
@@ -1047,6 +1086,7 @@ def check_file(path, lets: dict | None = None) -> Program:
     return with_deep_stack(_load, read_source(path), None, lets)
 
 
+@_user_facing
 def compile_file(path, output=None, portable: bool = False, opt: int = 2,
                  emit_llvm: bool = False, timings: dict | None = None,
                  lets: dict | None = None) -> str:

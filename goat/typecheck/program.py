@@ -234,6 +234,38 @@ class Program:
         # the block's vector and the shape its cells are read in (row-major), in order -- what
         # a Python program needs to take a saved vector apart (theta.npy into PyTorch tensors)
         self.params: dict = {}
+        self.path: str | None = None    # the file it was read from, as errors name it
+
+    def __repr__(self) -> str:
+        """``<goat.Program train.mg: lets N, w; defs f; params theta>`` (a notebook shows it)."""
+        def names(xs):
+            xs = list(xs)
+            return ", ".join(xs[:8]) + (", ... (%d in all)" % len(xs) if len(xs) > 8 else "")
+        parts = [("lets and vars", self.lets), ("defs", self.defs), ("params", self.params)]
+        shown = "; ".join("%s %s" % (what, names(xs)) for what, xs in parts if xs)
+        return "<goat.Program %s%s>" % (self.path or "<string>", ": " + shown if shown else "")
+
+    def unflatten(self, block: str, vector) -> dict:
+        """The params block ``block``'s vector (as ``save(theta, "theta.npy")`` writes it, or
+        a ``save`` into the API's ``outputs``) taken apart: a dict of each member's name to
+        its cells in its declared shape (row-major views of ``vector``, in the block's order),
+        as PyTorch's ``state_dict`` holds a model's tensors.  KeyError for a name that is no
+        params block of the program; ValueError for a vector of another number of cells."""
+        import numpy as np
+        if block not in self.params:
+            raise KeyError("%r is not a params block of this program (it has %s)" % (
+                block, ", ".join(self.params) or "none"))
+        members = self.params[block]
+        flat = np.asarray(vector).reshape(-1)
+        size = 0
+        for offset, shape in members.values():
+            size = max(size, offset + int(np.prod(shape, dtype=np.int64)))
+        if flat.size != size:
+            raise ValueError("params block %s has %d cells, but the vector has %d (shape %s)"
+                             % (block, size, flat.size, "x".join(map(str, np.shape(vector)))
+                                or "scalar"))
+        return {name: flat[offset:offset + int(np.prod(shape, dtype=np.int64))].reshape(shape)
+                for name, (offset, shape) in members.items()}
 
     @property
     def effects(self) -> list:
