@@ -587,3 +587,28 @@ def test_a_var_the_loss_does_not_read_is_left_out_of_the_backward_pass():
     work = [region_cost(goat.check_source(t).main).flops for t in (plain, metric)]
     # the metric's own forward pass (50 steps of a 32x2 @ 2x32 product and the rest), once
     assert work[1] - work[0] < 50 * (2 * 2 * 32 * 32 + 3 * 32 * 32 + 40)
+
+
+@pytest.mark.parametrize("block", [
+    "for i in 0..2 {\n    let u = w2 * 2\n    acc += w1 * (i + 1)\n}\n",
+    "if 1 {\n    let u = w2 * 2\n    acc = acc * w1\n}\n",
+    "for i in 0..2 {\n    print w2\n    acc = acc * w1\n}\n",
+])
+def test_a_name_only_an_unread_let_of_a_block_takes_is_not_in_the_loss(block):
+    """Found by a breaker: w2, read only by a let nobody reads inside a loop or an if, was said
+    to reach the loss 'only through what chooses values'; the loss does not depend on it at
+    all, as it says for the same let outside a block."""
+    text = ("let w1 = [[1.0, 2]]\nlet w2 = [[3.0, 4]]\nvar acc = w1\n" + block
+            + "print grad(sum(acc), w1, w2)\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(text)
+    assert info.value.message.startswith("the loss does not depend on 'w2', so its gradient "
+                                         "would be zero everywhere")
+
+
+def test_a_name_a_loop_s_bound_reads_is_still_said_to_choose():
+    text = ("let n = [[2.0]]\nvar acc = [[1.0]]\nfor i in 0..n {\n    acc = acc * 2\n}\n"
+            "print grad(sum(acc), n)\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(text)
+    assert "only through what chooses values" in info.value.message

@@ -20,18 +20,21 @@ What it differentiates through:
 * an ``if``: a new ``if`` on the same condition whose branches recompute the taken branch's
   forward values and then their vector-Jacobian products (the forward branch's values are gone
   when it ends), yielding the cotangents of the values from outside the branch it read;
-* a ``for`` loop: backpropagation through time -- the loop run again keeping each
-  iteration's starting values on tapes, then a loop backwards through the iterations, each
-  recomputed from its tape row and differentiated (:meth:`_Pass.loop`).
+* a ``for`` loop: backpropagation through time -- the loop itself keeps each iteration's
+  starting values and its costly values (a matrix product's) on tapes, one row an iteration
+  (or, where it cannot, a copy of it does), then a loop runs backwards through the
+  iterations, each computing its cheap values again from its tape rows and differentiated
+  (:meth:`_Pass.loop`): the body runs once forward and once backward, as under PyTorch's
+  autograd.
 
 The cotangent of a value reached along several paths is the sum along them; a named value the
 loss does not depend on at all is an error (its gradient would be zero everywhere: a parameter
 left out, or a loss computed before the var's last assignment), and so is one it depends on
 only through ``stop_gradient`` (which says so); one it depends on through ``floor`` gets zeros
-where the ``floor`` is (its derivative is zero wherever it exists).  With respect to a value, the derivative is
-the total one: ``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through ``h`` as well.  A
-name passed to grad is a value of its own (see the checker's ``_own``), so equal values under
-other names are not differentiated with it.
+where the ``floor`` is (its derivative is zero wherever it exists).  With respect to a value,
+the derivative is the total one: ``grad(l, w, h)`` with ``h = f(w)`` gives ``dl/dw`` through
+``h`` as well.  A name passed to grad is a value of its own (see the checker's ``_own``), so
+equal values under other names are not differentiated with it.
 """
 from __future__ import annotations
 
@@ -41,8 +44,8 @@ import numpy as np
 
 from ..diagnostics import GoatError, frame_notes
 from ..ops.registry import REGISTRY, ZERO
-from ..typecheck.program import (ARG, BRANCH, CAST, GET, LOOP, OP, Region, loop_trips,
-                                 subregions)
+from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Region, known_number,
+                                 loop_trips, subregions)
 from ..typecheck.shapes import RunDim, cells, compatible, format_shape
 
 _ADD = REGISTRY["add"]
@@ -55,6 +58,7 @@ _STACK_SET = REGISTRY["stack_set"]
 _STACK_GET = REGISTRY["stack_get"]
 _TAPE_OPS = (_STACK_NEW, _STACK_SET, _STACK_GET)
 _STOP = REGISTRY["stop_gradient"]
+_NARROW_BACK = REGISTRY["narrow_backward"]
 
 
 class Emitter:
@@ -176,11 +180,14 @@ def _inputs(node, nodes):
     return tuple(own) + _flows_in(node, nodes)
 
 
-def _flows_in(node, nodes, roots=None) -> tuple:
+def _flows_in(node, nodes, roots=None, reads=None) -> tuple:
     """The outside values that a LOOP's or BRANCH's results are computed from: found by
     walking back from its regions' yields (``roots``: from these of them), so a value only a
     print or a save in the block reads (and what is computed for it) does not count; sorted
-    by id."""
+    by id.  ``reads(node)``: the values a node is computed from (default :func:`_inputs`,
+    those its value changes with)."""
+    if reads is None:
+        reads = lambda n: _inputs(n, nodes)       # noqa: E731
     if node.kind == LOOP:
         body = node.value
         regions = (body.parent, body)
@@ -203,13 +210,23 @@ def _flows_in(node, nodes, roots=None) -> tuple:
         if n.id not in mine:
             outside[n.id] = n
         elif n.kind != ARG:
-            stack.extend(_inputs(n, nodes))
+            stack.extend(reads(n))
     return tuple(outside[i] for i in sorted(outside))
 
 
 def _reaches(top, target, nodes, stop=True) -> bool:
     """Whether ``top`` is computed from ``target`` at all (through ``stop_gradient`` too;
     ``stop`` False: not through it)."""
+    def reads(n):
+        """Everything ``n`` is computed from: its arguments (a loop's bounds, an if's
+        condition too), and what a loop's or an if's results are computed from (not a value
+        only a let of the block nobody reads, a print or a save, takes)."""
+        if not stop and n.kind == OP and "constant" in n.op.tags:
+            return ()
+        if subregions(n):
+            return tuple(n.args) + _flows_in(n, nodes, reads=reads)
+        return n.args
+
     seen = set()
     stack = [top]
     while stack:
@@ -219,11 +236,7 @@ def _reaches(top, target, nodes, stop=True) -> bool:
         if n.id in seen or n.id < target.id:        # a node reads only earlier nodes
             continue
         seen.add(n.id)
-        if not stop and n.kind == OP and "constant" in n.op.tags:
-            continue
-        stack.extend(n.args)
-        for r in subregions(n):
-            stack.extend(nodes[i] for i in r.free_values())
+        stack.extend(reads(n))
     return False
 
 
@@ -288,10 +301,62 @@ class _Pass:
             old, g = g, old
         if made(g, _SPREAD) and old.shape == node.shape:
             g = g.args[0]
+        joined = self._join_parts(old, g, node)
+        if joined is not None:
+            self.ct[node.id] = joined
+            return
         if made(g, _NEGATE):
             self.ct[node.id] = self.b.op(_SUB, (old, g.args[0]), node.loc)
         else:
             self.ct[node.id] = self.b.op(_ADD, (old, g), node.loc)
+
+    def _parts(self, x, axis, target):
+        """``x`` as [(start, length, part)], when it is the sum of narrow_backward's (narrow's
+        vjp) that this pass made, along ``axis`` into ``target``, at starts the program fixes;
+        else None."""
+        if x.id < self.mark or x.kind != OP:
+            return None
+        if x.op is _ADD:
+            a = self._parts(x.args[0], axis, target)
+            b = a and self._parts(x.args[1], axis, target)
+            return a + b if b else None
+        if x.op is not _NARROW_BACK or x.attrs[:2] != (axis, target) or len(x.attrs) > 2:
+            return None
+        start = known_number(x.args[1])
+        length = x.args[0].shape[axis % len(target)]
+        if start is None or type(length) is not int:
+            return None
+        return [(int(start), length, x.args[0])]
+
+    def _join_parts(self, old, g, node):
+        """The cotangent ``old + g`` where both are a value's parts put back among zeros
+        (the parts split(x, 4, -1) takes, an LSTM's four gates, or a concat's two), and they
+        now tile one run of cells: the parts joined by concat (put among zeros only where the
+        run is not the whole axis) -- one pass over the value, not a zero-filled copy of it
+        per part and an addition per part.  None otherwise (the sum is an addition)."""
+        if g.id < self.mark or g.kind != OP or g.op is not _NARROW_BACK or len(g.attrs) > 2:
+            return None
+        axis, target = g.attrs[0], g.attrs[1]
+        if any(type(d) is not int for d in target):
+            return None
+        parts = self._parts(old, axis, target)
+        more = parts and self._parts(g, axis, target)
+        if not more:
+            return None
+        parts = sorted(parts + more, key=lambda p: p[0])
+        for (s0, l0, _), (s1, _, _) in zip(parts, parts[1:]):
+            if s0 + l0 != s1:
+                return None             # not yet one run (or overlapping): an addition
+        b = self.b
+        loc = node.loc
+        whole = parts[0][2]
+        for _, _, part in parts[1:]:
+            whole = b.op(REGISTRY["concat"], (whole, part), loc, (axis,))
+        start, length = parts[0][0], sum(p[1] for p in parts)
+        if start == 0 and length == target[axis % len(target)]:
+            return whole
+        return b.op(_NARROW_BACK, (whole, b.const(float(start), loc)), loc, (axis, target),
+                    shape=tuple(target), check=False)
 
     def run(self, seeds, targets):
         """Cotangents of the nodes in ``targets`` and of the outside nodes (a branch's leaves),
@@ -456,12 +521,15 @@ class _Pass:
         """The vjp of a for loop (backpropagation through time).  ``gs``: the cotangents of
         its results (the carried vars' final values), by index.
 
-        Two loops of as many iterations as the loop's (counted from 0, the bounds taken as
-        constants): the first runs the body again (its prints and saves left out), writing
-        the carried values each iteration starts from into tapes, one row an iteration
-        (stack_set); the second runs backwards, from the last iteration to the
+        The carried values each iteration starts from are written into tapes, one row an
+        iteration (stack_set): by the loop itself, which gains them as carried values
+        (:meth:`_tape_in_place`), or, where it cannot, by a copy of it of as many iterations
+        (counted from 0, the bounds taken as constants; its prints and saves left out).  A
+        loop then runs backwards, from the last iteration to the
         first: it reads the iteration's starting values from the tapes (stack_get), computes
-        the body's values again from them and then their cotangents, given the carried
+        the body's values again from them -- those the loop itself kept when costly
+        (:meth:`_tape_residuals`), read from their tapes -- and then their cotangents, given
+        the carried
         values' cotangents at the iteration's end -- which gives those at its start, carried
         to the iteration before -- and adds up the cotangents of the values from outside the
         loop that the body reads (the weights), carried too.  Only the carried vars the loss
@@ -517,50 +585,59 @@ class _Pass:
         count = b.op(REGISTRY["maximum"], (b.op(_SUB, (hi, lo), loc), zero), loc)
         trips = loop_trips(n.args[0], n.args[1])
         lead = int(trips) if trips is not None else None
-        # each tape its own array, written in place: its id attribute (the count of nodes
-        # when it is made) keeps hash-consing from making two tapes one, as it would for two
-        # vars that start from the same value (var a = h0, var b = h0)
-        tapes0 = [b.op(_STACK_NEW, (count, inits[k]), loc,
-                       (-1 if lead is None else lead, len(nodes)),
-                       shape=(lead,) + tuple(inits[k].shape), check=False) for k in taped]
-
-        # the loop again, keeping each iteration's starting values; a var it does not compute
-        # again stands for its initial value, which nothing it keeps reads
-        tpre = Region("pre", b.region, body.loc)
-        tbody = Region("for", tpre, body.loc)
-        tpre.inner.append(tbody)
         dead = b.checker.dead_loops
-        if body in dead:            # a loop with no trip: its copies take no index either
-            dead.update((tbody,))
-        mapping = {k: v for k, v in zip((p.id for p in params[1:]), inits)}
-        fb = b.sub(tpre)
-        fb.effects = False
-        fb._copy_region(pre, mapping, {})
-        fb = b.sub(tbody)
-        fb.effects = False
-        row = program.new_node(tbody, ARG, None, (), (), loc, what=params[0].what)
-        tbody.params.append(row)            # iteration 0, 1, ...: the tape's row
-        for k in carried:
-            p = params[k + 1]
-            mapping[p.id] = program.new_node(tbody, ARG, None, (), p.shape, p.loc, what=p.what)
-            tbody.params.append(mapping[p.id])
-        mapping[params[0].id] = fb.op(_ADD, (lo, row), loc)     # the loop's own index
-        tape_params = []
-        for t in tapes0:
-            p = program.new_node(tbody, ARG, None, (), t.shape, loc, what="tape")
-            tbody.params.append(p)
-            tape_params.append(p)
-        fb._copy_region(body, mapping, {})
-        written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
-                         shape=tp.shape, check=False) for k, tp in zip(taped, tape_params)]
-        tbody.yields = [mapping.get(body.yields[k].id, body.yields[k]) for k in carried] + written
-        _sweep(tpre, tbody, nodes)
-        tloop = program.new_node(b.region, LOOP, None,
-                                 (zero, count) + tuple(inits[k] for k in carried) + tuple(tapes0),
-                                 tuple(inits[k].shape for k in carried)
-                                 + tuple(t.shape for t in tapes0),
-                                 loc, value=tbody, via=n.via, attrs=n.attrs)
-        tapes = {k: b.get(tloop, len(carried) + j, tapes0[j].shape) for j, k in enumerate(taped)}
+        # the loop itself keeps each iteration's starting values, where it can (one run of
+        # the body fewer); else a copy of it does
+        tapes = self._tape_in_place(n, taped, count, lead, uid)
+        in_place = tapes is not None
+        if tapes is None:
+            # each tape its own array, written in place: its id attribute (the count of
+            # nodes when it is made) keeps hash-consing from making two tapes one, as it would
+            # for two vars that start from the same value (var a = h0, var b = h0)
+            tapes0 = [b.op(_STACK_NEW, (count, inits[k]), loc,
+                           (-1 if lead is None else lead, len(nodes)),
+                           shape=(lead,) + tuple(inits[k].shape), check=False) for k in taped]
+
+            # the loop again, keeping each iteration's starting values; a var it does not
+            # compute again stands for its initial value, which nothing it keeps reads
+            tpre = Region("pre", b.region, body.loc)
+            tbody = Region("for", tpre, body.loc)
+            tpre.inner.append(tbody)
+            if body in dead:            # a loop with no trip: its copies take no index either
+                dead.update((tbody,))
+            mapping = {k: v for k, v in zip((p.id for p in params[1:]), inits)}
+            fb = b.sub(tpre)
+            fb.effects = False
+            fb._copy_region(pre, mapping, {})
+            fb = b.sub(tbody)
+            fb.effects = False
+            row = program.new_node(tbody, ARG, None, (), (), loc, what=params[0].what)
+            tbody.params.append(row)            # iteration 0, 1, ...: the tape's row
+            for k in carried:
+                p = params[k + 1]
+                mapping[p.id] = program.new_node(tbody, ARG, None, (), p.shape, p.loc,
+                                                 what=p.what)
+                tbody.params.append(mapping[p.id])
+            mapping[params[0].id] = fb.op(_ADD, (lo, row), loc)     # the loop's own index
+            tape_params = []
+            for t in tapes0:
+                p = program.new_node(tbody, ARG, None, (), t.shape, loc, what="tape")
+                tbody.params.append(p)
+                tape_params.append(p)
+            fb._copy_region(body, mapping, {})
+            written = [fb.op(_STACK_SET, (tp, row, mapping[params[k + 1].id]), loc, (uid,),
+                             shape=tp.shape, check=False) for k, tp in zip(taped, tape_params)]
+            tbody.yields = ([mapping.get(body.yields[k].id, body.yields[k]) for k in carried]
+                            + written)
+            _sweep(tpre, tbody, nodes)
+            tloop = program.new_node(b.region, LOOP, None,
+                                     (zero, count) + tuple(inits[k] for k in carried)
+                                     + tuple(tapes0),
+                                     tuple(inits[k].shape for k in carried)
+                                     + tuple(t.shape for t in tapes0),
+                                     loc, value=tbody, via=n.via, attrs=n.attrs)
+            tapes = {k: b.get(tloop, len(carried) + j, tapes0[j].shape)
+                     for j, k in enumerate(taped)}
 
         # backwards: at step r, from -count to -1, the iteration -1 - r (its index lo - 1 - r)
         bpre = Region("pre", b.region, body.loc)
@@ -634,6 +711,8 @@ class _Pass:
             g = cts.get(o.id)
             yields.append(bb.op(_ADD, (a, _fit(bb, g, o)), loc) if g is not None else a)
         bbody.yields = yields
+        if in_place:
+            self._tape_residuals(n, bbody, mapping, inner.mark, back, count, lead, uid)
         _sweep(bpre, bbody, nodes)
         start_cts = []
         for k in live:
@@ -665,6 +744,157 @@ class _Pass:
         if hoisted:
             self._pre_vjp(pre, hoisted, count, loc, n)
 
+    def _tape_in_place(self, n, taped, count, lead, uid):
+        """The tapes of the carried vars ``taped`` (their indices) of loop ``n``, written by
+        ``n`` itself: {index: the tape's node}, each iteration's starting value a row -- the
+        loop gains a carried tape per var (stack_set at the end of its body, the row its index
+        less its start), so that grad runs the body once fewer than with a copy of the loop
+        that keeps them (:meth:`loop`).  A tape an earlier grad of the same loop added is
+        shared.  None where the loop cannot gain them: it is in another region than the grad
+        (an enclosing block, already built), the REPL may take the statement back (its
+        journal), the values a tape is made from are not all computed before the loop, or
+        its index does not start from 0 (the row is the index: a body that reads no index
+        runs in float32 from any start, one that reads it only below 2**24)."""
+        b = self.b
+        program = b.program
+        region = n.region
+        if region is not b.region or program.journal is not None or n.kind != LOOP:
+            return None
+        if known_number(n.args[0]) != 0.0:
+            return None
+        known = b.checker.loop_tapes.setdefault(n.id, {})
+        need = [k for k in taped if k not in known]
+        if not need:
+            return {k: known[k] for k in taped}
+        if not _move_before(region, n, [count]):
+            return None
+        loc = n.loc
+        body = n.value
+        nodes = program.nodes
+        tapes0 = [b.op(_STACK_NEW, (count, n.args[2 + k]), loc,
+                       (-1 if lead is None else lead, len(nodes)),
+                       shape=(lead,) + tuple(n.args[2 + k].shape), check=False) for k in need]
+        if not _move_before(region, n, tapes0):     # (count is before it: they can be too)
+            raise AssertionError("a tape's values follow the loop it is for")
+        fb = b.sub(body)
+        fb.effects = False
+        row = body.params[0]        # iteration 0, 1, ...: the tape's row
+        first = len(n.shape)
+        written = []
+        for k, t in zip(need, tapes0):
+            p = program.new_node(body, ARG, None, (), t.shape, loc, what="tape")
+            body.params.append(p)
+            written.append(fb.op(_STACK_SET, (p, row, body.params[k + 1]), loc, (uid,),
+                                 shape=t.shape, check=False))
+        body.yields = list(body.yields) + written
+        n.args = tuple(n.args) + tuple(tapes0)
+        n.shape = tuple(n.shape) + tuple(t.shape for t in tapes0)
+        r = body
+        while r is not None:        # what the regions read from outside has changed
+            r._free = None
+            r = r.parent
+        for j, (k, t) in enumerate(zip(need, tapes0)):
+            known[k] = b.get(n, first + j, t.shape)
+        return {k: known[k] for k in taped}
+
+    def _tape_residuals(self, n, bbody, mapping, mark, back, count, lead, uid):
+        """Where loop ``n`` writes its own tapes, have it also keep the values of its body
+        that the backward steps (``bbody``, its nodes from ``mark`` on) read and that are
+        costly to compute again -- a matrix product's, a reduction's, a draw's (more than 8
+        operations a cell) -- one row an iteration, and have the backward steps read those
+        rows in place of computing them again from the iteration's starting values (as
+        PyTorch's autograd keeps what each op's backward needs); cheap values (elementwise
+        ones) are still computed again from what is kept.  Only values of sizes known before
+        the run, in a loop of a known count, and not beyond 2**27 cells (1 GiB in float64)
+        all told."""
+        from ..gpu.auto import _op_cost
+        b = self.b
+        program = b.program
+        nodes = program.nodes
+        body = n.value
+        if lead is None:
+            return
+        origin = {}                         # a copy's id -> the node of n's body it copies
+        for x in body.nodes:
+            if x.kind == OP:
+                c = mapping.get(x.id)
+                if c is not None and c.region is bbody and c.id < mark and c.kind == OP:
+                    origin.setdefault(c.id, x)
+        if not origin:
+            return
+        read = set()                        # the copies the backward nodes read
+        for x in bbody.nodes:
+            if x.id >= mark:
+                read.update(a.id for a in x.args if a.id in origin)
+                for sub in subregions(x):
+                    read.update(i for i in sub.free_values() if i in origin)
+        read.update(y.id for y in bbody.yields if y.id in origin)
+        need = set()                        # ... and the copies those are computed from
+        stack = list(read)
+        while stack:
+            i = stack.pop()
+            if i not in need:
+                need.add(i)
+                stack.extend(a.id for a in nodes[i].args if a.id in origin)
+        chosen = []
+        budget = 2 ** 27
+        for i in sorted(need):
+            c = nodes[i]
+            if not (c.op.pure and _static(c.shape)) or c.op.name.startswith("stack_"):
+                continue
+            size = max(_cells(c.shape), 1)
+            flops = _op_cost(c)[0]
+            if flops < 8.0 * size or size * max(lead, 1) > budget:
+                continue
+            budget -= size * max(lead, 1)
+            chosen.append(c)
+        if not chosen:
+            return
+        region = n.region
+        loc = n.loc
+        known = b.checker.loop_tapes.setdefault(n.id, {})   # (an earlier grad's are shared)
+        new = [c for c in chosen if ("value", origin[c.id].id) not in known]
+        likes = [b.op(REGISTRY["zeros"], (), loc, (tuple(c.shape),), shape=tuple(c.shape),
+                      check=False) for c in new]
+        tapes0 = [b.op(_STACK_NEW, (count, like), loc, (lead, len(nodes)),
+                       shape=(lead,) + tuple(c.shape), check=False)
+                  for c, like in zip(new, likes)]
+        if not _move_before(region, n, tapes0):
+            raise AssertionError("a tape's values follow the loop it is for")
+        if new:
+            fb = b.sub(body)
+            fb.effects = False
+            row = body.params[0]
+            first = len(n.shape)
+            written = []
+            for c, t in zip(new, tapes0):
+                p = program.new_node(body, ARG, None, (), t.shape, loc, what="tape")
+                body.params.append(p)
+                written.append(fb.op(_STACK_SET, (p, row, origin[c.id]), loc, (uid,),
+                                     shape=t.shape, check=False))
+            body.yields = list(body.yields) + written
+            n.args = tuple(n.args) + tuple(tapes0)
+            n.shape = tuple(n.shape) + tuple(t.shape for t in tapes0)
+            r = body
+            while r is not None:
+                r._free = None
+                r = r.parent
+            for j, (c, t) in enumerate(zip(new, tapes0)):
+                known[("value", origin[c.id].id)] = b.get(n, first + j, t.shape)
+        bb = b.sub(bbody)
+        bb.effects = False
+        bb.local = True
+        swap = {}
+        for c in chosen:
+            tape = known[("value", origin[c.id].id)]
+            got = bb.op(_STACK_GET, (tape, back), loc, (uid,), shape=tuple(c.shape),
+                        check=False)
+            # in the copy's place (it is read from there on), the copy itself left to _sweep
+            bbody.nodes.remove(got)
+            bbody.nodes.insert(bbody.nodes.index(c), got)
+            swap[c.id] = got
+        _replace_uses(bbody, swap)
+
     def _pre_vjp(self, pre, seeds, count, loc, n):
         """Carry the cotangents ``seeds`` [(node of ``pre``, cotangent)] that a loop's steps
         added up for the values its pre-region computes back to the values from outside the
@@ -693,6 +923,66 @@ class _Pass:
                                loc, value=(then, other), via=n.via, attrs=(n.attrs[0],))
         for k, o in enumerate(outs):
             self.accumulate(o, b.get(new, k, o.shape))
+
+
+def _replace_uses(region, swap):
+    """Make the nodes of ``region`` and of the regions in it read ``swap[id]`` wherever they
+    read the node ``id`` (args, yields); their hash-consing keys, which named the old
+    arguments, are dropped."""
+    stack = [region]
+    while stack:
+        r = stack.pop()
+        changed = set()
+        for x in r.nodes:
+            if any(a.id in swap for a in x.args):
+                x.args = tuple(swap.get(a.id, a) for a in x.args)
+                changed.add(x.id)
+            stack.extend(subregions(x))
+        stack.extend(r.inner)
+        r.yields = [swap.get(y.id, y) for y in r.yields]
+        if changed:
+            for key in [k for k, v in r.table.items() if v.id in changed]:
+                del r.table[key]
+        r._free = None
+
+
+def _move_before(region, n, roots) -> bool:
+    """Put the nodes of ``region`` that ``roots`` are computed from and that stand after node
+    ``n`` just before it (their order kept), so that ``n`` may read ``roots``; the effects
+    after ``n`` keep their places among the nodes that stay.  False, moving nothing, where
+    one of them is not a pure op or a constant (a loop, a file's read: its place is its
+    meaning)."""
+    nodes = region.nodes
+    pos = len(nodes) - 1
+    while pos >= 0 and nodes[pos] is not n:
+        pos -= 1
+    if pos < 0:
+        return False
+    later = {x.id for x in nodes[pos + 1:]}
+    need = set()
+    stack = list(roots)
+    while stack:
+        x = stack.pop()
+        if x.id not in later or x.id in need:
+            continue
+        if x.kind != CONST and not (x.kind == OP and x.op.pure):
+            return False
+        need.add(x.id)
+        stack.extend(x.args)
+    if not need:
+        return True
+    old = nodes[:]
+    moved = [x for x in old[pos + 1:] if x.id in need]
+    nodes[pos:] = moved + [x for x in old[pos:] if x.id not in need]
+    at = {x.id: i for i, x in enumerate(nodes)}
+    for e in region.effects:
+        if e.after > pos:       # after the last node before it that stays
+            k = e.after - 1
+            while old[k].id in need:
+                k -= 1
+            e.after = at[old[k].id] + 1
+    region._free = None
+    return True
 
 
 def _carried_reads(body, root, nodes, through: bool) -> set:
@@ -778,7 +1068,7 @@ def _carried_activity(n, active, nodes) -> list:
     params = body.params
     inits = n.args[2:]
     on = [bool(active.get(x.id)) for x in inits]
-    ordered = sorted(list(body.parent.nodes) + list(body.nodes), key=lambda x: x.id)
+    ordered = list(body.parent.nodes) + list(body.nodes)     # (each in running order)
     own = {p.id for p in params}
     while True:
         state = {p.id: (k > 0 and on[k - 1]) for k, p in enumerate(params)}
@@ -866,22 +1156,25 @@ def _grad(builder, loss, wrt, names, loc):
     for w in wrt:
         g = cts.get(w.id)
         out.append(d.fill_like(w, 0.0) if g is None else _fit(builder, g, w))
-    _prune(builder.program, mark, out)
+    taping = [builder.program.nodes[i] for i, t in builder.checker.loop_tapes.items()
+              if any(g.id >= mark for g in t.values())]
+    _prune(builder.program, mark, out, taping)
     return out
 
 
-def _prune(program, mark, outputs):
+def _prune(program, mark, outputs, loops=()):
     """Take out the nodes this grad made (ids from ``mark``) that no gradient uses: a vjp
     rule gives every argument its cotangent, and those of arguments that do not depend on the
-    differentiated values (a constant, the data) are not wanted."""
+    differentiated values (a constant, the data) are not wanted.  The tapes ``loops`` (made
+    before) were given to write (:meth:`_Pass._tape_in_place`) are kept whole."""
     nodes = program.nodes
     live = set()
-    stack = [n for n in outputs if n.id >= mark]
+    stack = [n for n in outputs if n.id >= mark] + list(loops)
     while stack:
         n = stack.pop()
         if n.id in live:
             continue
-        live.add(n.id)
+        live.add(n.id)          # (a loop of ``loops`` too: its id is below mark, kept)
         for a in n.args:
             if a.id >= mark and a.id not in live:
                 stack.append(a)
