@@ -51,7 +51,8 @@ class Gen:
         if choice == 4:
             name, f = d(st.sampled_from([
                 ("exp", np.exp), ("relu", lambda x: np.maximum(x, 0.0)), ("tanh", np.tanh),
-                ("abs", np.abs), ("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)))]))
+                ("abs", np.abs), ("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x))),
+                ("square", lambda x: x * x)]))
             t, g = self.expr(shape, depth + 1)
             return "%s(%s)" % (name, t), (lambda env, g=g, f=f: f(g(env)))
         if (choice == 5 and shape[1] == 1) or (choice == 6 and shape[0] == 1):   # a reduction

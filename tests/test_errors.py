@@ -985,7 +985,8 @@ def test_a_name_then_an_unexpected_word_that_is_no_keyword_keeps_the_plain_messa
     ("nn.softmax(x)", "module nn has no def or let named 'softmax'; did you mean 'softmax_rows'?"),
     ("argmax(x)", "unknown function 'argmax'; write argmax_rows(x) (each row's index of its "
                   "largest)"),
-    ("square(x)", "unknown function 'square'; write x * x"),
+    ("pow(x, 2)", "unknown function 'pow'; there is no power: square(x) is x * x, and for x > "
+                  "0 write exp(p * log(x))"),
     ("normal(tensor[2x2], 1)", "unknown function 'normal'; write randn(tensor[...], seed) "
                                "(standard normal draws; times std, plus mean)"),
 ])
@@ -2008,8 +2009,8 @@ def test_the_power_hint_multiplies_first():
     """Found by a newcomer: mean((p - y) ** 2) was told to write exp(p * log(x)), a NaN for a
     negative difference."""
     e = error("let d = [-1, 2]\nprint d ** 2\n")
-    assert e.message.endswith("there is no power operator (**): multiply (x * x), or for x > 0 "
-                              "write exp(p * log(x))")
+    assert e.message.endswith("there is no power operator (**): square(x) is x * x, and for x > "
+                              "0 write exp(p * log(x))")
 
 
 def test_numbers_combined_with_a_call_anywhere_give_it_the_annotations_shape():

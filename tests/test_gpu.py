@@ -550,7 +550,7 @@ def _c_kernel(tmp_path, spec, ctype):
 
 
 EXACT = {"add", "subtract", "multiply", "divide", "negate", "sqrt", "abs", "floor", "relu",
-         "ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or", "logical_not",
+         "square", "ge", "gt", "le", "lt", "eq", "ne", "logical_and", "logical_or", "logical_not",
          "remainder", "maximum", "minimum", "where"}
 
 

@@ -48,6 +48,7 @@ OPS = {
     "sqrt": (1, "sqrt({0})", np.sqrt, lambda t, a: t.sqrt(a), "positive"),
     "abs": (1, "abs({0})", np.abs, lambda t, a: t.abs(a), "nonzero"),
     "tanh": (1, "tanh({0})", np.tanh, lambda t, a: t.tanh(a), "any"),
+    "square": (1, "square({0})", np.square, lambda t, a: t.square(a), "any"),
     "sin": (1, "sin({0})", np.sin, lambda t, a: t.sin(a), "any"),
     "cos": (1, "cos({0})", np.cos, lambda t, a: t.cos(a), "any"),
     "relu": (1, "relu({0})", lambda a: np.maximum(a, 0.0), lambda t, a: t.relu(a), "nonzero"),

@@ -30,7 +30,7 @@ def test_elementwise_operators_broadcast_like_numpy(op, f, left, right):
 
 @pytest.mark.parametrize("name, f", [
     ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("abs", np.abs), ("tanh", np.tanh),
-    ("sin", np.sin), ("cos", np.cos),
+    ("sin", np.sin), ("cos", np.cos), ("square", lambda x: x * x),
     ("relu", lambda x: np.where(x > 0, x, 0.0)),
     ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
 ])

@@ -85,7 +85,7 @@ _QUOTES = {"'": "'", "\u201c": "\u201d\u201c\"", "\u2018": "\u2019\u2018'"}
 
 _CHARACTER_HINTS = {
     "!": "; 'not x' negates a condition, and a != b compares",
-    "^": "; there is no power operator: multiply (x * x), or for x > 0 write exp(p * log(x))",
+    "^": "; there is no power operator: square(x) is x * x, and for x > 0 write exp(p * log(x))",
     "'": "; strings are written in double quotes: \"...\"",
     "&": "; write 'and'", "|": "; write 'or'",
     "\\": "; a statement goes on to the next line only inside ( ) or [ ]: put the expression "

@@ -844,7 +844,7 @@ def _hint(tokens, tok) -> str:
     if tok.type in comparisons and any(t.type in comparisons for t in tokens[:i]):
         return "; comparisons do not chain: write a < b and b < c"
     if tok.type == "STAR" and prev == "STAR":
-        return ("; there is no power operator (**): multiply (x * x), or for x > 0 write "
+        return ("; there is no power operator (**): square(x) is x * x, and for x > 0 write "
                 "exp(p * log(x))")
     if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
             t.type in ("NAME", "_COMMA", "LET", "VAR")

@@ -121,6 +121,10 @@ _unary("sqrt", "square root (sqrt of a negative = nan)", lambda be: be.xp.sqrt,
 _unary("abs", "absolute value", lambda be: be.xp.abs,
        lambda d, g, out, x: (d.mul(g, _sign(d, x)),),
        lowering=lower.unary_intrinsic("llvm.fabs"), kernel="fabs({0})")
+# (x * x)' = 2x, as PyTorch's square and pow(x, 2) take it
+_unary("square", "x times x (NumPy's and PyTorch's square, x ** 2)", lambda be: be.xp.square,
+       lambda d, g, out, x: (d.mul(g, d.mul(x, d.const(2.0))),),
+       lowering=lower.elementwise(lambda k, x: k.b.fmul(x, x)), kernel="{0} * {0}")
 _unary("tanh", "hyperbolic tangent (a NaN keeps its sign, as in C's tanh)",
        lambda be: (lambda x, _t=be.xp.tanh, _w=be.xp.where, _n=be.xp.isnan: _w(_n(x), x, _t(x))),
        lambda d, g, out, x: (d.mul(g, d.sub(d.const(1.0), d.mul(out, out))),),

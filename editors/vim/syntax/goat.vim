@@ -6,7 +6,7 @@ endif
 
 syn keyword goatKeyword and assert def else for if import in let not or params print return save var
 syn keyword goatType scalar tensor
-syn keyword goatBuiltin abs argmax_rows argsort col_max col_mean col_min col_sum concat cos eq exp floor gather ge grad gt iota le load log lt max maximum mean min minimum narrow ne onehot ones rand randn randperm relu reshape row_max row_mean row_min row_sum sample_rows sigmoid sin size split sqrt stop_gradient sum swapaxes tanh transpose where zeros
+syn keyword goatBuiltin abs argmax_rows argsort col_max col_mean col_min col_sum concat cos eq exp floor gather ge grad gt iota le load log lt max maximum mean min minimum narrow ne onehot ones rand randn randperm relu reshape row_max row_mean row_min row_sum sample_rows sigmoid sin size split sqrt square stop_gradient sum swapaxes tanh transpose where zeros
 syn match goatNumber '\(\<\d\+\(\.\.\@!\d*\)\=\|\.\d\+\)\([eE][-+]\=\d\+\)\='
 syn match goatShape '\(tensor\s*\[\)\@<=[^\]]*'
 syn match goatOperator '[-+*/@%<>=!]'
