@@ -2097,3 +2097,21 @@ def test_functions_of_other_libraries_say_what_goat_writes(call, words):
     e = error("let x = [[1, 2]]\nlet w = x\nprint %s\n" % call)
     assert e.message.startswith("unknown function '%s'; " % call.partition("(")[0])
     assert words in e.message, e.message
+
+
+@pytest.mark.parametrize("call, message", [
+    ("row_mean(x, 1)", "row_mean takes 1 argument, got 2; row_mean(x) takes no axis: it averages "
+                       "along the last axis (keeping it as size 1), col_mean(x) along the one "
+                       "before it, mean(x) over every cell; another axis first goes last with "
+                       "swapaxes(x, a, -1)"),
+    ("col_max(x, 0)", "col_max takes 1 argument, got 2; col_max(x) takes no axis: it works along "
+                      "the second-to-last axis (keeping it as size 1), row_max(x) along the "
+                      "last, max(x) over every cell"),
+    ("x.pow(2)", "'x' is not a module, so 'x.pow' means nothing; goat has no methods: write "
+                 "square(x) for x ** 2; there is no power (for x > 0, exp(p * log(x)))"),
+])
+def test_a_reduction_given_an_axis_and_a_power_method_say_what_to_write(call, message):
+    """Found by a newcomer: row_mean(x, 1) had a bare 'takes 1 argument', where mean(x, 1)
+    pointed to the reductions; x.pow(2) had no hint where x.T had one."""
+    e = error("let x = [[1.0, 2]]\nprint %s\n" % call)
+    assert (e.line, e.message) == (2, message)

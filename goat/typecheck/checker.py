@@ -4034,6 +4034,8 @@ _METHOD_HABITS = {
     "round": "write floor(x + 0.5) to round halves up", "max": "write row_max(x) or col_max(x)",
     "min": "write row_min(x) or col_min(x)", "reshape": "write reshape(x, tensor[...])",
     "exp": "write exp(x)", "log": "write log(x)", "sqrt": "write sqrt(x)",
+    "pow": "write square(x) for x ** 2; there is no power (for x > 0, exp(p * log(x)))",
+    "square": "write square(x)", "abs": "write abs(x)",
 }
 _NAME_HABITS = {
     "True": "write 1 (a condition is a number; any but 0 is true)",
@@ -4058,6 +4060,21 @@ _ARITY_HABITS = {
     ("min", 2): "; min(x) is the smallest cell; minimum(a, b) elementwise, row_min(x) along "
                 "the last axis, col_min(x) along the one before it",
 }
+# row_sum(x, 1), col_mean(x, 0): an axis given to a reduction whose name is its axis
+for _verb in ("sum", "mean", "max", "min"):
+    for _k in (2, 3):
+        _ARITY_HABITS[("row_" + _verb, _k)] = (
+            "; row_%s(x) takes no axis: it %s along the last axis (keeping it as size 1), "
+            "col_%s(x) along the one before it, %s(x) over every cell; another axis first "
+            "goes last with swapaxes(x, a, -1)" % (_verb, {"sum": "sums", "mean": "averages",
+                                                          "max": "takes the largest",
+                                                          "min": "takes the smallest"}[_verb],
+                                                   _verb, _verb))
+        _ARITY_HABITS[("col_" + _verb, _k)] = (
+            "; col_%s(x) takes no axis: it works along the second-to-last axis (keeping it "
+            "as size 1), row_%s(x) along the last, %s(x) over every cell" % (_verb, _verb,
+                                                                              _verb))
+del _verb, _k
 # an argument named as PyTorch names it, where goat's parameters have other names: name ->
 # (the parameters that must exist, what to write)
 _KEYWORD_HABITS = {
