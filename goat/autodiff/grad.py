@@ -885,10 +885,12 @@ class _Pass:
         bb.effects = False
         bb.local = True
         swap = {}
+        from ..ops.builtins import taped
         for c in chosen:
             tape = known[("value", origin[c.id].id)]
-            got = bb.op(_STACK_GET, (tape, back), loc, (uid,), shape=tuple(c.shape),
-                        check=False)
+            # the row, as c's op of c's arguments: differentiable again through them
+            got = bb.op(taped(c.op), (tape, back) + tuple(c.args), loc, c.attrs,
+                        shape=tuple(c.shape), check=False)
             # in the copy's place (it is read from there on), the copy itself left to _sweep
             bbody.nodes.remove(got)
             bbody.nodes.insert(bbody.nodes.index(c), got)

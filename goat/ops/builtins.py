@@ -1063,6 +1063,45 @@ def _stack_get(be, uid):
     return lambda tape, row: xp.array(tape[int(be.scalar(row))], copy=True)
 
 
+_TAPED = {}
+
+
+def taped(op: Op) -> Op:
+    """``op``'s value kept on a tape by the loop that computed it (grad's backward steps read
+    it rather than compute it again, goat/autodiff/grad.py: _tape_residuals): the op
+    ``taped_NAME(tape, row, *op's values, *op's attributes)``, whose value is the tape's row
+    ``row`` (its other arguments, the values ``op`` was computed from, are not read), and
+    whose derivative is ``op``'s with respect to those values -- so that a gradient taken
+    through the loop can be differentiated again, through ``op``, as when the backward
+    steps computed it.  Made from ``op``'s registry entry (one for each op, on first use);
+    not a name a program calls."""
+    made = _TAPED.get(op.name)
+    if made is not None:
+        return made
+    n = op.n_values
+    inner_vjp = op.vjp
+
+    def vjp(d, g, out, tape, row, *rest):
+        if inner_vjp is None:
+            return (ZERO, ZERO) + (None,) * n
+        return (ZERO, ZERO) + tuple(inner_vjp(d, g, out, *rest))
+
+    def evaluate(be, *attrs):
+        xp = be.xp
+        return lambda tape, row, *args: xp.array(tape[int(be.scalar(row))], copy=True)
+    made = Op(name="taped_" + op.name, arity=op.arity + 2,
+              params=(("tape", "value"), ("row", "value")) + tuple(op.params),
+              callable_by_name=False,
+              signature="(taped_%s(tape: NxS, row, ...) -> S)" % op.name,
+              doc="%s's value, kept on a tape by the loop that computed it, for grad" % op.name,
+              shape=lambda tape, row, *rest: tuple(tape[1:]),
+              evaluate=evaluate, vjp=vjp, tags=("tape",),
+              cost=lambda node: (0.0, 16.0 * known_cells(node.shape)),
+              lowering=lower.stack_get)
+    _TAPED[op.name] = made
+    return made
+
+
 register(Op(name="stack_new", arity=4,
             params=(("count", "value"), ("like", "value"), ("rows", "int"), ("id", "int")),
             callable_by_name=False, signature="(stack_new(count, like: S, rows, id) -> NxS)",
