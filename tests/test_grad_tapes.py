@@ -305,3 +305,33 @@ def test_the_compiled_lstm_computes_the_interpreter_s_bits(tmp_path):
     assert outs[0][0] == outs[1][0]
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
     np.testing.assert_array_equal(outs[0][2], outs[1][2])
+
+
+def test_a_params_member_read_in_a_loop_is_taken_once_before_it():
+    """p.w in a loop's body (a narrow of p, checked again when it runs) was copied out of p at
+    every step, and its gradient put into a vector of p's size and added at every backward
+    step; its check is sure to pass, so it is computed once before the loop, and the
+    gradient's parts are joined once after it."""
+    text = ("params p {\n    w = [[0.5, -0.2, 0.1, 0.3], [0.2, 0.4, -0.1, 0.0], "
+            "[0.1, 0.1, 0.2, -0.3], [0.0, 0.3, 0.1, 0.2]]\n    b = [[0.1, 0.0, -0.1, 0.2]]\n}\n"
+            "def f(q: p) {\n    var h = [[1, 0.5, -0.5, 0.25]]\n    for t in 0..3 {\n"
+            "        h = tanh(h @ q.w + q.b)\n    }\n    return sum(h)\n}\n"
+            "print grad(f(p), p)\n")
+    program = goat.check_source(text)
+    for loop in _loops(program):
+        assert _ops(loop.value, "narrow") == [] and _ops(loop.value, "narrow_backward") == []
+    every = [n for n in program.walk() if n.kind == OP and n.op.name == "narrow_backward"]
+    assert every == []
+    (g,) = goat.execute(program)
+    w = np.array([[0.5, -0.2, 0.1, 0.3], [0.2, 0.4, -0.1, 0.0], [0.1, 0.1, 0.2, -0.3],
+                  [0.0, 0.3, 0.1, 0.2]])
+    b = np.array([[0.1, 0.0, -0.1, 0.2]])
+
+    def f(flat):
+        ww, bb = flat[:16].reshape(4, 4), flat[16:].reshape(1, 4)
+        h = np.array([[1, 0.5, -0.5, 0.25]])
+        for _ in range(3):
+            h = np.tanh(h @ ww + bb)
+        return float(np.sum(h))
+    flat = np.concatenate([w.ravel(), b.ravel()])
+    np.testing.assert_allclose(g, _numeric(f, flat), rtol=1e-7, atol=1e-10)

@@ -509,6 +509,7 @@ class _Pass:
             d = Emitter(sub, src.loc)
             region.yields = [_fit(sub, cts[o.id], o) if o.id in cts else d.fill_like(o, 0.0)
                              for o in outs]
+            _sweep(region, region, nodes)   # (the copies no cotangent reads, the sums joined)
             regions.append(region)
         new = program.new_node(b.region, BRANCH, None, (n.args[0],),
                                tuple(o.shape for o in outs), n.loc, value=tuple(regions),
@@ -916,6 +917,7 @@ class _Pass:
         outs = [self.nodes[i] for i in sorted(cts)
                 if self.nodes[i].region is not then and self.active.get(i)]
         then.yields = [_fit(sub, cts[o.id], o) for o in outs]
+        _sweep(then, then, self.nodes)
         other = Region("if", b.region, pre.loc)
         d = Emitter(b.sub(other), loc)
         other.yields = [d.fill_like(o, 0.0) for o in outs]
