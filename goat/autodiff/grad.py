@@ -766,7 +766,7 @@ class _Pass:
         known = b.checker.loop_tapes.setdefault(n.id, {})
         need = [k for k in taped if k not in known]
         if not need:
-            return {k: known[k] for k in taped}
+            return {k: b.get(n, *known[k]) for k in taped}
         if not _move_before(region, n, [count]):
             return None
         loc = n.loc
@@ -795,8 +795,8 @@ class _Pass:
             r._free = None
             r = r.parent
         for j, (k, t) in enumerate(zip(need, tapes0)):
-            known[k] = b.get(n, first + j, t.shape)
-        return {k: known[k] for k in taped}
+            known[k] = (first + j, t.shape)    # (its node made again where a prune took it)
+        return {k: b.get(n, *known[k]) for k in taped}
 
     def _tape_residuals(self, n, bbody, mapping, mark, back, count, lead, uid):
         """Where loop ``n`` writes its own tapes, have it also keep the values of its body
@@ -881,14 +881,14 @@ class _Pass:
                 r._free = None
                 r = r.parent
             for j, (c, t) in enumerate(zip(new, tapes0)):
-                known[("value", origin[c.id].id)] = b.get(n, first + j, t.shape)
+                known[("value", origin[c.id].id)] = (first + j, t.shape)
         bb = b.sub(bbody)
         bb.effects = False
         bb.local = True
         swap = {}
         from ..ops.builtins import taped
         for c in chosen:
-            tape = known[("value", origin[c.id].id)]
+            tape = b.get(n, *known[("value", origin[c.id].id)])
             # the row, as c's op of c's arguments: differentiable again through them
             got = bb.op(taped(c.op), (tape, back) + tuple(c.args), loc, c.attrs,
                         shape=tuple(c.shape), check=False)
@@ -1160,8 +1160,9 @@ def _grad(builder, loss, wrt, names, loc):
     for w in wrt:
         g = cts.get(w.id)
         out.append(d.fill_like(w, 0.0) if g is None else _fit(builder, g, w))
-    taping = [builder.program.nodes[i] for i, t in builder.checker.loop_tapes.items()
-              if any(g.id >= mark for g in t.values())]
+    nodes = builder.program.nodes
+    taping = [nodes[i] for i in builder.checker.loop_tapes
+              if any(a.id >= mark for a in nodes[i].args)]   # given tapes by this grad
     _prune(builder.program, mark, out, taping)
     return out
 

@@ -1026,27 +1026,40 @@ def _row_cost(node) -> tuple:
                                    else node.shape)
 
 
+# the most bytes of tapes nothing holds that a back end keeps to give again (a run's tapes,
+# of its several loops, are given again to the loops that come after, not each kept apart)
+_SPARE_TAPE_BYTES = 256 * 2 ** 20
+
+
 def _stack_new(be, rows, uid):
-    """A tape: zeros the first time; after that, the array this node gave last time when
-    nothing holds it any more (the grad that read it is done) -- a new array's pages cost a
-    fault each at their first write, which made writing a tape ten times slower than writing
-    into one already touched (the rows are all written, each by its iteration, before the
-    backward steps read them: a reused tape's old rows are never read)."""
+    """A tape: zeros the first time; after that, an array of the same shape that an earlier
+    tape of the run was given and nothing holds any more (the grad that read it is done),
+    kept by the back end (up to 256 MiB of them) -- a new array's pages cost a fault each at
+    their first write, which made writing a tape ten times slower than writing into one
+    already touched.  (The rows are all written, each by its iteration, before the backward
+    steps read them: a tape given again keeps old rows that are never read.)"""
     xp = be.xp
     getrefcount = sys.getrefcount
-    held = [None]
+    pool = be.__dict__.setdefault("tapes", [])
 
     def run(count, like):
         n = int(be.scalar(count))
         # (a scalar may be a Python float: a loop's counter)
         shape = (max(n, 0),) + tuple(getattr(like, "shape", ()))
-        old = held[0]
-        # (held, old and getrefcount's argument: no one else)
-        if old is not None and old.shape == shape and getrefcount(old) <= 3:
-            return old
-        held[0] = None
+        for old in pool:
+            # (the pool's, old's and getrefcount's own: no one else's)
+            if old.shape == shape and getrefcount(old) <= 3:
+                return old
         out = xp.zeros(shape, dtype=be.dtype)
-        held[0] = out
+        pool.append(out)
+        spare = 0
+        for k in range(len(pool) - 1, -1, -1):      # the newest spare ones are kept
+            old = pool[k]
+            if old is not out and getrefcount(old) <= 3:
+                spare += old.nbytes
+                if spare > _SPARE_TAPE_BYTES:
+                    del pool[k]
+            del old
         return out
     return run
 

@@ -964,7 +964,7 @@ class Checker:
         self.layout_types = {}        # a params block's name -> its Layout (a type's name)
         self.index_ranges = {}        # a loop index's ARG id -> (first, last), fixed bounds
         self.dead_loops = set()         # the bodies of loops whose fixed bounds give no trip
-        self.loop_tapes = {}            # a loop's id -> {carried var: the tape grad made it write}
+        self.loop_tapes = {}            # a loop id -> {var or value: (tape index, shape)}
         self._params_defining = None  # the params block whose members are being checked
 
     def reachable(self) -> set:
