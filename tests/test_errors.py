@@ -2115,3 +2115,19 @@ def test_a_reduction_given_an_axis_and_a_power_method_say_what_to_write(call, me
     pointed to the reductions; x.pow(2) had no hint where x.T had one."""
     e = error("let x = [[1.0, 2]]\nprint %s\n" % call)
     assert (e.line, e.message) == (2, message)
+
+
+@pytest.mark.parametrize("params, body", [
+    ("w: tensor[...]", "    let\n    return w\n"),
+    ("w: tensor[..., N]", "    if 1 {\n        print (\n    }\n    return w\n"),
+    ("w: tensor[...], k: scalar = 2", "    for i in 0..2 {\n        assert\n    }\n    return w * k\n"),
+    ("w: tensor[...]", "    let a, = 1\n    return w\n"),
+])
+def test_a_line_not_read_in_a_def_of_leading_sizes_is_its_syntax_error(params, body):
+    """Found by a fuzzer: a def with ... parameters, checked again for a call's leading sizes,
+    met the line it could not read as an unknown statement (an internal error)."""
+    text = "def f(%s) {\n%s}\nprint f([[1, 2]])\n" % (params, body)
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(text)
+    errors = getattr(info.value, "errors", [info.value])
+    assert len(errors) == 1 and errors[0].message.startswith(("syntax error", "'}' does not"))

@@ -1338,6 +1338,10 @@ class Checker:
         skipped, and at the end the errors are raised together (GoatErrors)."""
         if not self.collecting or self._quiet:
             for stmt in stmts:
+                if type(stmt) is ast.Broken:
+                    # a line that could not be read, met again (a def with ... checked again
+                    # for a call's leading sizes): its syntax error is the one reported
+                    raise _Reported()
                 check(stmt)
             return None if last is None else last[0]()
         errors, broken = [], set(broken or ())
