@@ -374,9 +374,6 @@ def test_f32_is_f64_within_float32():
     ("x[0][1] = 5", "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found '['; "
                     "write one subscript with every axis in it to assign to: x[0, 1] = v, not "
                     "x[0][1] = v"),
-    ("x[0], y = (1, 2)", "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found "
-                         "'['; a subscript is assigned on its own: x[0] = v, then y = ... (not "
-                         "x[0], y = ...)"),
     ("print concat(x [[3, 4]], 0)", "syntax error: expected an operator, '(', ')' or ',', found "
      "a list literal; is a comma missing before the list? (a subscript is written right after "
      "its value: x[[0, 2]] takes rows 0 and 2)"),
@@ -754,3 +751,81 @@ def test_a_subscript_a_fixed_loop_takes_past_its_axis_is_an_error_before_the_run
 ])
 def test_a_subscript_the_loop_keeps_in_range_runs(src):
     assert len(run(src)) >= 3
+
+
+TUPLE_CELLS = """var h = zeros(tensor[2, 3])
+var c = zeros(tensor[2, 3])
+let w = [0.5, -0.2, 0.1]
+def cell(x: tensor[3], c: tensor[3]) = (tanh(x * w + c), x * 0.5 + c)
+for l in 0..2 {
+    let x = ones(tensor[3]) * (l + 1)
+    ASSIGN
+}
+print h
+print c
+"""
+
+
+def test_a_tuple_assigns_cells_of_vars_as_separate_statements_would():
+    """Found by a newcomer: a stacked LSTM wrote h[l], c[l] = cell(...) and met a syntax
+    error; it assigns each var's cells in turn, as three statements did."""
+    together = run(TUPLE_CELLS.replace("ASSIGN", "h[l], c[l] = cell(x, c[l])"))
+    apart = run(TUPLE_CELLS.replace("ASSIGN", "let a, b = cell(x, c[l])\n    h[l] = a\n"
+                                              "    c[l] = b"))
+    for a, b in zip(together, apart):
+        np.testing.assert_array_equal(a, b)
+    w = np.array([0.5, -0.2, 0.1])
+    h, c = np.zeros((2, 3)), np.zeros((2, 3))
+    for l in range(2):
+        x = np.ones(3) * (l + 1)
+        h[l], c[l] = np.tanh(x * w + c[l]), x * 0.5 + c[l]
+    np.testing.assert_allclose(together[0], h, rtol=1e-15)
+    np.testing.assert_allclose(together[1], c, rtol=1e-15)
+
+
+def test_a_tuple_of_cells_swaps_and_mixes_with_whole_vars():
+    got = run("var x = [[1, 2, 3]]\nvar w = [[0]]\nx[:, 0], x[:, 2] = (x[:, 2], x[:, 0])\n"
+              "print x\nw, x[0, 1] = ([[5]], [[9]])\nprint w\nprint x\n")
+    np.testing.assert_array_equal(got[0], [[3, 2, 1]])
+    np.testing.assert_array_equal(got[1], [[5]])
+    np.testing.assert_array_equal(got[2], [[3, 9, 1]])
+
+
+def test_a_tuple_of_cells_is_differentiated_through_a_loop():
+    text = ("let w0 = [0.5, -0.2]\ndef f(w: tensor[2]) {\n"
+            "    var h = ones(tensor[3, 2])\n    var c = zeros(tensor[3, 2])\n"
+            "    for l in 0..2 {\n        h[l + 1], c[l + 1] = (tanh(h[l] * w), c[l] + h[l])\n"
+            "    }\n    return sum(h * h) + sum(c)\n}\nprint grad(f(w0), w0)\n")
+    (g,) = run(text)
+
+    def f(w):
+        h, c = np.ones((3, 2)), np.zeros((3, 2))
+        for l in range(2):
+            h[l + 1], c[l + 1] = np.tanh(h[l] * w), c[l] + h[l]
+        return float(np.sum(h * h) + np.sum(c))
+    w0 = np.array([0.5, -0.2])
+    want = np.zeros_like(w0)
+    for i in np.ndindex(2):
+        up, down = w0.copy(), w0.copy()
+        up[i] += 1e-6
+        down[i] -= 1e-6
+        want[i] = (f(up) - f(down)) / 2e-6
+    np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("h, h[0] = (ones(tensor[2, 3]), ones(tensor[3]))",
+     "'h' is assigned whole and in part here: one value would replace the other's; assign "
+     "them in two statements"),
+    ("k[0], h[0] = (ones(tensor[3]), ones(tensor[3]))",
+     "cannot assign to 'k': it is defined with let on line 2, which cannot change; declare it "
+     "with var to assign to it"),
+    ("h[5], h[0] = (ones(tensor[3]), ones(tensor[3]))",
+     "index 5 is out of range for axis 0 of 2x3, which has 2 cells: an index is from -2 to 1 "
+     "(a negative one counts from the end)"),
+    ("h[0], h[1] = ones(tensor[3])",
+     "this assigns 2 names here, but the value is a single tensor of shape 3"),
+])
+def test_a_tuple_of_cells_that_cannot_be_assigned_says_why(src, message):
+    e = error("var h = zeros(tensor[2, 3])\nlet k = zeros(tensor[2, 3])\n" + src + "\n")
+    assert (e.line, e.message) == (3, message)

@@ -204,17 +204,20 @@ class Let(Stmt):
 class LetTuple(Stmt):
     """``let a, b = EXPR``: binds each name to one value of a tuple; ``kind`` "var" for
     ``var a, b = EXPR``, "assign" for ``a, b = EXPR`` (vars assigned).  ``types``: None, or
-    each name's annotation (a TypeAnn or None: ``let g: theta, n = ...``)."""
-    __slots__ = ("names", "expr", "name_locs", "kind", "types")
+    each name's annotation (a TypeAnn or None: ``let g: theta, n = ...``).  ``items``: None,
+    or for an assignment with subscripts (``h[l], c[l] = EXPR``) each name's (subscripts, the
+    brackets' Loc), or None for a name assigned whole."""
+    __slots__ = ("names", "expr", "name_locs", "kind", "types", "items")
 
     def __init__(self, names: list, expr: Expr, loc: Loc, name_locs: list, kind: str = "let",
-                 types=None):
+                 types=None, items=None):
         self.names = names
         self.expr = expr
         self.loc = loc
         self.name_locs = name_locs
         self.kind = kind
         self.types = types
+        self.items = items
 
 
 class Var(Stmt):

@@ -75,6 +75,33 @@ _OPEN = {"(": ")", "[": "]", "{": "}"}
 # the tokens a value ends with: a [ right after one (or after a subscript's ]) opens a
 # subscript (SUBSCRIPT), not a list: after a list literal, [[1]] [[2]], a comma is missing
 _INDEXED = frozenset(("NAME", "RPAR"))
+def _tuple_targets(out, subscript_ends):
+    """The subscripts' [ tokens of a statement's tokens ``out`` before an =, when they are a
+    list of names assigned, two or more, some subscripted -- ``h[l], c[l]`` or ``w, p[0]`` --
+    else None."""
+    found, k, n, seen = [], 0, len(out), 0
+    while k < n:
+        if out[k].type != "NAME":
+            return None
+        k += 1
+        seen += 1
+        if k < n and out[k].type == "SUBSCRIPT":
+            opener = out[k]
+            j = k + 1
+            while j < n and subscript_ends.get(out[j].start_pos) != opener.start_pos:
+                j += 1
+            if j == n:
+                return None
+            found.append(opener)
+            k = j + 1
+        if k == n:
+            break
+        if out[k].type != "_COMMA":
+            return None
+        k += 1
+    return found if found and seen > 1 and k == n else None
+
+
 _ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/="))
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 _IDENT = IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")     # a name (IDENT: --let's, lets=')
@@ -578,6 +605,11 @@ def tokenize(source: Source, start: int = 0, end: int | None = None) -> list:
                     # x[i] = v: the subscript is assigned to, not read (the grammar takes
                     # a TARGET's statement apart from a value's, x[i] shown in the REPL)
                     out[1].type = "TARGET"
+                elif piece == "=" and len(out) > 2 and out[0].type == "NAME":
+                    # h[l], c[l] = cell(...): each subscript of the names assigned
+                    targets = _tuple_targets(out, subscript_ends)
+                    for t in targets or ():
+                        t.type = "TARGET"
                 if piece == "{":            # the block's header ends here
                     out.append(tok)
                     out.append(Tok("_NL", "", end_, end_))

@@ -103,10 +103,20 @@ class _Build:
     def var_tuple(self, c):
         return self.let_tuple(c, kind="var")
 
+    def assign_target(self, c):
+        """(name token, None) or (name token, (items, the brackets' Loc))."""
+        if len(c) == 1:
+            return (c[0], None)
+        name, lsq, *items, rsq = c
+        return (name, (items, self._subscripts(items, lsq, rsq)))
+
     def assign_tuple(self, c):
-        *names, expr = c
+        *targets, expr = c
+        names = [t for t, _ in targets]
+        parts = [part for _, part in targets]
         return ast.LetTuple([t.value for t in names], expr, self._loc(names[0]).to(expr.loc),
-                            [self._loc(t) for t in names], kind="assign")
+                            [self._loc(t) for t in names], kind="assign",
+                            items=parts if any(parts) else None)
 
     def var_stmt(self, c):
         kw, name, typ, expr = c
@@ -881,9 +891,6 @@ def _hint(tokens, tok) -> str:
                 level += 1
             elif kind in ("RSQB", "RPAR"):
                 level -= 1
-            elif level == 0 and kind == "_COMMA":
-                return ("; a subscript is assigned on its own: x[0] = v, then y = ... "
-                        "(not x[0], y = ...)")
             elif level == 0:
                 break
     if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):

@@ -2045,7 +2045,15 @@ class Checker:
     def _let_tuple(self, stmt, scope, b):
         n = len(stmt.names)
         seen = set()
-        for name, loc in zip(stmt.names, stmt.name_locs):
+        parts = stmt.items or [None] * n
+        whole = {name for name, part in zip(stmt.names, parts) if part is None}
+        for name, loc, part in zip(stmt.names, stmt.name_locs, parts):
+            if part is not None:        # h[0], h[1] = ...: cells of one var, in turn
+                if name in whole:
+                    raise GoatError("'%s' is assigned whole and in part here: one value would "
+                                    "replace the other's; assign them in two statements"
+                                    % name, loc)
+                continue
             if name in seen and name != "_":
                 raise GoatError("'%s' appears twice among the names this statement binds" % name,
                                 loc)
@@ -2074,8 +2082,15 @@ class Checker:
             raise GoatError("%s %d names, but the value holds %d%s" % (what, n, len(value), hint),
                             stmt.loc)
         types = stmt.types or [None] * n
-        for name, loc, node, ann in zip(stmt.names, stmt.name_locs, value, types):
+        for name, loc, node, ann, part in zip(stmt.names, stmt.name_locs, value, types, parts):
             if name == "_":             # a value not wanted here
+                continue
+            if part is not None:        # h[l] = the value: h with those cells replaced
+                binding, _ = self._assignable(name, loc, scope)
+                items, bracket = part
+                target = ast.Assign(name, stmt.expr, stmt.loc, loc, items, bracket)
+                node = self._store(target, binding.node, node, scope, b)
+                self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
                 continue
             if stmt.kind == "assign":
                 self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
@@ -4771,9 +4786,13 @@ def _uses(stmt) -> set:
         elif t is ast.Assign:           # (p.w1 = v: the params var p)
             out.add(x.name.split(".")[0])
             stack.append(x.expr)
+            stack.extend(i for i in x.items or () if isinstance(i, _NODES))     # x[i] = v
         elif t is ast.LetTuple and x.kind == "assign":   # w, m = ...: assigns w and m
             out.update(n.split(".")[0] for n in x.names if n != "_")
             stack.append(x.expr)
+            for part in x.items or ():                  # h[l], c[l] = ...: l
+                if part is not None:
+                    stack.extend(i for i in part[0] if isinstance(i, _NODES))
         elif t is ast.Field:
             stack.append(x.expr)
         else:       # the format strings' fields too (print, save's and load's names, assert)
