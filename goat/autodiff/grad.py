@@ -769,24 +769,38 @@ class _Pass:
             return {k: b.get(n, *known[k]) for k in taped}
         if not _move_before(region, n, [count]):
             return None
+        body = n.value
+        where = self._give_tapes(n, [(n.args[2 + k], body.params[k + 1]) for k in need],
+                                 count, lead, uid)
+        for k, at in zip(need, where):
+            known[k] = at               # (its node made again where a prune took it)
+        return {k: b.get(n, *known[k]) for k in taped}
+
+    def _give_tapes(self, n, values, count, lead, uid):
+        """Make loop ``n`` (in this builder's region) keep, on a tape each, one row an
+        iteration (the row its index: it counts from 0), the values ``values`` [(a node before
+        the loop of the value's shape, the value in its body)]: each tape a new carried
+        value, made (stack_new, moved before the loop) and written (stack_set, at the body's
+        end).  Returns each tape's (index among the loop's results, shape)."""
+        b = self.b
+        program = b.program
         loc = n.loc
         body = n.value
-        nodes = program.nodes
-        tapes0 = [b.op(_STACK_NEW, (count, n.args[2 + k]), loc,
-                       (-1 if lead is None else lead, len(nodes)),
-                       shape=(lead,) + tuple(n.args[2 + k].shape), check=False) for k in need]
-        if not _move_before(region, n, tapes0):     # (count is before it: they can be too)
+        tapes0 = [b.op(_STACK_NEW, (count, like), loc,
+                       (-1 if lead is None else lead, len(program.nodes)),
+                       shape=(lead,) + tuple(like.shape), check=False) for like, _ in values]
+        if not _move_before(n.region, n, tapes0):
             raise AssertionError("a tape's values follow the loop it is for")
         fb = b.sub(body)
         fb.effects = False
-        row = body.params[0]        # iteration 0, 1, ...: the tape's row
+        row = body.params[0]
         first = len(n.shape)
         written = []
-        for k, t in zip(need, tapes0):
+        for (_, value), t in zip(values, tapes0):
             p = program.new_node(body, ARG, None, (), t.shape, loc, what="tape")
             body.params.append(p)
-            written.append(fb.op(_STACK_SET, (p, row, body.params[k + 1]), loc, (uid,),
-                                 shape=t.shape, check=False))
+            written.append(fb.op(_STACK_SET, (p, row, value), loc, (uid,), shape=t.shape,
+                                 check=False))
         body.yields = list(body.yields) + written
         n.args = tuple(n.args) + tuple(tapes0)
         n.shape = tuple(n.shape) + tuple(t.shape for t in tapes0)
@@ -794,9 +808,7 @@ class _Pass:
         while r is not None:        # what the regions read from outside has changed
             r._free = None
             r = r.parent
-        for j, (k, t) in enumerate(zip(need, tapes0)):
-            known[k] = (first + j, t.shape)    # (its node made again where a prune took it)
-        return {k: b.get(n, *known[k]) for k in taped}
+        return [(first + j, t.shape) for j, t in enumerate(tapes0)]
 
     def _tape_residuals(self, n, bbody, mapping, mark, back, count, lead, uid):
         """Where loop ``n`` writes its own tapes, have it also keep the values of its body
@@ -851,37 +863,16 @@ class _Pass:
             chosen.append(c)
         if not chosen:
             return
-        region = n.region
         loc = n.loc
         known = b.checker.loop_tapes.setdefault(n.id, {})   # (an earlier grad's are shared)
         new = [c for c in chosen if ("value", origin[c.id].id) not in known]
-        likes = [b.op(REGISTRY["zeros"], (), loc, (tuple(c.shape),), shape=tuple(c.shape),
-                      check=False) for c in new]
-        tapes0 = [b.op(_STACK_NEW, (count, like), loc, (lead, len(nodes)),
-                       shape=(lead,) + tuple(c.shape), check=False)
-                  for c, like in zip(new, likes)]
-        if not _move_before(region, n, tapes0):
-            raise AssertionError("a tape's values follow the loop it is for")
         if new:
-            fb = b.sub(body)
-            fb.effects = False
-            row = body.params[0]
-            first = len(n.shape)
-            written = []
-            for c, t in zip(new, tapes0):
-                p = program.new_node(body, ARG, None, (), t.shape, loc, what="tape")
-                body.params.append(p)
-                written.append(fb.op(_STACK_SET, (p, row, origin[c.id]), loc, (uid,),
-                                     shape=t.shape, check=False))
-            body.yields = list(body.yields) + written
-            n.args = tuple(n.args) + tuple(tapes0)
-            n.shape = tuple(n.shape) + tuple(t.shape for t in tapes0)
-            r = body
-            while r is not None:
-                r._free = None
-                r = r.parent
-            for j, (c, t) in enumerate(zip(new, tapes0)):
-                known[("value", origin[c.id].id)] = (first + j, t.shape)
+            likes = [b.op(REGISTRY["zeros"], (), loc, (tuple(c.shape),),
+                          shape=tuple(c.shape), check=False) for c in new]
+            where = self._give_tapes(n, [(like, origin[c.id]) for c, like in zip(new, likes)],
+                                     count, lead, uid)
+            for c, at in zip(new, where):
+                known[("value", origin[c.id].id)] = at
         bb = b.sub(bbody)
         bb.effects = False
         bb.local = True
