@@ -1359,8 +1359,11 @@ def _narrow_run_start(be, start, shape, axis, length, what=None) -> int:
     """narrow's start, read on the host and checked against the actual ``shape``."""
     ax = axis % len(shape)
     n = shape[ax]
+    v = be.scalar(start)
+    if n <= 2 ** 24 and 0 <= v <= n - length and v == int(v):
+        return int(v)               # (the usual start: no message made for it)
     exact = be.exact_limit(start) if n > 2 ** 24 else None
-    return _narrow_start(be.scalar(start), n, length, ax, "x".join(map(str, shape)), exact,
+    return _narrow_start(v, n, length, ax, "x".join(map(str, shape)), exact,
                          what)
 
 

@@ -277,6 +277,11 @@ def _subst_attr(shape, env):
     return tuple(out)
 
 
+def _all_known(shapes) -> bool:
+    """Is every size of ``shapes`` a number known before the run (no ?, no size variable)?"""
+    return all(type(d) is int for s in shapes for d in s)
+
+
 def _unknown(shapes) -> bool:
     """Does any of ``shapes`` have a ``?`` dimension?"""
     for s in shapes:
@@ -380,7 +385,10 @@ class Builder:
                     book = self.book_shape(op, args, attrs)
             # a ? size makes the static check incomplete; size variables do not (they are
             # checked symbolically, and each call binds them to sizes the call checks)
-            check = _unknown(shapes) or op.checks_at_run_time
+            # (an op whose shape rule runs again when it runs, for the sizes a def's call or a
+            # ? gives, need not where every size is known: the rule has said all it can)
+            check = _unknown(shapes) or (op.checks_at_run_time and (
+                self.symbolic or not _all_known(shapes + [shape]) or _run_dim_sources(attrs)))
         elif not check:                 # a def's node, instantiated: its sizes may now be ?
             check = _unknown([a.shape for a in args])
         if attrs and not self.symbolic:
