@@ -825,7 +825,20 @@ def test_a_tuple_of_cells_is_differentiated_through_a_loop():
      "(a negative one counts from the end)"),
     ("h[0], h[1] = ones(tensor[3])",
      "this assigns 2 names here, but the value is a single tensor of shape 3"),
+    ("_[k], h[1] = (1, 2)", "_ leaves a value out: it has no cells to assign (write _ alone)"),
+    ("h[0], h[1] = (1, 2, 3)", "this assigns 2 names, but the value holds 3; a value not wanted "
+                               "is bound to _ (h[0], h[1], _)"),
+    ("h[0], k = 1, 2", "syntax error: expected the end of the line, found ','; several values "
+                       "on the right are written as a tuple in parentheses: a, b = (b, a)"),
 ])
 def test_a_tuple_of_cells_that_cannot_be_assigned_says_why(src, message):
     e = error("var h = zeros(tensor[2, 3])\nlet k = zeros(tensor[2, 3])\n" + src + "\n")
     assert (e.line, e.message) == (3, message)
+
+
+def test_a_tuple_assigns_cells_of_a_params_member():
+    """Found by a breaker: theta.w[0], theta.b = ... was refused ('theta' is not a params
+    block's value), where theta.w[0] = ... alone was taken."""
+    got = run("params theta {\n    w = [[1, 2], [3, 4]]\n    b = [1, 1]\n}\n"
+              "theta.w[0], theta.b = ([7, 8], [9, 9])\nprint theta\n")
+    np.testing.assert_array_equal(got[0], [7, 8, 3, 4, 9, 9])

@@ -793,6 +793,21 @@ def _still_open(tokens, i: int) -> list:
     return stack
 
 
+def _names_only(tokens) -> bool:
+    """Are ``tokens`` names, commas and let/var, and subscripts of names assigned (the left of
+    ``a, b = ...`` or ``h[l], c[l] = ...``)?"""
+    depth = 0
+    for t in tokens:
+        if t.type == "TARGET":
+            depth += 1
+        elif depth:
+            depth -= t.type == "RSQB"
+            depth += t.type in _OPENERS
+        elif t.type not in ("NAME", "_COMMA", "LET", "VAR"):
+            return False
+    return True
+
+
 _OPENERS = frozenset(("LPAR", "LSQB", "SUBSCRIPT", "TARGET"))     # (each closed by ) or ])
 
 
@@ -856,9 +871,8 @@ def _hint(tokens, tok) -> str:
     if tok.type == "STAR" and prev == "STAR":
         return ("; there is no power operator (**): square(x) is x * x, and for x > 0 write "
                 "exp(p * log(x))")
-    if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and all(
-            t.type in ("NAME", "_COMMA", "LET", "VAR")
-            for t in tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]) \
+    if tok.type == "_COMMA" and any(t.type == "_EQUAL" for t in tokens[:i]) and _names_only(
+            tokens[:next(k for k, t in enumerate(tokens) if t.type == "_EQUAL")]) \
             and sum(1 if t.type in _OPENERS else -1 if t.type in ("RSQB", "RPAR")
                     else 0 for t in tokens[:i]) == 0:
         # a, b = b, a, as Python writes a swap

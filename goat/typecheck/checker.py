@@ -277,6 +277,14 @@ def _subst_attr(shape, env):
     return tuple(out)
 
 
+def _target_text(name, loc, part) -> str:
+    """A tuple's target as written: ``h``, or ``h[l]`` (its subscripts' text)."""
+    if part is None or loc is None:
+        return name
+    bracket = part[1]
+    return loc.source.text[loc.start:bracket.end] if bracket is not None else name
+
+
 def _all_known(shapes) -> bool:
     """Is every size of ``shapes`` a number known before the run (no ?, no size variable)?"""
     return all(type(d) is int for s in shapes for d in s)
@@ -2057,6 +2065,9 @@ class Checker:
         whole = {name for name, part in zip(stmt.names, parts) if part is None}
         for name, loc, part in zip(stmt.names, stmt.name_locs, parts):
             if part is not None:        # h[0], h[1] = ...: cells of one var, in turn
+                if name == "_":
+                    raise GoatError("_ leaves a value out: it has no cells to assign (write _ "
+                                    "alone)", loc)
                 if name in whole:
                     raise GoatError("'%s' is assigned whole and in part here: one value would "
                                     "replace the other's; assign them in two statements"
@@ -2086,7 +2097,9 @@ class Checker:
                         "split(x, %d, axis)" % (n, n))
             if not hint and len(value) > n:
                 hint = ("; a value not wanted is bound to _ (%s)" % ", ".join(
-                    list(stmt.names) + ["_"] * (len(value) - n)))
+                    [_target_text(name, loc, part)
+                     for name, loc, part in zip(stmt.names, stmt.name_locs, parts)]
+                    + ["_"] * (len(value) - n)))
             raise GoatError("%s %d names, but the value holds %d%s" % (what, n, len(value), hint),
                             stmt.loc)
         types = stmt.types or [None] * n
@@ -2094,10 +2107,13 @@ class Checker:
             if name == "_":             # a value not wanted here
                 continue
             if part is not None:        # h[l] = the value: h with those cells replaced
-                binding, _ = self._assignable(name, loc, scope)
                 items, bracket = part
                 target = ast.Assign(name, stmt.expr, stmt.loc, loc, items, bracket)
-                node = self._store(target, binding.node, node, scope, b)
+                if "." in name and self._layout_of(name.partition(".")[0], scope) is not None:
+                    current = self._member(name, loc, scope, b)[0]     # theta.w[0], ... =
+                else:
+                    current = self._assignable(name, loc, scope)[0].node
+                node = self._store(target, current, node, scope, b)
                 self._assign_value(name, loc, node, stmt.expr.loc, stmt.loc, scope, b)
                 continue
             if stmt.kind == "assign":
