@@ -103,6 +103,8 @@ def test_unflatten_takes_a_saved_block_apart_by_member():
         p.unflatten("th", np.zeros(9))
     with pytest.raises(KeyError, match="'theta' is not a params block of this program"):
         p.unflatten("theta", np.zeros(10))
+    with pytest.raises(TypeError, match="vector must be an array"):
+        p.unflatten("th", None)
 
 
 def test_an_array_given_as_a_let_says_how_arrays_go_in():

@@ -944,3 +944,14 @@ def test_a_piped_comment_between_an_ifs_brace_and_its_else_keeps_them_one_input(
     assert "  ... }\n  ... # c\n  ... else {\n  ...   print 2\n  ... }\n" in out
     assert "  ... # c2\ngoat> print 4\n" in out
     assert [line for line in out.splitlines() if line.startswith("[")] == ["[2]", "[4]"]
+
+
+def test_a_tuple_of_cells_shows_each_var_s_shape():
+    """Found by a breaker: h[0], h[1] = (...) echoed h : tensor[2] (the cells' shape), where
+    h[0] = v echoes the var's."""
+    from goat.repl.session import Session
+    s = Session()
+    s.run("var h = zeros(tensor[3x2])")
+    s.run("var i = 0")
+    got = s.run("i, h[i] = (2, [9, 9])")
+    assert [r.shape for r in got][-1] == ((), (3, 2))

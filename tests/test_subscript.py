@@ -830,6 +830,9 @@ def test_a_tuple_of_cells_is_differentiated_through_a_loop():
                                "is bound to _ (h[0], h[1], _)"),
     ("h[0], k = 1, 2", "syntax error: expected the end of the line, found ','; several values "
                        "on the right are written as a tuple in parentheses: a, b = (b, a)"),
+    ("h[0], h[1] += (1, 2)", "syntax error: expected '*=', '+=', ',', '-=', '/=' or '=', found "
+                             "'['; += and the other compound assignments take one target: "
+                             "h[0] += a, then h[1] += b"),
 ])
 def test_a_tuple_of_cells_that_cannot_be_assigned_says_why(src, message):
     e = error("var h = zeros(tensor[2, 3])\nlet k = zeros(tensor[2, 3])\n" + src + "\n")

@@ -905,6 +905,10 @@ def _hint(tokens, tok) -> str:
                 level += 1
             elif kind in ("RSQB", "RPAR"):
                 level -= 1
+            elif level == 0 and kind == "_COMMA" and any(
+                    u.value in ("+=", "-=", "*=", "/=") for u in tokens[i:]):
+                return ("; += and the other compound assignments take one target: h[0] += a, "
+                        "then h[1] += b")
             elif level == 0:
                 break
     if tok.type in ("NAME", "LPAR") and depth > 0 and prev in ("LSQB", "_COMMA"):

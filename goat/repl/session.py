@@ -472,7 +472,7 @@ class Session:
         if t is ast.Params:
             return Result("var", stmt.name, checked.shape)
         if t is ast.LetTuple:
-            return Result("lets", ", ".join(stmt.names), tuple(n.shape for n in checked))
+            return Result("lets", ", ".join(stmt.names), self._tuple_shapes(stmt, checked))
         if t is ast.Def:
             return Result("def", stmt.name, checked.shape, signature=checked.signature())
         if t is ast.Print or t is ast.PrintFormat or t is ast.Save:
@@ -486,6 +486,23 @@ class Session:
             return Result("value", None, tuple(n.shape for n in checked),
                           tuple(np.array(self.evaluator.value(n)) for n in checked))
         return Result("value", None, checked.shape, np.array(self.evaluator.value(checked)))
+
+    def _tuple_shapes(self, stmt, checked) -> tuple:
+        """The shape of each name a tuple binds or assigns: its value's, or for cells assigned
+        (h[0], c[0] = ...) the whole var's, as h[0] = v shows it."""
+        parts = stmt.items or [None] * len(stmt.names)
+        shapes = []
+        for name, part, node in zip(stmt.names, parts, checked):
+            if part is None:
+                shapes.append(node.shape)
+                continue
+            base, _, path = name.partition(".")
+            if path:                        # theta.w[0]: the member's shape
+                shapes.append(self._assigned_shape(ast.Assign(name, None, None, None), node))
+                continue
+            binding, _ = self.checker.top.find(name)
+            shapes.append(getattr(binding, "declared", None) or node.shape)
+        return tuple(shapes)
 
     def _assigned_shape(self, stmt, checked):
         """The shape of what ``stmt`` assigned: a var's, or a params member's (p.w1 = v, whose
@@ -684,7 +701,7 @@ class Session:
             return "let", "params %s : %s" % (stmt.name, format_type(checked.shape)), stmt
         if t is ast.LetTuple:
             return "let", "%s : %s" % (", ".join(stmt.names), ", ".join(
-                format_type(n.shape) for n in checked)), stmt
+                format_type(shape) for shape in self._tuple_shapes(stmt, checked))), stmt
         if t is ast.Def:
             return "def", "def " + checked.signature(), stmt
         if t is ast.Import:

@@ -253,6 +253,9 @@ class Program:
         as PyTorch's ``state_dict`` holds a model's tensors.  KeyError for a name that is no
         params block of the program; ValueError for a vector of another number of cells."""
         import numpy as np
+        if not hasattr(vector, "__len__") and not hasattr(vector, "shape"):
+            raise TypeError("Program.unflatten: vector must be an array (a params block's "
+                            "saved vector), not %s" % type(vector).__name__)
         if block not in self.params:
             raise KeyError("%r is not a params block of this program (it has %s)" % (
                 block, ", ".join(self.params) or "none"))
