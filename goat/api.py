@@ -677,9 +677,9 @@ def _user_facing(fn):
         except GoatError as e:
             if not getattr(e, "_noted", False):
                 e._noted = True
-                rest = e.render().split("\n", 1)
-                shown = rest[1] if len(rest) > 1 and type(e) is not GoatErrors else (
-                    e.render() if type(e) is GoatErrors else "")
+                shown = e.render()          # (several errors: each with its excerpt)
+                if not isinstance(e, GoatErrors):
+                    shown = shown.partition("\n")[2]       # the excerpt under the message
                 if shown and hasattr(e, "add_note"):        # Python 3.11 and newer
                     e.add_note(shown)
             raise e.with_traceback(None)

@@ -526,12 +526,11 @@ class _Pass:
         iteration (stack_set): by the loop itself, which gains them as carried values
         (:meth:`_tape_in_place`), or, where it cannot, by a copy of it of as many iterations
         (counted from 0, the bounds taken as constants; its prints and saves left out).  A
-        loop then runs backwards, from the last iteration to the
-        first: it reads the iteration's starting values from the tapes (stack_get), computes
-        the body's values again from them -- those the loop itself kept when costly
-        (:meth:`_tape_residuals`), read from their tapes -- and then their cotangents, given
-        the carried
-        values' cotangents at the iteration's end -- which gives those at its start, carried
+        loop then runs backwards, from the last iteration to the first: it reads the
+        iteration's starting values from the tapes (stack_get), computes the body's values
+        again from them -- those the loop itself kept when costly (:meth:`_tape_residuals`),
+        read from their tapes -- and then their cotangents, given the carried values'
+        cotangents at the iteration's end -- which gives those at its start, carried
         to the iteration before -- and adds up the cotangents of the values from outside the
         loop that the body reads (the weights), carried too.  Only the carried vars the loss
         needs are differentiated (a var the loss does not read, a running count of correct
@@ -748,9 +747,8 @@ class _Pass:
     def _tape_in_place(self, n, taped, count, lead, uid):
         """The tapes of the carried vars ``taped`` (their indices) of loop ``n``, written by
         ``n`` itself: {index: the tape's node}, each iteration's starting value a row -- the
-        loop gains a carried tape per var (stack_set at the end of its body, the row its index
-        less its start), so that grad runs the body once fewer than with a copy of the loop
-        that keeps them (:meth:`loop`).  A tape an earlier grad of the same loop added is
+        loop gains a carried tape per var (:meth:`_give_tapes`), so that grad runs the body
+        once fewer than with a copy of the loop that keeps them (:meth:`loop`).  A tape an earlier grad of the same loop added is
         shared.  None where the loop cannot gain them: it is in another region than the grad
         (an enclosing block, already built), the REPL may take the statement back (its
         journal), the values a tape is made from are not all computed before the loop, or
@@ -821,6 +819,7 @@ class _Pass:
         the run, in a loop of a known count, and not beyond 2**27 cells (1 GiB in float64)
         all told."""
         from ..gpu.auto import _op_cost
+        from ..ops.builtins import taped
         b = self.b
         program = b.program
         nodes = program.nodes
@@ -853,7 +852,7 @@ class _Pass:
         budget = 2 ** 27
         for i in sorted(need):
             c = nodes[i]
-            if not (c.op.pure and _static(c.shape)) or c.op.name.startswith("stack_"):
+            if not (c.op.pure and _static(c.shape)) or "tape" in c.op.tags:
                 continue
             size = max(_cells(c.shape), 1)
             flops = _op_cost(c)[0]
@@ -877,7 +876,6 @@ class _Pass:
         bb.effects = False
         bb.local = True
         swap = {}
-        from ..ops.builtins import taped
         for c in chosen:
             tape = b.get(n, *known[("value", origin[c.id].id)])
             # the row, as c's op of c's arguments: differentiable again through them
@@ -1161,8 +1159,8 @@ def _grad(builder, loss, wrt, names, loc):
 def _prune(program, mark, outputs, loops=()):
     """Take out the nodes this grad made (ids from ``mark``) that no gradient uses: a vjp
     rule gives every argument its cotangent, and those of arguments that do not depend on the
-    differentiated values (a constant, the data) are not wanted.  The tapes ``loops`` (made
-    before) were given to write (:meth:`_Pass._tape_in_place`) are kept whole."""
+    differentiated values (a constant, the data) are not wanted.  What this grad made for
+    ``loops`` (earlier loops it gave tapes to write, :meth:`_Pass._give_tapes`) is kept."""
     nodes = program.nodes
     live = set()
     stack = [n for n in outputs if n.id >= mark] + list(loops)

@@ -408,8 +408,9 @@ class Builder:
         if type(verdict) is str and op.name in ("narrow", "put") and self._never_runs():
             verdict = None                  # (x[k * 8:(k + 1) * 8] for k in 0..0: never taken)
         # an op checked again when it runs stays where it is written -- unless its check is
-        # sure to pass on sizes all known: a params member read in a loop, p.w (a narrow of
-        # p), is computed once before the loop, not copied out of p at every step
+        # sure to pass on sizes all known (a def's copy keeps its template's check): a params
+        # member read in a loop, p.w (a narrow of p), is computed once before the loop, not
+        # copied out of p at every step
         sure = (check and verdict is True and not _unknown([a.shape for a in args])
                 and not _unknown([shape]))
         home = self._home(args) if pure and (not check or sure) else self.region
