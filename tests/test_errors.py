@@ -1176,11 +1176,10 @@ def test_a_block_of_a_loaded_file_may_define_a_name_the_session_has(tmp_path):
      "zeros takes 1 argument, got 0; the shape may be left out only where the call is the "
      "whole value of an annotated let or var, or it with numbers and names (let x: tensor[4x4] = "
      "zeros(...) * 0.5); inside a larger expression, write it: zeros(tensor[4x4])"),
-    # arithmetic in a size is on numbers and lets, not a def's size variables: a ? for reshape
-    ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * H])\n",
-     "the size H * H names H, a size variable of flat: goat's types have no arithmetic on a "
-     "call's sizes (N - 1); reshape works out one ? from the others (reshape(x, "
-     "tensor[..., ?]))"),
+    # arithmetic in a size names only sizes: a def's size variable that no parameter gives
+    ("def flat(u: tensor[3, H, H]) = reshape(u, tensor[3, H * W])\n",
+     "the size H * W names W, which is no size of any parameter of flat and no let holding a "
+     "size: write the size, or use the parameters' sizes (H)"),
     # the loss among the names
     ("var w = randn(tensor[2x2], 1)\nlet loss = col_sum(row_sum(w * w))\nprint grad(w, loss)\n",
      "grad takes the loss first, then the names: grad(loss, w) (its first argument must be a "
@@ -1956,17 +1955,16 @@ def test_a_third_round_of_slips_is_one_error_each(src, expected):
 
 
 
-def test_a_size_variable_read_as_a_value_points_to_size():
-    """Found by a newcomer: wpe[0:Tn] in a def over tokens: tensor[Bn, Tn] said only
-    "unknown name 'Tn'"; the size is read with size(x, axis), which the message writes."""
-    e = error("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n    return tokens / T\n}\n"
-              "print f([[1, 2]], [[1]])\n")
-    assert (e.line, e.message) == (2, "unknown name 'T': T is a size in f's types, not a value; "
-                                      "size(tokens, 1) gives it as a number (and a slice may "
-                                      "end T cells after its start: x[:, k:T + k])")
-    (y,) = run("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n"
-               "    return tokens / size(tokens, 1)\n}\nprint f([[1, 2]], [[1]])\n")
-    assert y.tolist() == [[0.5, 1.0]]
+def test_a_size_variable_read_as_a_value_is_that_calls_size():
+    """Found by a newcomer: tokens / T in a def over tokens: tensor[B, T] said "unknown
+    name 'T'"; a size variable is a number in the body, each call's own, as size(x, axis)
+    gives it."""
+    src = ("def f(tokens: tensor[B, T], w: tensor[P, C]) {\n    return tokens / T + C\n}\n"
+           "print f([[1, 2]], [[1]])\nprint f([[1, 2, 3, 4]], [[1, 2, 3]])\n")
+    a, c = run(src)
+    assert a.tolist() == [[1.5, 2.0]] and c.tolist() == [[3.25, 3.5, 3.75, 4.0]]
+    e = error("def f(tokens: tensor[B, T]) = tokens\nprint T\n")
+    assert e.message.startswith("unknown name 'T'"), e.message
 
 
 def test_a_let_in_a_defs_parameters_that_is_no_size_is_that_error(tmp_path):

@@ -61,19 +61,29 @@ print first([[1, 2, 3]])
         (tmp_path / "p.mg").write_text(src)
         assert compiled_numbers(tmp_path) == [[1, 2, 3, 4, 5, 6], [1, 2, 3]]
     e = error(src + "print embed([[0, 0, 0, 0, 0]], wpe)\n")       # 5 positions of 4
-    assert "longer than axis 0 of 4x2" in e.message, e.message
+    assert e.message == ("in embed, the slice 0:T would run past axis 0 of PxC for this call "
+                         "(P = 4, T = 5)"), e.message
 
 
-@pytest.mark.parametrize("body, words", [
-    ("h[:, 1:L]", "a slice's length must be known before the run (or, in a def, be a size of "
-                  "its types): an end of L plus a number is that many cells after the start only when the "
-                  "start is that number (x[:, 2:L + 2], x[:, i:i + L])"),
-    ("h[:, L:2]", "unknown name 'L': L is a size in g's types, not a value; size(h, 1) gives it "
-                  "as a number (and a slice may end L cells after its start: x[:, k:L + k])"),
-])
-def test_a_slice_whose_length_is_no_size_says_what_is_allowed(body, words):
-    e = error("def g(h: tensor[N, L]) = %s\nprint g([[1, 2, 3]])\n" % body)
-    assert e.message == words, e.message
+def test_a_slice_whose_bounds_are_sizes_is_typed_by_their_difference():
+    """h[:, 1:L] in a def has L - 1 cells, h[:, L - 2:L] two: bounds written with the def's
+    size variables are sizes, so the length is arithmetic on them that each call works out
+    (it was an error: a length had to be a size variable)."""
+    src = ("def g(h: tensor[N, L]) = h[:, 1:L]\nprint g([[1, 2, 3]])\n"
+           "def k(h: tensor[N, L]) -> tensor[N, 2] = h[:, L - 2:L]\nprint k([[1, 2, 3, 4]])\n")
+    a, c = run(src)
+    h = np.array([[1, 2, 3, 4]])
+    assert a.tolist() == [[2, 3]] and c.tolist() == h[:, 2:4].tolist()
+
+
+def test_a_slice_of_sizes_that_is_no_slice_for_a_call_is_that_calls_error():
+    """h[:, L:2] is a slice of 2 - L cells: a call with L = 3 would take -1 of them."""
+    e = error("def g(h: tensor[N, L]) = h[:, L:2]\nprint g([[1, 2, 3]])\n")
+    assert (e.line, e.message) == (2, "in g, the slice L:2 would end before it starts for "
+                                      "this call (L = 3)"), e.message
+    assert e.notes[-1] == "the slice is on line 1"
+    (y,) = run("def g(h: tensor[N, L]) = h[:, L:2]\nprint g([[1, 2]])\n")
+    assert y.shape == (1, 0)
 
 
 def test_a_name_of_the_body_that_hides_a_size_variable_is_that_name():
@@ -94,12 +104,12 @@ print h([1, 2, 3, 4, 5], [0, 0], 1)
     assert f.tolist() == [1] and g.tolist() == [2] and h.tolist() == [3, 4]
 
 
-def test_an_open_slice_in_a_def_points_to_a_size_variables_end():
-    """A newcomer's: hp[:, 2:] in a def said to write both bounds as numbers, not the
-    sized end the reference gives."""
-    e = error("def f(h: tensor[N, L, D]) = h[:, 1:]\nprint f(ones(tensor[2, 3, 4]))\n")
-    assert e.message.endswith("; in a def, a slice may end a size variable's number of cells "
-                              "after its start: x[:, 2:L + 2]"), e.message
+def test_an_open_slice_in_a_def_ends_at_its_axis():
+    """A newcomer's: hp[:, 2:] in a def said to write both bounds as numbers; the end of an
+    axis of a size variable's size is that size, so the slice has L - 1 cells."""
+    (y,) = run("def f(h: tensor[N, L, D]) = h[:, 1:]\n"
+               "print f(reshape(iota(tensor[24], 0), tensor[2, 3, 4]))\n")
+    assert y.tolist() == np.arange(24.0).reshape(2, 3, 4)[:, 1:].tolist()
 
 
 def test_narrow_takes_a_size_variable_as_its_length(tmp_path):

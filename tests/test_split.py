@@ -72,7 +72,8 @@ def test_split_compiled_prints_the_same_numbers(tmp_path):
     ("let x = ones(tensor[2x6])\nlet a, b = split(x, 2, 2)\n",
      "split's axis 2 is not an axis of tensor[2x6] (rank 2: 0 to 1, or -1 to -2 from the end)"),
     ("def f(x: tensor[N, C2]) {\n  let a, b = split(x, 2, 1)\n  return a\n}\n",
-     "split needs the size of axis 1 of tensor[N, C2], and C2 is a size variable of f"),
+     "split needs the size of axis 1 of tensor[N, C2] to be 2 times a whole number for every "
+         "call of f, and C2 is not: write that size as 2 times a size variable"),
     ("let x = ones(tensor[2x6])\nvar k = 2\nlet a, b = split(x, k, 1)\n",
      "k is a var, which may change, so it cannot be split's count"),
     ("let x = ones(tensor[2x6])\nlet a, b = split(x, 0, 1)\n", "the count must be 1 or more"),

@@ -173,8 +173,8 @@ class _HugeDim:
 class SizeExpr(str):
     """A size written as arithmetic, ``4 * H`` in ``tensor[D, 4 * H]``: whole numbers and names
     with + - * / (a division that leaves no remainder) and brackets.  The checker works it
-    out, each name a let holding a size (a def's size variable has no arithmetic: goat's types
-    have no N - 1)."""
+    out, each name a let holding a size or, in a def, one of its size variables (a SizePoly
+    each call works out: tensor[K + H, 4 * H])."""
 
     __slots__ = ()
 

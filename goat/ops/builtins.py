@@ -17,8 +17,9 @@ import sys
 
 import numpy as np
 
-from ..typecheck.shapes import (ShapeError, SizeVar, broadcast, cells, format_dim,
-                                format_huge, format_shape, format_type, known_cells, matmul)
+from ..typecheck.shapes import (ShapeError, broadcast, cells, format_dim, is_symbolic,
+                                size_add, size_div, size_mul, format_huge, format_shape,
+                                format_type, known_cells, matmul)
 from ..aot import kernels as lower
 from .registry import ZERO, Op, OpError, identity, register
 
@@ -183,7 +184,7 @@ def _compare_shape(a, b):
         # other, an N axis more than either means
         if (2 <= len(col) and 1 <= len(vec) < len(col) and col[-1] == 1
                 and tuple(col[-1 - len(vec):-1]) == tuple(vec)
-                and ((type(vec[-1]) is int and vec[-1] > 1) or isinstance(vec[-1], SizeVar))):
+                and ((type(vec[-1]) is int and vec[-1] > 1) or is_symbolic(vec[-1]))):
             n = format_dim(vec[-1])
             table = format_shape(out)
             if len(vec) == 1:
@@ -484,25 +485,29 @@ def _static_shape(name, target):
     return tuple(target)
 
 
+def _writable(d):
+    """A size worked out in a def's body, or None (``?``) where it is arithmetic on the
+    leading sizes ``...`` stands for, which no type can write."""
+    if is_symbolic(d) and any(n.startswith("...") for n in getattr(d, "names", ())):
+        return None
+    return d
+
+
 def _factors(shape):
-    """The cell count of a shape as (product of the known sizes, sorted size-variable names),
-    or None when a dimension is ``?``."""
-    n, names = 1, []
+    """The cell count of a shape: a number, or arithmetic on a def's size variables
+    (``B*T*C``); None when a dimension is ``?``."""
+    n = 1
     for d in shape:
         if d is None:
             return None
-        if isinstance(d, SizeVar):
-            names.append(d.name)
-        else:
-            n *= d
-    return n, tuple(sorted(names))
+        n = size_mul(n, d)
+    return n
 
 
-def _count(f):
-    n, names = f
-    if not names:
+def _count(n):
+    if type(n) is int:
         return "%d cell%s" % (n, "" if n == 1 else "s")
-    return "*".join(([str(n)] if n != 1 else []) + list(names)) + " cells"
+    return format_dim(n) + " cells"
 
 
 def _reshape_shape(s, target):
@@ -513,9 +518,14 @@ def _reshape_shape(s, target):
     src = _factors(s)
     if unknown:
         known = _factors(tuple(d for d in target if d is not None))
-        if src is None or src[1] or known[1]:
+        if src is None:
             return tuple(target)            # worked out when it runs
-        n, k = src[0], known[0]
+        n, k = src, known
+        if type(n) is not int or type(k) is not int:
+            q = size_div(n, k) if k != 0 else None
+            # B*T*C over B*T: C; where the quotient is no size for every call, at run time
+            return tuple(_writable(q) if d is None else d for d in target) if q is not None \
+                else tuple(target)
         if k == 0 or n % k:         # the message goat run gives where it is found then
             raise ShapeError("cannot reshape %s (%s) to %s: the ? size cannot be worked out "
                              "(%s)" % (format_shape(s), _count(src), format_type(target),
@@ -527,7 +537,7 @@ def _reshape_shape(s, target):
         return tuple(target)                # checked when it runs
     dst = _factors(target)
     if src != dst:
-        why = ("the number of cells must stay the same" if not (src[1] or dst[1])
+        why = ("the number of cells must stay the same" if type(src) is int and type(dst) is int
                else "the numbers of cells may differ")
         raise ShapeError("cannot reshape %s (%s) to %s (%s): %s"
                          % (format_shape(s), _count(src), format_shape(target), _count(dst), why))
@@ -1531,7 +1541,7 @@ def _concat_shape(a, b, axis):
     out = []
     for j, (x, y) in enumerate(zip(a, b)):
         if j == ax:
-            out.append(x + y if type(x) is int and type(y) is int else None)
+            out.append(_writable(size_add(x, y)))   # (K + H in a def of sizes K and H)
         elif x is None or x == y:
             out.append(y)
         elif y is None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..typecheck.shapes import SizeVar
+from ..typecheck.shapes import SizePoly, SizeVar
 
 
 @dataclass(frozen=True, eq=False)    # identity hash: ops are keys of hash-consing
@@ -115,7 +115,7 @@ class Op:
         kinds = [kind for _, kind in self.params if kind != "value"]
         # (an attribute past the written parameters, narrow's wording for a subscript, is kept;
         # a whole number that is a size variable, a def's slice x[:, 0:L], is the call's size)
-        return tuple(subst(a) if k == "type" else subst((a,))[0] if isinstance(a, SizeVar)
+        return tuple(subst(a) if k == "type" else subst((a,))[0] if isinstance(a, (SizeVar, SizePoly))
                      else a for a, k in zip(attrs, kinds)) + tuple(attrs[len(kinds):])
 
 

@@ -33,8 +33,9 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, known_number, subregions)
-from .shapes import (RunDim, ShapeError, SizeVar, bind, broadcast, cells, check_size,
-                     compatible, format_shape, format_type)
+from .shapes import (RunDim, ShapeError, SizePoly, SizeVar, bind, broadcast, cells, check_size,
+                     compatible, format_shape, format_type, is_symbolic, size_add, size_div,
+                     size_mul, size_names, size_value, solve_size)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -58,7 +59,7 @@ class Template:
     __slots__ = ("name", "params", "region", "result", "has_vars", "loc", "index", "pure",
                  "qualname", "_flat", "has_grad", "generic", "stmt", "checker", "specs",
                  "display", "scope", "_book", "_reads", "let_sizes", "layouts", "defaults",
-                 "stmt_ret", "home_layouts")
+                 "stmt_ret", "home_layouts", "polys")
 
     def __init__(self, name, params, loc, index):
         self.name = name
@@ -67,7 +68,9 @@ class Template:
         self.params = params        # [(name, declared shape, loc)]
         self.region = Region("def", None, loc)
         self.result = None
-        self.has_vars = any(isinstance(d, SizeVar) for _, s, _ in params for d in s)
+        self.has_vars = any(is_symbolic(d) for _, s, _ in params for d in s)
+        self.polys = []             # the sizes its body writes as arithmetic, each call checks
+        #                             are from 0: (SizePoly, Loc, what it is or None)
         self.loc = loc
         self.index = index
         self.pure = True            # no effects, no file reads: a call may be shared
@@ -260,7 +263,20 @@ def _shape_error(e: ShapeError, loc: Loc) -> GoatError:
 
 
 def _subst(shape, env):
-    return tuple(env[d.name][0] if isinstance(d, SizeVar) and d.name in env else d for d in shape)
+    return tuple(env[d.name][0] if type(d) is SizeVar and d.name in env else
+                 _poly_value(d, env) if type(d) is SizePoly else d for d in shape)
+
+
+def _poly_value(d, env):
+    """A size written as arithmetic on size variables, for the call whose sizes ``env``
+    binds: a number, arithmetic on the sizes of the def the call is written in, or None
+    (``?``) where a size is known only when it runs."""
+    def value(n):
+        v = env.get(n)
+        if v is None:
+            return None
+        return v[0] if type(v[0]) is int or is_symbolic(v[0]) else None
+    return size_value(d, value)
 
 
 def _subst_attr(shape, env):
@@ -272,6 +288,8 @@ def _subst_attr(shape, env):
         if isinstance(d, SizeVar) and d.name in env:
             v = env[d.name][0]
             out.append(run.get(d.name) if v is None else v)
+        elif type(d) is SizePoly:
+            out.append(_poly_value(d, env))
         else:
             out.append(d)
     return tuple(out)
@@ -971,6 +989,8 @@ class Checker:
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
         self._generic_def = False     # the def being checked has a parameter typed [..., ...]
+        self._polys = None            # while a def's body is checked: its sizes written as
+        #                               arithmetic on its size variables (Template.polys)
         self._param_lets = None       # while a def's parameters are read: the lets their
         #                               types name, name -> (size, the let's Loc)
         self._sizes = None            # the size variables its parameters bind (None: while
@@ -1551,27 +1571,43 @@ class Checker:
             raise _shape_error(e, ann.loc) from None
         return dims
 
-    def _size_arithmetic(self, expr, scope, loc) -> int:
-        """The size ``expr`` (a SizeExpr: tensor[D, 4 * H]) works out to, each name a let
-        holding a size; GoatError for a name that is none (a def's size variable: goat's
-        types have no arithmetic on a call's sizes) or a result that is no size."""
+    def _size_arithmetic(self, expr, scope, loc):
+        """The size ``expr`` (a SizeExpr: tensor[D, 4 * H]) works out to: arithmetic on whole
+        numbers, lets holding sizes and, in a def, its size variables (tensor[K + H, 4 * H]:
+        a SizePoly each call works out).  GoatError for a name that is neither, or a result
+        that is no size."""
         import ast as pyast
         values = {}
         for name in expr.names:
             if self._sizes is not None and name in self._sizes or (
                     self._in_def(scope) and self._sizes is None and
                     not isinstance(scope.find(name)[0] if scope is not None else None, Node)):
-                raise GoatError("the size %s names %s, a size variable of %s: goat's types "
-                                "have no arithmetic on a call's sizes (N - 1); reshape works "
-                                "out one ? from the others (reshape(x, tensor[..., ?]))"
-                                % (expr, name, self._defining), loc)
+                if name in KEYWORDS or name in TYPE_WORDS:
+                    raise GoatError("'%s' is a reserved word and cannot name a size variable"
+                                    % name, loc)
+                values[name] = SizeVar(name)    # a size each call gives
+                continue
+            if self._in_def(scope) and self._sizes is not None and \
+                    not isinstance(scope.find(name)[0], Node):
+                known = sorted(n for n in self._sizes if not n.startswith("..."))
+                raise GoatError("the size %s names %s, which is no size of any parameter of %s "
+                                "and no let holding a size: write the size%s"
+                                % (expr, name, self._defining,
+                                   ", or use the parameters' sizes (%s)" % ", ".join(known)
+                                   if known else ""), loc)
             # (a let in the arithmetic may be any whole number: only the size is checked)
             v = self._let_int(name, scope, loc, "part of the size %s" % expr)
             if v is None:
                 raise GoatError("the size %s names %s, which is no let holding a size: a size "
                                 "written as arithmetic is on whole numbers and lets (let H = "
-                                "32 ... tensor[4 * H])" % (expr, name), loc)
+                                "32 ... tensor[4 * H])%s" % (
+                                    expr, name, "" if not self._in_def(scope) else
+                                    " and the def's size variables"), loc)
             values[name] = v
+
+        def paren(n):
+            t = pyast.unparse(n)
+            return t if re.fullmatch(r"\w+", t) else "(%s)" % t
 
         def value(node):
             t = type(node)
@@ -1583,23 +1619,37 @@ class Checker:
                 return values[node.id]
             if t is pyast.UnaryOp:
                 v = value(node.operand)
-                return -v if type(node.op) is pyast.USub else v
+                return size_mul(-1, v) if type(node.op) is pyast.USub else v
             a, b = value(node.left), value(node.right)
             if type(node.op) is pyast.Div:      # tensor[N / B, B]: a division with no remainder
-                if b == 0 or a % b:
-                    n, d = pyast.unparse(node.left), pyast.unparse(node.right)
-                    n = n if re.fullmatch(r"\w+", n) else "(%s)" % n
-                    d = d if re.fullmatch(r"\w+", d) else "(%s)" % d
-                    raise GoatError("the size %s divides %d by %d, which %s: a size is a whole "
-                                    "number%s" % (
-                                        expr, a, b, "is no number" if b == 0 else
-                                        "leaves %d over" % (a % b), "" if b == 0 else
-                                        " (a let holding (%s - %s %% %s) / %s drops what is "
-                                        "left over)" % (n, n, d, d)), loc)
-                return a // b
-            return a + b if type(node.op) is pyast.Add else a - b if type(node.op) is \
-                pyast.Sub else a * b
+                if type(a) is int and type(b) is int:
+                    if b == 0 or a % b:
+                        n, d = paren(node.left), paren(node.right)
+                        raise GoatError(
+                            "the size %s divides %d by %d, which %s: a size is a whole "
+                            "number%s" % (expr, a, b, "is no number" if b == 0 else
+                                          "leaves %d over" % (a % b), "" if b == 0 else
+                                          " (a let holding (%s - %s %% %s) / %s drops what is "
+                                          "left over)" % (n, n, d, d)), loc)
+                    return a // b
+                q = size_div(a, b)
+                if q is None:
+                    raise GoatError(
+                        "the size %s divides %s by %s, which is a whole number only for some "
+                        "of the sizes a call may give: name the quotient instead, as a size of "
+                        "its own (tensor[2 * M] rather than tensor[N], then M for N / 2)"
+                        % (expr, paren(node.left), paren(node.right)), loc)
+                return q
+            if type(node.op) is pyast.Add:
+                return size_add(a, b)
+            if type(node.op) is pyast.Sub:
+                return size_add(a, b, -1)
+            return size_mul(a, b)
         v = value(pyast.parse(expr, mode="eval"))
+        if type(v) is not int:
+            if self._polys is not None and self._sizes is not None and type(v) is SizePoly:
+                self._polys.append((v, loc, None))  # (each call checks it is a size: N - 1)
+            return v
         if not 0 <= v <= 2 ** 53:
             raise GoatError("the size %s is %d, not a whole number from 0%s" % (
                 expr, v, " (too large to be a size)" if v > 0 else ""), loc)
@@ -2454,6 +2504,32 @@ class Checker:
         return data
 
     # ------------------------------------------------------------------ defs
+    def _solvable(self, stmt, params):
+        """Every size variable of a def's parameters can be worked out by a call: one a
+        parameter's size is, or the one open variable of a size written as arithmetic once
+        the others are known (tensor[K + H, 4 * H]: 4*H gives H, then K + H gives K).  A
+        GoatError names a variable no call could work out (tensor[K + H] alone, tensor[N*N])."""
+        known = set(self._sizes)
+        polys = [(d, p.type.loc) for p, (_, dims, _) in zip(stmt.params, params) for d in dims
+                 if type(d) is SizePoly]
+        progress = True
+        while progress:
+            progress = False
+            for d, _ in polys:
+                got = solve_size(d, 0, lambda n: 0 if n in known else None)
+                if got is not None:
+                    known.add(got[0])
+                    progress = True
+        for d, loc in polys:
+            open_ = [n for n in d.names if n not in known]
+            if open_:
+                raise GoatError(
+                    "a call of %s could not work out %s from the size %s: give %s a size of "
+                    "its own in a parameter's type (as x: tensor[N, %s]), or write the sizes "
+                    "so that one is open at a time" % (
+                        stmt.name, _and_list(open_), d,
+                        "one of them" if len(open_) > 1 else "it", open_[0]), loc)
+
     def _define(self, stmt: ast.Def, rest=None, scope=None, outlined=False) -> Template:
         """Check a def.  ``rest``: the leading sizes its ``...`` stand for in this check (a
         call's specialization, :meth:`specialize`), in ``scope`` (the names the def saw when it
@@ -2474,6 +2550,7 @@ class Checker:
                                                                and not outlined)
         outer_sizes, self._sizes = self._sizes, None
         outer_lets, self._param_lets = self._param_lets, {}
+        outer_polys = self._polys
         try:
             for p in stmt.params:
                 if p.name in seen:
@@ -2490,6 +2567,11 @@ class Checker:
                 for axis, d in enumerate(dims):
                     if isinstance(d, SizeVar):
                         self._sizes.setdefault(d.name, (pname, axis))
+            self._solvable(stmt, params)
+            for pname, dims, _ in params:
+                for axis, d in enumerate(dims):
+                    for n in size_names(d):
+                        self._sizes.setdefault(n, (pname, axis))
             if rest is None:
                 self.program.templates += 1
                 index = self.program.templates
@@ -2498,6 +2580,7 @@ class Checker:
                 index = -self.program.specializations
             tmpl = Template(stmt.name, params, stmt.loc, index)
             tmpl.stmt_ret = stmt.ret
+            tmpl.polys = self._polys = []
             tmpl.home_layouts = self.layout_types
             tmpl.let_sizes, self._param_lets = self._param_lets, None
             if any(d and d[0] is ... for _, d, _ in generic):
@@ -2579,6 +2662,7 @@ class Checker:
             self._quiet = outer_quiet
             self._generic_def = outer_generic
             self._sizes = outer_sizes
+            self._polys = outer_polys
             self._param_lets = outer_lets
         return tmpl
 
@@ -2804,6 +2888,8 @@ class Checker:
                 bind(declared, actual, env, what)
             except ShapeError as e:
                 raise _shape_error(e, loc) from None
+        if tmpl.has_vars:
+            self._solve_sizes(tmpl, shapes, whats, locs, env)
         out = []
         for (_, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
             bound = _subst(declared, env) if tmpl.has_vars else declared
@@ -2828,6 +2914,49 @@ class Checker:
                                    hint), loc, notes=notes)
             out.append((bound, runtime, what))
         return out, env
+
+    def _solve_sizes(self, tmpl, shapes, whats, locs, env):
+        """Bind the size variables that only sizes written as arithmetic name (tensor[K + H,
+        4 * H]): each worked out from an argument's size once the others are known, in
+        turn.  Then every size the body writes as arithmetic must be one (N - 1 of N = 0 is
+        no size): a GoatError at the call."""
+        def value(n):
+            v = env.get(n)
+            return v[0] if v is not None and (type(v[0]) is int or is_symbolic(v[0])) else None
+        todo = [(d, x, what, loc) for (_, declared, _), actual, what, loc
+                in zip(tmpl.params, shapes, whats, locs) if len(declared) == len(actual)
+                for d, x in zip(declared, actual) if type(d) is SizePoly
+                and (type(x) is int or is_symbolic(x))]
+        progress = True
+        while todo and progress:
+            progress = False
+            for item in list(todo):
+                d, x, what, loc = item
+                got = solve_size(d, x, value)
+                if got is None:
+                    continue
+                name, v = got
+                if v is None:
+                    raise GoatError("%s has size %d where its type says %s, and no whole size "
+                                    "%s from 0 makes it so%s" % (
+                                        what, x, d, name, "".join(
+                                            " (%s = %s)" % (n, value(n)) for n in d.names
+                                            if value(n) is not None)), loc)
+                env[name] = (v, what)
+                todo.remove(item)
+                progress = True
+        for d, at, said in tmpl.polys:
+            v = size_value(d, value)
+            if type(v) is int and v < 0:
+                sizes = ", ".join("%s = %s" % (n, value(n)) for n in d.names)
+                where = "line %d%s" % (at.line, "" if at.source is locs[0].source
+                                       else " of %s" % at.source.path)
+                if said is None:
+                    raise GoatError("%s's size %s is %d for this call (%s): a size is a whole "
+                                    "number from 0" % (tmpl.qualname, d, v, sizes), locs[0],
+                                    notes=("the size is written on %s" % where,))
+                raise GoatError("in %s, %s for this call (%s)" % (tmpl.qualname, said, sizes),
+                                locs[0], notes=("the slice is on %s" % where,))
 
     @staticmethod
     def unknown_sizes(tmpl, shapes):
@@ -3014,6 +3143,10 @@ class Checker:
             if name.count(".") > 1 and self._name_layout(name.rpartition(".")[0],
                                                          scope) is not None:
                 return self._member(name, e.loc, scope, b)[0]      # model.theta.w1
+        if self._sizes and name in self._sizes and not name.startswith("...") and \
+                scope.find(name)[0] is None and self._in_def(scope):
+            # a def's size variable read as a value: each call's size, a number (sum(x) / N)
+            return self._size_value_node(SizeVar(name), e.loc, b)
         v = self._resolve(name, e.loc, scope)
         if isinstance(v, Node):
             return v
@@ -3032,12 +3165,6 @@ class Checker:
             raise GoatError("unknown name '%s': the '%s' defined on line %d belongs to a block "
                             "that has ended; declare a var before the block and assign it inside"
                             % (name, name, self.gone[name]), e.loc)
-        if self._sizes and name in self._sizes and not name.startswith("..."):
-            pname, axis = self._sizes[name]
-            raise GoatError("unknown name '%s': %s is a size in %s's types, not a value; "
-                            "size(%s, %d) gives it as a number (and a slice may end %s cells "
-                            "after its start: x[:, k:%s + k])" % (
-                                name, name, self._defining, pname, axis, name, name), e.loc)
         if name in _NAME_HABITS:
             raise GoatError("unknown name '%s': %s" % (name, _NAME_HABITS[name]), e.loc)
         raise GoatError("unknown name '%s'%s" % (name, _suggest(name, _visible(scope))), e.loc)
@@ -3254,12 +3381,25 @@ class Checker:
                             e.args[2].loc)
         axis %= r
         size = x.shape[axis]
-        if isinstance(size, SizeVar):
-            raise GoatError("split needs the size of axis %d of %s, and %s is a size variable "
-                            "of %s, open until a call: write the def's size with a let above "
-                            "it (let C = 64, then tensor[N, 3 * C]), or take the parts with "
-                            "narrow" % (axis, format_type(x.shape), size.name, self._defining),
-                            e.loc)
+        if is_symbolic(size):
+            part = size_div(size, n) if n >= 1 else None
+            if part is None:
+                raise GoatError("split needs the size of axis %d of %s to be %d times a whole "
+                                "number for every call of %s, and %s is not: write that size as "
+                                "%d times a size variable in the parameter's type (tensor[N, "
+                                "%d * C])" % (axis, format_type(x.shape), n, self._defining,
+                                              size, n, n), e.loc)
+            if n == 1:
+                return x
+            # part k starts at size(x, axis) * k / n (exact: a whole number), a number once
+            # a call's sizes are known
+            whole = b.op(REGISTRY["size"], (x,), e.loc, (axis,))
+            starts = [b.const(0.0, e.loc)] + [
+                b.op(OPERATORS["/"], (b.op(OPERATORS["*"], (whole, b.const(float(k), e.loc)),
+                                           e.loc), b.const(float(n), e.loc)), e.loc)
+                for k in range(1, n)]
+            return tuple(b.op(REGISTRY["narrow"], (x, start), e.loc, (axis, part))
+                         for start in starts)
         if type(size) is not int:
             raise GoatError("split needs the size of axis %d of %s, which is known only when "
                             "the program runs: split where the size is known, or take the "
@@ -3708,6 +3848,86 @@ class Checker:
         sizes = {n for n in self._sizes if scope.find(n)[0] is None}
         return _size_var_end_of(hi, sizes) if sizes else None
 
+    def _size_bound(self, e, scope):
+        """A slice's bound in a def written with its size variables, numbers and lets holding
+        numbers, with + - * (``T - 1``, ``2 * H``): the size it is (an int, SizeVar or
+        SizePoly), else None."""
+        t = type(e)
+        if t is ast.Number:
+            return int(e.value) if e.value == int(e.value) and abs(e.value) <= 2 ** 53 \
+                else None
+        if t is ast.Name:
+            found = scope.find(e.name)[0]
+            if found is None:
+                return SizeVar(e.name) if e.name in self._sizes and \
+                    not e.name.startswith("...") else None
+            v = known_number(found) if isinstance(found, Node) and \
+                found.shape in ((), (1,), (1, 1)) else None
+            return int(v) if v is not None and v == int(v) and abs(v) <= 2 ** 53 else None
+        if t is ast.Unary and e.op == "-":
+            v = self._size_bound(e.operand, scope)
+            return None if v is None else size_mul(-1, v)
+        if t is ast.Binary and e.op in ("+", "-", "*"):
+            a = self._size_bound(e.left, scope)
+            c = self._size_bound(e.right, scope) if a is not None else None
+            if c is None:
+                return None
+            return size_add(a, c) if e.op == "+" else size_add(a, c, -1) if e.op == "-" \
+                else size_mul(a, c)
+        return None
+
+    def _size_value_node(self, d, loc, b):
+        """A size of a def (a SizePoly, a SizeVar, an int) as a number: the size of a
+        vector of that many cells, which each call makes its own (its type's sizes are the
+        call's) and which is known, and folded, wherever the call's sizes are."""
+        if type(d) is int:
+            return b.const(float(d), loc)
+        cells_ = b.op(REGISTRY["zeros"], (), loc, ((d,),))
+        return b.op(REGISTRY["size"], (cells_,), loc, (0,))
+
+    def _size_slice(self, x, axis, item, scope, b):
+        """A slice in a def whose bounds are sizes (``tokens[:, 0:T - 1]``, ``z[:, H:2 * H]``,
+        ``x[:, 1:]`` of an axis of size K, ``x[:, 0:-1]``): (start node, length), the length
+        arithmetic on the def's size variables that each call works out and checks (a
+        slice that would end before it starts, or past its axis, is that call's error), or
+        (None, None) for the whole axis; None when the bounds are not sizes."""
+        n = x.shape[axis]
+        lo = 0 if item.lo is None else self._size_bound(item.lo, scope)
+        hi = n if item.hi is None else self._size_bound(item.hi, scope)
+        if lo is None or hi is None or not (is_symbolic(lo) or is_symbolic(hi)) and not (
+                is_symbolic(n) and (item.hi is None or lo < 0 or hi < 0)):
+            return None     # (bounds of numbers from 0: checked as any, for each call)
+        if (type(lo) is int and lo < 0) or (type(hi) is int and hi < 0):
+            if not is_symbolic(n):
+                return None
+            # counted from the end of an axis of a def's size: x[:, 0:-1] is 0:K - 1
+            lo = size_add(n, lo) if type(lo) is int and lo < 0 else lo
+            hi = size_add(n, hi) if type(hi) is int and hi < 0 else hi
+        text = item.loc.source.text[item.loc.start:item.loc.end] if item.loc else ""
+        length = size_add(hi, lo, -1)
+        if type(length) is int and length < 0:
+            raise GoatError("the slice %s ends %d cell%s before it starts, for every call"
+                            % (text, -length, "" if length == -1 else "s"), item.loc)
+        if lo == 0 and hi == n:
+            return None, None
+        whole = format_shape(x.shape)
+        if n is not None:
+            past = size_add(hi, n, -1)
+            if type(past) is int and past > 0:
+                raise GoatError("the slice %s runs %d cell%s past axis %d of %s, for every call"
+                                % (text, past, "" if past == 1 else "s", axis, whole),
+                                item.loc)
+        if self._polys is not None:     # each call checks them
+            if is_symbolic(length):
+                self._polys.append((length, item.loc, "the slice %s would end before it "
+                                    "starts" % text))
+            if is_symbolic(lo):
+                self._polys.append((lo, item.loc, "the slice %s would start before 0" % text))
+            if n is not None and is_symbolic(size_add(n, hi, -1)):
+                self._polys.append((size_add(n, hi, -1), item.loc, "the slice %s would run "
+                                    "past axis %d of %s" % (text, axis, whole)))
+        return self._size_value_node(lo, item.loc, b), length
+
     def _sized_slice(self, x, axis, item, sized, scope, b):
         """``x[..., lo:L + lo]`` in a def, L a size variable: (start, L) -- the whole axis
         (None, None) where that is x's own axis of size L from 0."""
@@ -3947,6 +4167,10 @@ class Checker:
         x[k * B:(k + 1) * B]): the result's shape is known before the run.  In a def, the end
         may be a size variable's number of cells after the start (hp[:, 1:L + 1], h[:, 0:L]):
         the length is that size, each call's."""
+        if step == 1 and self._sizes and self._in_def(scope):
+            got = self._size_slice(x, axis, item, scope, b)
+            if got is not None:
+                return got
         sized = self._size_var_end(item.hi, scope) if step == 1 else None
         if sized is not None:
             return self._sized_slice(x, axis, item, sized, scope, b)
@@ -3973,10 +4197,10 @@ class Checker:
                 raise GoatError(
                     "the slice %s needs the size of axis %d of %s, which is known only when "
                     "the program runs (or a def is called): write both bounds as whole numbers "
-                    "from 0 (the result's sizes are known before the run; goat's types have no "
-                    "N - 1)%s" % (written, axis, whole, (
-                        "; in a def, a slice may end a size variable's number of cells after "
-                        "its start: x[:, 2:%s + 2]" % (
+                    "from 0 (the result's sizes are known before the run)%s" % (
+                        written, axis, whole, (
+                        "; in a def, a slice's bounds may be its size variables: "
+                        "x[:, 1:%s]" % (
                             x.shape[axis].name if isinstance(x.shape[axis], SizeVar) else
                             sorted(n for n in self._sizes if not n.startswith("..."))[0]))
                         if [n for n in self._sizes or () if not n.startswith("...")]
@@ -4322,8 +4546,8 @@ def _declared_shape(declared, env) -> str:
 def _bindings(declared, env, leading=True) -> list:
     """``["N = 4", ...]``: the sizes ``env`` binds the size variables of ``declared`` to (not
     one bound to itself; with ``leading`` false, not the leading sizes ``...``)."""
-    names = dict.fromkeys(d.name for d in declared if isinstance(d, SizeVar)
-                          and (leading or d.name != "..."))
+    names = dict.fromkeys(n for d in declared for n in size_names(d)
+                          if leading or n != "...")
     return ["%s = %s" % (n, format_shape((env[n][0],))) for n in names
             if n in env and env[n][0] is not None and env[n][0] != SizeVar(n)]
 

@@ -42,6 +42,181 @@ class SizeVar:
         return hash(("SizeVar", self.name))
 
 
+class SizePoly:
+    """A size that is arithmetic on a def's size variables: ``K + H``, ``4*H``, ``B*T``,
+    ``N - 1`` (a polynomial with whole coefficients).  Like a :class:`SizeVar` it is rigid:
+    equal only to the same polynomial (``H + K`` is ``K + H``), never to a number or to one
+    variable (those are ints and SizeVars: see :func:`size_poly`).  Each call works it out from
+    the sizes it binds (:func:`size_value`).
+
+    ``terms`` maps each monomial (a sorted tuple of variable names, one per factor; ``()`` for
+    the constant) to its coefficient, in the order the terms were written."""
+
+    __slots__ = ("terms", "_key")
+
+    def __init__(self, terms: dict):
+        self.terms = terms
+        self._key = frozenset(terms.items())
+
+    def __eq__(self, other):
+        return type(other) is SizePoly and other._key == self._key
+
+    def __hash__(self):
+        return hash(("SizePoly", self._key))
+
+    @property
+    def names(self) -> tuple:
+        """The size variables, in the order they are written."""
+        return tuple(dict.fromkeys(n for m in self.terms for n in m))
+
+    def __repr__(self):
+        out = []
+        for mono, c in sorted(self.terms.items(), key=lambda t: t[0] == ()):
+            factors = [str(abs(c))] if abs(c) != 1 or not mono else []
+            text = "*".join(factors + list(mono))
+            if not out:
+                out.append(text if c > 0 else "-" + text)
+            else:
+                out.append(("+ " if c > 0 else "- ") + text)
+        return " ".join(out)
+
+
+def _poly(d) -> dict:
+    if type(d) is int:
+        return {(): d} if d else {}
+    if type(d) is SizeVar:
+        return {(d.name,): 1}
+    return dict(d.terms)
+
+
+def size_poly(terms: dict):
+    """The size ``terms`` stand for, in its simplest kind: an int, a SizeVar or a SizePoly."""
+    terms = {m: c for m, c in terms.items() if c}
+    if not terms:
+        return 0
+    if len(terms) == 1:
+        (mono, c), = terms.items()
+        if not mono:
+            return c
+        if c == 1 and len(mono) == 1:
+            return SizeVar(mono[0])
+    return SizePoly(terms)
+
+
+def is_symbolic(d) -> bool:
+    """Is ``d`` a size a def's call gives (a size variable, or arithmetic on them)?"""
+    return type(d) is SizeVar or type(d) is SizePoly
+
+
+def size_names(d) -> tuple:
+    """The size variables a size names (none for a number or ``?``)."""
+    if type(d) is SizeVar:
+        return (d.name,)
+    if type(d) is SizePoly:
+        return d.names
+    return ()
+
+
+def size_add(a, b, sign: int = 1):
+    """``a + b`` (``a - b`` with sign -1) of two sizes (int, SizeVar or SizePoly; None when
+    either is ``?``)."""
+    if a is None or b is None or type(a) is RunDim or type(b) is RunDim:
+        return None
+    if type(a) is int and type(b) is int:
+        return a + sign * b
+    out = _poly(a)
+    for m, c in _poly(b).items():
+        out[m] = out.get(m, 0) + sign * c
+    return size_poly(out)
+
+
+def size_mul(a, b):
+    """``a * b`` of two sizes (None when either is ``?``)."""
+    if a is None or b is None or type(a) is RunDim or type(b) is RunDim:
+        return None
+    if type(a) is int and type(b) is int:
+        return a * b
+    out = {}
+    for m1, c1 in _poly(a).items():
+        for m2, c2 in _poly(b).items():
+            m = tuple(sorted(m1 + m2))
+            out[m] = out.get(m, 0) + c1 * c2
+    return size_poly(out)
+
+
+def size_div(a, b):
+    """``a / b`` when it is a size for every value of the variables (each of a's terms a
+    whole multiple of b, a number or one term), else None."""
+    if type(a) is int and type(b) is int:
+        return a // b if b and not a % b else None
+    pb = _poly(b)
+    if len(pb) != 1:
+        return a if a == b and a is not None else None
+    (mb, cb), = pb.items()
+    if cb == 0:
+        return None
+    out = {}
+    for m, c in _poly(a).items():
+        rest = list(m)
+        for n in mb:
+            if n not in rest:
+                return None
+            rest.remove(n)
+        if c % cb:
+            return None
+        out[tuple(rest)] = out.get(tuple(rest), 0) + c // cb
+    return size_poly(out)
+
+
+def size_value(d, value):
+    """A size for one call: ``value(name)`` gives each size variable's size (an int, a size of
+    the def the call is written in, or None for one known only when the call runs); None where
+    one is None."""
+    if type(d) is SizeVar:
+        return value(d.name)
+    if type(d) is not SizePoly:
+        return d
+    total = 0
+    for mono, c in d.terms.items():
+        term = c
+        for n in mono:
+            term = size_mul(term, value(n))
+        total = size_add(total, term)
+    return total
+
+
+def solve_size(d, x, value):
+    """The one size variable of ``d`` that ``value`` leaves open (None), worked out from
+    ``d = x``: (name, its size), (name, None) when no whole size from 0 makes ``d`` equal the
+    number ``x``, or None when ``d`` leaves no single variable to work out (none open,
+    several, one multiplied by itself, or a quotient that is no size for every size of the
+    def the call is in)."""
+    open_ = [n for n in d.names if value(n) is None]
+    if len(open_) != 1:
+        return None
+    n = open_[0]
+    coeff = rest = 0
+    for mono, c in d.terms.items():
+        k = mono.count(n)
+        if k > 1:
+            return None
+        term = c
+        for m in mono:
+            if m != n:
+                term = size_mul(term, value(m))
+        if k:
+            coeff = size_add(coeff, term)
+        else:
+            rest = size_add(rest, term)
+    if coeff == 0:
+        return None
+    v = size_div(size_add(x, rest, -1), coeff)
+    if type(v) is int and v < 0 or v is None:
+        return (n, None) if type(x) is int and type(coeff) is int and type(rest) is int \
+            else None
+    return n, v
+
+
 class RunDim:
     """A size only the running program knows: dimension ``axis`` of ``node``'s value.
 
@@ -70,6 +245,8 @@ def format_dim(d) -> str:
         return "?"
     if d is ...:
         return "..."
+    if type(d) is SizePoly:
+        return repr(d).replace(" ", "")
     return str(d)
 
 
@@ -86,15 +263,17 @@ def format_shape(shape) -> str:
     """``6x6``, ``?x4``, ``NxK``, ``scalar`` -- as the book writes shapes."""
     if len(shape) == 0:
         return "scalar"
-    return "x".join(format_dim(d) for d in shape)
+    return "x".join("(%s)" % format_dim(d) if type(d) is SizePoly and len(shape) > 1
+                    else format_dim(d) for d in shape)
 
 
 def format_type(shape) -> str:
     """The annotation syntax: ``tensor[112x8]``, ``tensor[N, K]``, ``scalar``."""
     if len(shape) == 0:
         return "scalar"
-    if any(isinstance(d, SizeVar) or d is ... for d in shape):
-        return "tensor[%s]" % ", ".join(format_dim(d) for d in shape)
+    if any(isinstance(d, (SizeVar, SizePoly)) or d is ... for d in shape):
+        return "tensor[%s]" % ", ".join(repr(d) if type(d) is SizePoly else format_dim(d)
+                                        for d in shape)
     return "tensor[%s]" % format_shape(shape)
 
 
@@ -167,6 +346,16 @@ def _same(a, b) -> bool:
     return a is not None and b is not None and a == b
 
 
+def _same_hint(d1, d2) -> str:
+    """Where a size written as arithmetic meets a size variable (K + 1 and J), how to say
+    they are one size: the def's parameter writes it as that arithmetic."""
+    for p, v in ((d1, d2), (d2, d1)):
+        if type(p) is SizePoly and type(v) is SizeVar and not v.name.startswith("..."):
+            return ("; where they are always equal, write %s in the parameter's type as %s"
+                    % (v.name, p))
+    return ""
+
+
 def broadcast(verb: str, a: tuple, b: tuple) -> tuple:
     """The shape of an elementwise ``a OP b`` under NumPy's broadcasting rules.
 
@@ -199,9 +388,9 @@ def broadcast(verb: str, a: tuple, b: tuple) -> tuple:
             out.append(da)
         else:
             why = "differ" if type(da) is int and type(db) is int else "may differ"
-            raise ShapeError("cannot %s shapes %s and %s: dimensions %s and %s %s and neither is 1"
+            raise ShapeError("cannot %s shapes %s and %s: dimensions %s and %s %s and neither is 1%s"
                              % (verb, format_shape(a), format_shape(b), format_dim(da),
-                                format_dim(db), why))
+                                format_dim(db), why, _same_hint(da, db)))
     return tuple(out)
 
 
@@ -222,8 +411,8 @@ def matmul(a: tuple, b: tuple) -> tuple:
     if not (_same(k1, k2) or k1 is None or k2 is None):
         why = "differ" if type(k1) is int and type(k2) is int else "may differ"
         raise ShapeError("cannot matrix-multiply shapes %s and %s: the inner dimensions %s and "
-                         "%s %s" % (format_shape(a), format_shape(b), format_dim(k1),
-                                    format_dim(k2), why))
+                         "%s %s%s" % (format_shape(a), format_shape(b), format_dim(k1),
+                                      format_dim(k2), why, _same_hint(k1, k2)))
     batch = ()
     if len(a) > 2 or len(b) > 2:
         try:

@@ -1,0 +1,256 @@
+"""Arithmetic on a def's size variables: ``w: tensor[K + H, 4 * H]`` (an LSTM's fused gates),
+``tensor[B * T, D]`` (a flattened batch), ``tokens[:, 0:T - 1]``, and a size variable read as
+a number.  Each call works the sizes out; the body is checked once, symbolically, with the
+arithmetic as rigid sizes (``K + H`` equals ``H + K``, not ``J``).  Values are held to NumPy
+written here and, for the gradient, to PyTorch (when installed) and central differences."""
+import importlib.util
+
+import numpy as np
+import pytest
+
+from conftest import central_differences, compiled_numbers, error, run
+
+CELL = """def cell(x: tensor[B, K], h: tensor[B, H], c: tensor[B, H], w: tensor[K + H, 4 * H],
+         b: tensor[1, 4 * H]) {
+    let z = concat(x, h, 1) @ w + b
+    let i, f, g, o = split(z, 4, 1)
+    let c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    return (sigmoid(o) * tanh(c2), c2)
+}
+"""
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _numpy_cell(x, h, c, w, b):
+    z = np.concatenate([x, h], 1) @ w + b
+    i, f, g, o = np.split(z, 4, 1)
+    c2 = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+    return _sigmoid(o) * np.tanh(c2), c2
+
+
+def _lit(a):
+    return np.array2string(np.asarray(a), separator=", ", precision=17,
+                           max_line_width=10 ** 6, threshold=10 ** 9)
+
+
+def test_an_lstm_cell_typed_with_its_fused_gates_runs_for_any_sizes(tmp_path):
+    rng = np.random.default_rng(0)
+    outs = []
+    src = CELL
+    for B, K, H in ((1, 3, 2), (4, 5, 3)):
+        x, h, c = (rng.standard_normal((B, n)) for n in (K, H, H))
+        w, b = rng.standard_normal((K + H, 4 * H)), rng.standard_normal((1, 4 * H))
+        src += "let h%d, c%d = cell(%s, %s, %s, %s, %s)\nprint h%d\nprint c%d\n" % (
+            K, K, _lit(x), _lit(h), _lit(c), _lit(w), _lit(b), K, K)
+        outs += list(_numpy_cell(x, h, c, w, b))
+    got = run(src)
+    for g, want in zip(got, outs):
+        assert np.allclose(g, want, rtol=1e-12, atol=1e-14)
+    if importlib.util.find_spec("llvmlite") is not None:
+        (tmp_path / "p.mg").write_text(src)
+        for g, want in zip(compiled_numbers(tmp_path), outs):
+            assert np.allclose(g, want.ravel(), rtol=1e-12, atol=1e-14)
+
+
+LOSS = CELL + """def loss(xs: tensor[T, B, K], w: tensor[K + H, 4 * H], b: tensor[1, 4 * H],
+         h0: tensor[B, H]) {
+    var h = h0
+    var c = h0
+    var total = 0
+    for t in 0..T {
+        h, c = cell(xs[t], h, c, w, b)
+        total = total + sum(h * h) / H
+    }
+    return total
+}
+let xs = load("xs.npy", tensor[5, 2, 3])
+let w = load("w.npy", tensor[7, 16])
+let b = load("b.npy", tensor[1, 16])
+let h0 = zeros(tensor[2, 4])
+print loss(xs, w, b, h0)
+let gw, gb = grad(loss(xs, w, b, h0), w, b)
+print gw
+print gb
+"""
+
+
+def test_grad_through_a_loop_of_cells_typed_by_size_arithmetic(tmp_path, monkeypatch):
+    """The loss's def calls the cell's with its own K + H: the body checked symbolically
+    binds the cell's sizes to the loss's; a size variable T bounds the loop, H divides."""
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal((5, 2, 3))
+    w, b = rng.standard_normal((7, 16)) * 0.3, rng.standard_normal((1, 16)) * 0.1
+    for name, a in (("xs", xs), ("w", w), ("b", b)):
+        np.save(tmp_path / ("%s.npy" % name), a)
+    monkeypatch.chdir(tmp_path)
+    total, gw, gb = run(LOSS)
+
+    def numpy_loss(dw, db):
+        h = c = np.zeros((2, 4))
+        out = 0.0
+        for t in range(5):
+            h, c = _numpy_cell(xs[t], h, c, w + dw, b + db)
+            out += (h * h).sum() / 4
+        return out
+    assert abs(float(np.ravel(total)[0]) - numpy_loss(0, 0)) < 1e-12
+    fd_w = central_differences(lambda e: numpy_loss(e, 0), w)
+    fd_b = central_differences(lambda e: numpy_loss(0, e), b)
+    assert np.abs(gw - fd_w).max() < 1e-8 and np.abs(gb - fd_b).max() < 1e-8
+    torch = pytest.importorskip("torch")
+    tw, tb = (torch.tensor(a, requires_grad=True) for a in (w, b))
+    h = c = torch.zeros(2, 4, dtype=torch.float64)
+    out = 0
+    for t in range(5):
+        z = torch.cat([torch.tensor(xs[t]), h], 1) @ tw + tb
+        i, f, g, o = torch.chunk(z, 4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        out = out + (h * h).sum() / 4
+    out.backward()
+    assert np.abs(gw - tw.grad.numpy()).max() < 1e-13
+    assert np.abs(gb - tb.grad.numpy()).max() < 1e-13
+
+
+def test_a_product_of_sizes_flattens_and_unflattens_a_batch():
+    src = """def flat(x: tensor[B, T, D]) -> tensor[B * T, D] = reshape(x, tensor[B * T, D])
+def unflat(y: tensor[B * T, D], like: tensor[B, T]) = reshape(y, tensor[B, T, D])
+def rows(y: tensor[N, D], k: tensor[K]) = reshape(y, tensor[K, ?, D])
+let x = reshape(iota(tensor[24], 0), tensor[2, 3, 4])
+print flat(x)
+print unflat(flat(x), zeros(tensor[2, 3]))
+print rows(flat(x), zeros(tensor[3]))
+"""
+    a, c, d = run(src)
+    x = np.arange(24.0).reshape(2, 3, 4)
+    assert a.tolist() == x.reshape(6, 4).tolist()
+    assert c.tolist() == x.tolist()
+    assert d.tolist() == x.reshape(3, 2, 4).tolist()
+
+
+def test_a_call_works_out_a_size_from_a_multiple_or_a_sum():
+    src = """def pairs(y: tensor[2 * N]) -> tensor[N, 2] = reshape(y, tensor[N, 2])
+def tail(x: tensor[N], y: tensor[N + 2]) = y[2:] + x
+print pairs([1, 2, 3, 4, 5, 6])
+print tail([1, 1], [5, 6, 7, 8])
+"""
+    a, c = run(src)
+    assert a.tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert c.tolist() == [8, 9]
+
+
+@pytest.mark.parametrize("src, line, message", [
+    # no whole N makes 2 * N = 5
+    ("def pairs(y: tensor[2 * N]) = y\nprint pairs([1, 2, 3, 4, 5])\n", 2,
+     "argument y of pairs has size 5 where its type says 2*N, and no whole size N from 0 "
+     "makes it so"),
+    # the sizes a call binds are named
+    ("def f(x: tensor[N], y: tensor[N - 1]) = y\nprint f([1, 2, 3], [1, 2, 3])\n", 2,
+     "argument y of f must have shape N-1 (N = 3), got 3"),
+    ("def f(x: tensor[B, K], w: tensor[K + H, 4 * H]) = x\n"
+     "print f([[1, 2]], zeros(tensor[3, 5]))\n", 2,
+     "argument w of f must have shape (K+H)x(4*H) (K = 2, H = 1), got 3x5"),
+    # a def no call could work out
+    ("def f(x: tensor[K + H]) = x\n", 1,
+     "a call of f could not work out K and H from the size K + H: give one of them a size of "
+     "its own in a parameter's type (as x: tensor[N, K]), or write the sizes so that one is "
+     "open at a time"),
+    ("def f(x: tensor[N * N]) = x\n", 1,
+     "a call of f could not work out N from the size N*N: give it a size of its own in a "
+     "parameter's type (as x: tensor[N, N]), or write the sizes so that one is open at a "
+     "time"),
+    # a quotient that is a size only for some calls
+    ("def f(x: tensor[N]) = zeros(tensor[N / 2])\n", 1,
+     "the size N / 2 divides N by 2, which is a whole number only for some of the sizes a "
+     "call may give: name the quotient instead, as a size of its own (tensor[2 * M] rather "
+     "than tensor[N], then M for N / 2)"),
+    # a body's size that is negative for one call
+    ("def f(x: tensor[N]) = zeros(tensor[N - 1])\nprint f([1, 2])\nprint f(zeros(tensor[0]))\n",
+     3, "f's size N - 1 is -1 for this call (N = 0): a size is a whole number from 0"),
+    # a name that is no size
+    ("def f(x: tensor[N]) = zeros(tensor[M + 1])\n", 1,
+     "the size M + 1 names M, which is no size of any parameter of f and no let holding a "
+     "size: write the size, or use the parameters' sizes (N)"),
+    # arithmetic is rigid: K + 1 is not J, and the message says how to say it is
+    ("def f(x: tensor[N, K], w: tensor[J, M]) = concat(x, ones(tensor[N, 1]), 1) @ w\n", 1,
+     "cannot matrix-multiply shapes Nx(K+1) and JxM: the inner dimensions K+1 and J may "
+     "differ; where they are always equal, write J in the parameter's type as K + 1"),
+    ("def f(x: tensor[N], y: tensor[M]) = concat(x, y, 0) + zeros(tensor[N + 1])\n", 1,
+     "cannot add shapes N+M and N+1: dimensions N+M and N+1 may differ and neither is 1"),
+    # split of a size that is not a multiple of the count for every call
+    ("def f(x: tensor[N, 3 * C]) = split(x, 2, 1)\n", 1,
+     "split needs the size of axis 1 of tensor[N, 3*C] to be 2 times a whole number for every "
+     "call of f, and 3*C is not: write that size as 2 times a size variable in the parameter's "
+     "type (tensor[N, 2 * C])"),
+    # a slice past its axis for every call
+    ("def f(x: tensor[N, K]) = x[:, 1:K + 1]\n", 1,
+     "the slice 1:K + 1 runs 1 cell past axis 1 of NxK, for every call"),
+])
+def test_size_arithmetic_errors_say_which_size_and_what_to_write(src, line, message):
+    e = error(src)
+    assert (e.line, e.message) == (line, message), e.message
+
+
+def test_sums_of_sizes_are_equal_in_any_order():
+    """concat(h, x) is H + K cells; w's type says K + H: the same size."""
+    src = """def f(x: tensor[B, K], h: tensor[B, H], w: tensor[K + H, M]) = concat(h, x, 1) @ w
+print f([[1, 2]], [[3]], [[1], [10], [100]])
+"""
+    (y,) = run(src)
+    assert y.tolist() == [[3 * 1 + 1 * 10 + 2 * 100]]
+
+
+def test_slices_bounded_by_sizes_shift_a_sequence():
+    """An LM's inputs and targets in a def over tokens of any length."""
+    src = """def shift(tokens: tensor[B, T]) {
+    let inputs = tokens[:, 0:T - 1]
+    let targets = tokens[:, 1:]
+    let same = tokens[:, 0:-1]
+    return (inputs, targets, same)
+}
+let a, c, d = shift([[1, 2, 3, 4], [5, 6, 7, 8]])
+print a
+print c
+print d
+def gates(z: tensor[B, 4 * H]) = z[:, H:2 * H] + z[:, 3 * H:]
+print gates([[1, 2, 3, 4, 5, 6, 7, 8]])
+print gates([[1, 2, 3, 4]])
+"""
+    a, c, d, g1, g2 = run(src)
+    t = np.array([[1, 2, 3, 4], [5, 6, 7, 8]])
+    assert a.tolist() == t[:, :-1].tolist() and c.tolist() == t[:, 1:].tolist()
+    assert d.tolist() == a.tolist()
+    z = np.arange(1, 9)[None, :]
+    assert g1.tolist() == (z[:, 2:4] + z[:, 6:]).tolist()
+    assert g2.tolist() == [[2 + 4]]
+    e = error("def shift(tokens: tensor[B, T]) = tokens[:, 0:T - 1]\n"
+              "print shift(zeros(tensor[1, 0]))\n")
+    assert (e.line, e.message) == (2, "in shift, the slice 0:T - 1 would end before it starts "
+                                      "for this call (T = 0)"), e.message
+
+
+def test_a_size_variable_is_a_number_in_the_body():
+    src = """def mean_rows(x: tensor[N, D]) = row_sum(x) / D
+def count(x: tensor[N, D]) {
+    var n = 0
+    for i in 0..N { n = n + 1 }
+    return n * D
+}
+print mean_rows([[1, 2, 3], [4, 5, 9]])
+print count(zeros(tensor[4, 3]))
+"""
+    a, c = run(src)
+    assert a.tolist() == [[2], [6]] and float(np.ravel(c)[0]) == 12
+
+
+def test_the_repl_shows_a_defs_size_arithmetic():
+    from goat.repl.session import Session
+    s = Session()
+    (r,) = s.run("def g(y: tensor[2 * N]) -> tensor[N, 2] = reshape(y, tensor[N, 2])")
+    assert r.signature == "g(y: tensor[2*N]) -> tensor[N, 2]"
+    (r,) = s.run("def cell(x: tensor[B, K], w: tensor[K + H, 4 * H]) = concat(x, x, 1)")
+    assert r.signature == "cell(x: tensor[B, K], w: tensor[K + H, 4*H]) -> tensor[B, 2*K]"
+    (r,) = s.run("g([1, 2, 3, 4])")
+    assert r.value.tolist() == [[1, 2], [3, 4]]
