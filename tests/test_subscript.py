@@ -845,3 +845,32 @@ def test_a_tuple_assigns_cells_of_a_params_member():
     got = run("params theta {\n    w = [[1, 2], [3, 4]]\n    b = [1, 1]\n}\n"
               "theta.w[0], theta.b = ([7, 8], [9, 9])\nprint theta\n")
     np.testing.assert_array_equal(got[0], [7, 8, 3, 4, 9, 9])
+
+
+def test_a_value_of_rank_one_or_more_indexes_as_numpy_even_of_one_cell():
+    """A newcomer's and an example's: E[seq[k:k + 1]] had dropped the axis (a value of one
+    cell was one index) where NumPy keeps it; a scalar is one index, a tensor of one cell a
+    tensor of indices; an assignment takes a value of one cell as one index."""
+    E = np.arange(15.0).reshape(5, 3)
+    seq = np.array([4.0, 1.0, 3.0])
+    src = """let E = reshape(iota(tensor[15], 0), tensor[5, 3])
+let seq = [4, 1, 3]
+let c = [[2]]
+print E[seq[1:2]]
+print E[c]
+print E[c[0, 0]]
+print E[sum(seq) - 6]
+var x = zeros(tensor[5, 3])
+x[seq[2:3]] = [7, 8, 9]
+x[c] += 1
+print x
+"""
+    a, c, d, e, x = run(src)
+    assert a.shape == (1, 3) and a.tolist() == E[seq[1:2].astype(int)].tolist()
+    assert c.shape == (1, 1, 3) and c.tolist() == E[np.array([[2]])].tolist()
+    assert d.shape == (3,) and d.tolist() == E[2].tolist()
+    assert e.shape == (3,) and e.tolist() == E[2].tolist()
+    want = np.zeros((5, 3))
+    want[np.array([3])] = [7, 8, 9]
+    want[np.array([[2]])] += 1
+    assert x.tolist() == want.tolist()

@@ -88,7 +88,8 @@ class Template:
         self.stmt_ret = None        # its declared result as written (a TypeAnn, a list, None)
         self.home_layouts = {}      # the params blocks its file defines (-> theta names one)
         self.scope = None           # the names it saw when written (its later checks see them)
-        self.let_sizes = {}         # the lets its parameters' types name: name -> (size, Loc)
+        self.let_sizes = {}         # the lets its parameters' types name: name (a let's, or
+        #                             arithmetic's) -> (size, Loc, the let's name)
         self._book = None
         self._reads = None
 
@@ -1512,7 +1513,7 @@ class Checker:
                                         ann.loc)
                     if self._param_lets is not None:    # (a call's error notes where it is)
                         self._param_lets[d] = (fixed, self._resolve(
-                            d, ann.loc, scope if scope is not None else self.top).loc)
+                            d, ann.loc, scope if scope is not None else self.top).loc, d)
                     dims.append(fixed)
                     continue
                 if not self._in_def(scope) or (self._sizes is not None
@@ -1541,7 +1542,7 @@ class Checker:
                                    self._defining, d), ann.loc)
                     if fixed is not None:
                         if self._param_lets is not None:
-                            self._param_lets[d] = (fixed, scope.find(d)[0].loc)
+                            self._param_lets[d] = (fixed, scope.find(d)[0].loc, d)
                         dims.append(fixed)
                         continue
                 # a let of that name: it is a value, known only when the program runs
@@ -1653,9 +1654,10 @@ class Checker:
         if not 0 <= v <= 2 ** 53:
             raise GoatError("the size %s is %d, not a whole number from 0%s" % (
                 expr, v, " (too large to be a size)" if v > 0 else ""), loc)
-        if self._param_lets is not None and expr.names:
+        lets = [n for n in expr.names if type(values[n]) is int]
+        if self._param_lets is not None and lets:
             # (a call of another size notes where it comes from)
-            self._param_lets[expr] = (v, scope.find(expr.names[0])[0].loc)
+            self._param_lets[expr] = (v, scope.find(lets[0])[0].loc, lets[0])
         return v
 
     def _let_size(self, name, scope, loc):
@@ -2905,10 +2907,10 @@ class Checker:
                             % (tmpl.layouts[pname].name, tmpl.layouts[pname].describe()))
                 notes = tuple("%s in %s's types is %d, %s %s on line %d%s" % (
                     name, tmpl.qualname, size,
-                    "from the let" if type(name) is SizeExpr else "the let",
-                    name.names[0] if type(name) is SizeExpr else name, at.line,
+                    "from the let" if type(name) is SizeExpr else "the let", let, at.line,
                     "" if at.source is loc.source else " of %s" % at.source.path)
-                    for name, (size, at) in sorted(tmpl.let_sizes.items()) if size in declared)
+                    for name, (size, at, let) in sorted(tmpl.let_sizes.items())
+                    if size in declared)
                 raise GoatError("%s must have shape %s, got %s%s"
                                 % (what, _declared_shape(declared, env), format_shape(actual),
                                    hint), loc, notes=notes)
@@ -3665,7 +3667,7 @@ class Checker:
                     at += 1
                 else:
                     node = self.value(item, scope, b)
-                    if type(item) is ast.Array or cells(node.shape) != 1:
+                    if type(item) is ast.Array or len(node.shape) >= 1:
                         raise GoatError("a subscript with a tensor of indices takes no None "
                                         "(a new axis): reshape the result", item.loc)
             items = [item for item in items if not _is_newaxis(item)]
@@ -3763,10 +3765,13 @@ class Checker:
         return b.op(REGISTRY["gather"], (x, idx), loc,
                     (("index", whole) if axis == 0 else ("index", whole, axis),))
 
-    def _subscripts(self, x, items, bracket_loc, scope, b):
+    def _subscripts(self, x, items, bracket_loc, scope, b, store=False):
         """The narrows that subscripts ``items`` of ``x`` make, (axis, start node, length,
         "index" or "slice", loc) each, the axes kept (those no index drops), and the first
-        subscript's value when it is a tensor of indices (else None; its axis is kept)."""
+        subscript's value when it is a tensor of indices (else None; its axis is kept).  A
+        subscript that is a value of rank 1 or more is a tensor of indices, as in NumPy (a
+        scalar is one index); in an assignment (``store``), a value of one cell is one index
+        (no repeated index to lose a write: ``x[k] = v``, NumPy's x[np.array([k])] = v)."""
         shape = x.shape
         r = len(shape)
         if r == 0:
@@ -3801,7 +3806,8 @@ class Checker:
             size = n if type(n) is int else None
             if type(item) is not ast.Slice:
                 node = self.value(item, scope, b)
-                if type(item) is ast.Array or cells(node.shape) != 1:
+                if type(item) is ast.Array or (cells(node.shape) != 1 if store
+                                                else len(node.shape) >= 1):
                     self._indices_subscript(node, item)
                     rows = rows or ([], indexed, [])
                     rows[0].append((node, axis, item.loc))
@@ -4078,7 +4084,8 @@ class Checker:
         broadcasts to them as to x[s1, ...]), the rest unchanged -- a new value, as every
         value in goat is: put (narrow's inverse) per subscripted axis, from the innermost
         part out, so that grad and goat compile take it."""
-        parts, kept, rows = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b)
+        parts, kept, rows = self._subscripts(x, stmt.items, stmt.bracket_loc, scope, b,
+                                             store=True)
         if rows is not None:
             rows = rows[0][0]
             raise GoatError("cannot assign through a tensor of indices (t of shape %s in "
