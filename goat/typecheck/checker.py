@@ -3909,6 +3909,8 @@ class Checker:
             # counted from the end of an axis of a def's size: x[:, 0:-1] is 0:K - 1
             lo = size_add(n, lo) if type(lo) is int and lo < 0 else lo
             hi = size_add(n, hi) if type(hi) is int and hi < 0 else hi
+        if any(v.startswith("...") for v in size_names(lo) + size_names(hi)):
+            return None     # (a leading size ... stands for: no type writes arithmetic on it)
         text = item.loc.source.text[item.loc.start:item.loc.end] if item.loc else ""
         length = size_add(hi, lo, -1)
         if type(length) is int and length < 0:
@@ -4208,7 +4210,8 @@ class Checker:
                         written, axis, whole, (
                         "; in a def, a slice's bounds may be its size variables: "
                         "x[:, 1:%s]" % (
-                            x.shape[axis].name if isinstance(x.shape[axis], SizeVar) else
+                            x.shape[axis].name if isinstance(x.shape[axis], SizeVar)
+                            and not x.shape[axis].name.startswith("...") else
                             sorted(n for n in self._sizes if not n.startswith("..."))[0]))
                         if [n for n in self._sizes or () if not n.startswith("...")]
                         and self._in_def(scope) and step == 1 else ""), item.loc)
