@@ -5,6 +5,16 @@
 import nn
 import optim
 
+# one step: gates i, f, g, o from the input and the state (PyTorch's LSTMCell, fused weights).
+# Written before the lets below, so its K and H are size variables, each call's own (after
+# let H = 32, H in its types would be that let's 32)
+def cell(x: tensor[N, K], h: tensor[N, H], c: tensor[N, H], w: tensor[K + H, 4 * H],
+         b: tensor[1, 4 * H]) {
+    let i, f, g, o = split(concat(x, h, 1) @ w + b, 4, 1)
+    let c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
+    return (sigmoid(o) * tanh(c2), c2)
+}
+
 # "the cat sat on the mat. a hen ate the hat. the rat ran to the hen. ", one id per character
 # of ' .acehmnorst' (space 0, '.' 1, a 2, ...)
 let text = [11, 5, 4, 0, 3, 2, 11, 0, 10, 2, 11, 0, 8, 7, 0, 11, 5, 4, 0, 6, 2, 11, 1, 0, 2, 0, 5, 4, 7, 0, 2, 11, 4, 0, 11, 5, 4, 0, 5, 2, 11, 1, 0, 11, 5, 4, 0, 9, 2, 11, 0, 9, 2, 7, 0, 11, 8, 0, 11, 5, 4, 0, 5, 4, 7, 1, 0]
@@ -20,14 +30,6 @@ params lstm {
     w = randn(tensor[E + H, 4 * H], 2) * 0.15
     b = zeros(tensor[1, 4 * H])
     head = randn(tensor[H, V], 3) * 0.15
-}
-
-# one step: gates i, f, g, o from the input and the state (PyTorch's LSTMCell, fused weights)
-def cell(x: tensor[N, K], h: tensor[N, H], c: tensor[N, H], w: tensor[K + H, 4 * H],
-         b: tensor[1, 4 * H]) {
-    let i, f, g, o = split(concat(x, h, 1) @ w + b, 4, 1)
-    let c2 = sigmoid(f) * c + sigmoid(i) * tanh(g)
-    return (sigmoid(o) * tanh(c2), c2)
 }
 
 # the mean cross-entropy of each next character, through the window

@@ -1427,9 +1427,8 @@ def test_arithmetic_in_a_type_gets_a_hint_goat_accepts(written, hint):
     """Found by a reviewer: tensor[H*2, W*2] was answered with reshape(x, tensor[?, ?]), which
     goat refuses, and tensor[2*3x4] with tensor[?], a size short."""
     message = error("let a: tensor[%s] = zeros()\n" % written).message
-    said = ("; a size written as arithmetic is + - * / (exact) and brackets on whole numbers "
-            "and lets, "
-            "with commas between sizes (tensor[D, 4 * H])")
+    said = ("; a size written as arithmetic is + - * / (exact) and brackets on whole numbers, "
+            "lets and a def's size variables, with commas between sizes (tensor[D, 4 * H])")
     assert message.endswith(said + (": " + hint if hint else "")) or (
         hint is None and said + "; the x form takes numbers, ? and single capitals" in message)
 

@@ -148,19 +148,19 @@ print tail([1, 1], [5, 6, 7, 8])
      "makes it so"),
     # the sizes a call binds are named
     ("def f(x: tensor[N], y: tensor[N - 1]) = y\nprint f([1, 2, 3], [1, 2, 3])\n", 2,
-     "argument y of f must have shape N-1 (N = 3), got 3"),
+     "argument y of f must have shape N - 1 (N = 3), got 3"),
     ("def f(x: tensor[B, K], w: tensor[K + H, 4 * H]) = x\n"
      "print f([[1, 2]], zeros(tensor[3, 5]))\n", 2,
-     "argument w of f must have shape (K+H)x(4*H) (K = 2, H = 1), got 3x5"),
+     "argument w of f must have shape (K + H)x(4*H) (K = 2, H = 1), got 3x5"),
     # a def no call could work out
     ("def f(x: tensor[K + H]) = x\n", 1,
      "a call of f could not work out K and H from the size K + H: give one of them a size of "
-     "its own in a parameter's type (as x: tensor[N, K]), or write the sizes so that one is "
-     "open at a time"),
+     "its own in a parameter's type (K alone, as in tensor[K]), or write the sizes so that "
+     "one is open at a time"),
     ("def f(x: tensor[N * N]) = x\n", 1,
      "a call of f could not work out N from the size N*N: give it a size of its own in a "
-     "parameter's type (as x: tensor[N, N]), or write the sizes so that one is open at a "
-     "time"),
+     "parameter's type (N alone, as in tensor[N]), or write the sizes so that one is open at "
+     "a time"),
     # a quotient that is a size only for some calls
     ("def f(x: tensor[N]) = zeros(tensor[N / 2])\n", 1,
      "the size N / 2 divides N by 2, which is a whole number only for some of the sizes a "
@@ -175,15 +175,16 @@ print tail([1, 1], [5, 6, 7, 8])
      "size: write the size, or use the parameters' sizes (N)"),
     # arithmetic is rigid: K + 1 is not J, and the message says how to say it is
     ("def f(x: tensor[N, K], w: tensor[J, M]) = concat(x, ones(tensor[N, 1]), 1) @ w\n", 1,
-     "cannot matrix-multiply shapes Nx(K+1) and JxM: the inner dimensions K+1 and J may "
+     "cannot matrix-multiply shapes Nx(K + 1) and JxM: the inner dimensions K + 1 and J may "
      "differ; where they are always equal, write J in the parameter's type as K + 1"),
     ("def f(x: tensor[N], y: tensor[M]) = concat(x, y, 0) + zeros(tensor[N + 1])\n", 1,
-     "cannot add shapes N+M and N+1: dimensions N+M and N+1 may differ and neither is 1"),
+     "cannot add shapes N + M and N + 1: dimensions N + M and N + 1 may differ and neither is "
+     "1"),
     # split of a size that is not a multiple of the count for every call
     ("def f(x: tensor[N, 3 * C]) = split(x, 2, 1)\n", 1,
      "split needs the size of axis 1 of tensor[N, 3*C] to be 2 times a whole number for every "
      "call of f, and 3*C is not: write that size as 2 times a size variable in the parameter's "
-     "type (tensor[N, 2 * C])"),
+     "type (tensor[N, 2*D])"),
     # a slice past its axis for every call
     ("def f(x: tensor[N, K]) = x[:, 1:K + 1]\n", 1,
      "the slice 1:K + 1 runs 1 cell past axis 1 of NxK, for every call"),
@@ -282,3 +283,129 @@ def test_the_lstm_example_learns_its_text(tmp_path):
     if importlib.util.find_spec("llvmlite") is not None:
         status, compiled, err = cli("run", "--aot", "examples/lstm.mg", cwd=ROOT)
         assert status == 0 and compiled == out, err
+
+
+def test_a_calls_unknown_sizes_are_read_when_it_runs(tmp_path, monkeypatch):
+    """Found by a breaker and a newcomer: x[1:] or zeros(tensor[N - 1, C]) in a def called
+    on a value of ? rows (tokens loaded as tensor[?, ?]) was an internal error; the
+    arithmetic is worked out from the sizes when the call runs."""
+    monkeypatch.chdir(tmp_path)
+    np.save("v4.npy", np.arange(4.0))
+    np.save("x5.npy", np.arange(15.0).reshape(5, 3))
+    src = """def diff(x: tensor[N]) = x[1:] - x[0:N - 1] + zeros(tensor[N - 1])
+def rows(x: tensor[N, C]) = zeros(tensor[N - 1, C]) + x[1:]
+let v: tensor[?] = load("v4.npy")
+let x: tensor[?, 3] = load("x5.npy")
+print diff(v)
+print rows(x)
+"""
+    a, c = run(src)
+    assert a.tolist() == np.diff(np.arange(4.0)).tolist()
+    assert c.tolist() == np.arange(15.0).reshape(5, 3)[1:].tolist()
+
+
+@pytest.mark.parametrize("src, message", [
+    # a size a parameter's arithmetic needs, given only when the call runs: refused, not
+    # taken unchecked (w's 4 * H columns could not be checked)
+    ("def f(x: tensor[B, K], w: tensor[K + H, 4 * H]) = concat(x, x, 1)\n"
+     "let w: tensor[?, ?] = load(\"x5.npy\")\nprint f([[1, 2]], w)\n",
+     "argument w of f has shape ?x?, and its type tensor[K + H, 4*H] needs H, which this call "
+     "gives only when the program runs (a ? size): give w a shape known before the run (an "
+     "annotation, let w: tensor[...] = load(...))"),
+    ("def f(w: tensor[2 * H]) = w * H\nlet w: tensor[?] = load(\"v4.npy\")\nprint f(w)\n",
+     "argument w of f has shape ?, and its type tensor[2*H] needs H, which this call gives only "
+     "when the program runs (a ? size): give w a shape known before the run (an annotation, "
+     "let w: tensor[...] = load(...))"),
+])
+def test_arithmetic_a_call_cannot_work_out_before_it_runs_is_refused(tmp_path, monkeypatch,
+                                                                      src, message):
+    monkeypatch.chdir(tmp_path)
+    np.save("v4.npy", np.arange(4.0))
+    np.save("x5.npy", np.ones((5, 3)))
+    e = error(src)
+    assert (e.line, e.message) == (3, message), e.message
+
+
+def test_a_bound_of_minus_a_size_counts_from_the_end():
+    """x[-H:] is the last H cells, as NumPy's (a breaker's: it had been refused as a start
+    before 0)."""
+    src = """def last(x: tensor[2 * H]) = x[-H:]
+def mid(x: tensor[N, 2 * H]) = x[:, -2 * H:-H] + x[:, :-H]
+def tail(x: tensor[N], k: tensor[K]) = x[-K:]
+print last([1, 2, 3, 4])
+print mid([[1, 2, 3, 4]])
+print tail([1, 2, 3], [0, 0])
+"""
+    a, c, d = run(src)
+    x = np.array([1, 2, 3, 4])
+    assert a.tolist() == x[-2:].tolist()
+    assert c.tolist() == [(x[-4:-2] + x[:-2]).tolist()]
+    assert d.tolist() == [2, 3]
+    e = error("def tail(x: tensor[N], k: tensor[K]) = x[-K:]\nprint tail([1, 2, 3], [0, 0, 0, 0])\n")
+    assert (e.line, e.message) == (2, "in tail, the slice -K: would start before 0 for this "
+                                      "call (N = 3, K = 4)"), e.message
+
+
+def test_narrow_takes_arithmetic_on_sizes_as_its_length():
+    src = "def f(x: tensor[N], k: scalar) = narrow(x, 0, k, N - 1)\nprint f([1, 2, 3], 1)\n"
+    (y,) = run(src)
+    assert y.tolist() == [2, 3]
+    e = error(src + "print f(zeros(tensor[0]), 0)\n")
+    assert (e.line, e.message) == (3, "in f, narrow's length N - 1 would be negative for this "
+                                      "call (N = 0)"), e.message
+
+
+def test_a_product_with_one_size_known_gives_the_other():
+    src = ("def f(x: tensor[N], y: tensor[N * M]) = reshape(y, tensor[N, M])\n"
+           "print f([1, 2], [1, 2, 3, 4, 5, 6])\n")
+    (y,) = run(src)
+    assert y.tolist() == [[1, 2, 3], [4, 5, 6]]
+    e = error("def f(x: tensor[M], y: tensor[N * M]) = y\n"
+              "print f(zeros(tensor[0]), zeros(tensor[0]))\n")
+    assert e.message == ("argument y of f has shape 0, and its type tensor[M*N] leaves N open "
+                         "for this call (M = 0): give N a size of its own in a parameter's "
+                         "type"), e.message
+
+
+def test_errors_of_a_call_in_a_defs_body_name_the_outer_call():
+    e = error("def g(y: tensor[2 * N]) = y[N:]\ndef f(x: tensor[M]) = g(x)\n"
+              "print f([1, 2, 3, 4])\nprint f([1, 2, 3])\n")
+    assert (e.line, e.message) == (2, "argument y of g has size 3 where its type says 2*N, and "
+                                      "no whole size N from 0 makes it so")
+    assert e.notes == ("in f, called on line 4",), e.notes
+
+
+def test_a_parameters_size_that_is_negative_for_a_call_says_so():
+    e = error("def f(y: tensor[3 - N], x: tensor[N]) = y\n"
+              "print f(zeros(tensor[0]), [1, 2, 3, 4])\n")
+    assert e.message == ("argument y of f must have shape 3 - N, whose size 3 - N is -1 for "
+                         "this call (N = 4): a size is a whole number from 0"), e.message
+    e = error("def f(x: tensor[N], y: tensor[N + 1] = [0, 0, 0]) = y\n")
+    assert e.message.startswith("y's type tensor[N + 1] has sizes a call gives, so it cannot "
+                                "have a default"), e.message
+
+
+def test_a_stepped_slice_over_a_run_the_step_divides():
+    """A newcomer's: x[::2] in a def over any length (a stride) was refused; over an axis of
+    2 * M (+ any number) its cells are a size, M (ceil of the run over the step)."""
+    src = """def pairs(x: tensor[2 * M]) = x[::2] + x[1::2]
+def odd(x: tensor[N, 2 * L + 1]) = x[:, 1::2]
+def pool(x: tensor[N, 2 * L]) = x[:, ::2] * x[:, 1::2]
+print pairs([1, 2, 3, 4, 5, 6])
+print odd([[1, 2, 3, 4, 5]])
+let x = [[1, 2, 3, 4], [5, 6, 7, 8]]
+print grad(sum(pool(x) * [[1, 2]]), x)
+"""
+    a, c, g = run(src)
+    v = np.arange(1.0, 7.0)
+    assert a.tolist() == (v[::2] + v[1::2]).tolist()
+    assert c.tolist() == [[2, 4]]
+    x = np.array([[1.0, 2, 3, 4], [5, 6, 7, 8]])
+    want = np.zeros_like(x)
+    want[:, ::2] = x[:, 1::2] * [1, 2]
+    want[:, 1::2] = x[:, ::2] * [1, 2]
+    assert g.tolist() == want.tolist()
+    e = error("def f(x: tensor[M]) = x[::2]\n")
+    assert e.message == ("the slice ::2 takes every 2nd of M cells, a number (rounded up) no "
+                         "type writes: write the axis's size as 2 times a size variable, plus "
+                         "any number (tensor[2 * M])"), e.message

@@ -40,7 +40,7 @@ from ..interp.fmt import field_shape_message
 from ..ops.registry import REGISTRY, field_count
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, condition_what,
                                  operand_loc, subregions)
-from ..typecheck.shapes import RunDim, ShapeError, format_shape
+from ..typecheck.shapes import RunDim, RunPoly, ShapeError, format_shape
 from . import kernels as K
 
 # goat_exec's step codes (goat/aot/runtime/goat_rt.c)
@@ -124,9 +124,11 @@ def resolve_shapes(program) -> dict:
         if kind == OP:
             op = node.op
             real = op.n_values
-            attrs = tuple(tuple(shapes[d.node.id][d.axis] if type(d) is RunDim else d
-                                for d in a) if type(a) is tuple else
-                          shapes[a.node.id][a.axis] if type(a) is RunDim else a
+            def size(d):
+                if type(d) is RunPoly:
+                    return d.resolve(size)
+                return shapes[d.node.id][d.axis] if type(d) is RunDim else d
+            attrs = tuple(tuple(size(d) for d in a) if type(a) is tuple else size(a)
                           for a in node.attrs)
             try:
                 s = tuple(op.shape(*ins[:real], *attrs))

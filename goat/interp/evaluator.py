@@ -27,7 +27,7 @@ from ..diagnostics import GoatError, GoatMemoryError, frame_notes
 from ..ops.registry import FileName, OpError, identity
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, Program,
                                  condition_what, known_number, operand_loc, subregions)
-from ..typecheck.shapes import RunDim, ShapeError, compatible, format_shape
+from ..typecheck.shapes import RunDim, RunPoly, ShapeError, compatible, format_shape
 from .fmt import field_shape_message
 from .printer import format_number, write_memref
 
@@ -182,10 +182,10 @@ def _has_run_attrs(attrs) -> bool:
     for a in attrs:
         if type(a) is tuple:
             for d in a:
-                if type(d) is RunDim:
+                if type(d) is RunDim or type(d) is RunPoly:
                     return True
-        elif type(a) is FileName or type(a) is RunDim:     # (a def's slice of length L)
-            return True
+        elif type(a) is FileName or type(a) is RunDim or type(a) is RunPoly:
+            return True                     # (a def's slice of length L, or L - 1)
     return False
 
 
@@ -459,12 +459,14 @@ class Evaluator:
 
         def run(*values):
             def size(d):
+                if type(d) is RunPoly:
+                    return d.resolve(size)
                 return _shape_of(values[where[d.node.id]])[d.axis] if type(d) is RunDim else d
 
             def resolve(a):
                 if type(a) is tuple:
                     return tuple(size(d) for d in a)
-                if type(a) is RunDim:
+                if type(a) is RunDim or type(a) is RunPoly:
                     return size(a)
                 if type(a) is FileName:     # an error in its name is the op's
                     return a.resolve([_field_number(be, values[real + k], node)

@@ -925,8 +925,8 @@ def _arithmetic_hint(inner: str) -> str:
     parts = [p.strip() for p in inner.split(sep)]
     if not x_form and any(re.search(r"[A-Z0-9?)]x[A-Z0-9?(]", p) for p in parts):
         return ("; a size written as arithmetic is + - * / (exact) and brackets on whole "
-                "numbers and lets, with commas between sizes (tensor[D, 4 * H]); the x form takes numbers, "
-                "? and single capitals")
+                "numbers, lets and a def's size variables, with commas between sizes "
+                "(tensor[D, 4 * H]); the x form takes numbers, ? and single capitals")
 
     def arithmetic(p):
         return any(c in p for c in "*+/") or "-" in p.lstrip("-")
@@ -943,8 +943,8 @@ def _arithmetic_hint(inner: str) -> str:
             return None
         return v if type(v) is int and 0 <= v < 10 ** 12 else None
     sized = [number(p) if arithmetic(p) else p for p in parts]
-    say = ("; a size written as arithmetic is + - * / (exact) and brackets on whole numbers "
-           "and lets, with commas between sizes (tensor[D, 4 * H])")
+    say = ("; a size written as arithmetic is + - * / (exact) and brackets on whole numbers, "
+           "lets and a def's size variables, with commas between sizes (tensor[D, 4 * H])")
     if x_form and all(v is not None for v in sized):
         return say + ": tensor[%s]" % join.join(str(v) for v in sized)
     if any("?" in p for p in parts if arithmetic(p)):

@@ -33,9 +33,9 @@ from ..ops import OPERATORS, UNARY_OPERATORS, lookup
 from ..ops.registry import REGISTRY, TRANSFORMS, FileName, OpError, builtin_names
 from .program import (ARG, BRANCH, CALL, CAST, CONST, GET, GRAD, LOOP, OP, Node, Program,
                       Region, known_number, subregions)
-from .shapes import (RunDim, ShapeError, SizePoly, SizeVar, bind, broadcast, cells, check_size,
+from .shapes import (RunDim, RunPoly, ShapeError, SizePoly, SizeVar, bind, broadcast, cells, check_size,
                      compatible, format_shape, format_type, is_symbolic, size_add, size_div,
-                     size_mul, size_names, size_value, solve_size)
+                     size_floordiv, size_mul, size_names, size_value, solve_size)
 
 _NEGATE = UNARY_OPERATORS["-"]
 _NOT = UNARY_OPERATORS["not"]
@@ -280,6 +280,29 @@ def _poly_value(d, env):
     return size_value(d, value)
 
 
+def _run_poly(d, env, run):
+    """A size written as arithmetic on size variables, for a call that binds some to ``?``
+    sizes read when it runs (``run``: name -> RunDim): a RunPoly, or None where a variable
+    has no such size."""
+    terms = {}
+    for mono, c in d.terms.items():
+        dims = []
+        for n in mono:
+            v = env.get(n, (None,))[0]
+            if type(v) is int:
+                c *= v
+            elif v is None and n in run:
+                dims.append(run[n])
+            else:
+                return None
+        key = tuple(sorted(dims, key=lambda r: (r.node.id, r.axis)))
+        terms[key] = terms.get(key, 0) + c
+    terms = {m: c for m, c in terms.items() if c}
+    if all(not m for m in terms):
+        return sum(terms.values())
+    return RunPoly(terms)
+
+
 def _subst_attr(shape, env):
     """A shape attribute of a def's op for one call: a size variable the call bound to a ``?``
     dimension becomes a RunDim, read from that argument when the op runs (``env[None]``)."""
@@ -290,7 +313,8 @@ def _subst_attr(shape, env):
             v = env[d.name][0]
             out.append(run.get(d.name) if v is None else v)
         elif type(d) is SizePoly:
-            out.append(_poly_value(d, env))
+            v = _poly_value(d, env)
+            out.append(_run_poly(d, env, run) if v is None and run else v)
         else:
             out.append(d)
     return tuple(out)
@@ -669,6 +693,8 @@ class Builder:
         except GoatError as err:
             widened = self.widen(args, loc, books) if books else None
             if widened is None:
+                if checker.calls and not err.notes:     # a call in a def's body: whose call
+                    err.notes = tuple(checker.call_notes(err.loc))
                 raise
             args, env = checker.bind_arguments(tmpl, widened, loc, self)
             self.defer(err.message, err.loc)
@@ -776,8 +802,9 @@ class Builder:
         output printed before it stays -- and the error is kept for ``goat check``
         (:meth:`_defer`)."""
         shapes = [a.shape for a in args]
-        if _unknown(shapes) or any(type(d) is RunDim for s in attrs if type(s) is tuple
-                                   for d in s) or any(type(s) is RunDim for s in attrs):
+        if _unknown(shapes) or any(type(d) in (RunDim, RunPoly) for s in attrs
+                                   if type(s) is tuple for d in s) or any(
+                                       type(s) in (RunDim, RunPoly) for s in attrs):
             return shape, check
         try:
             return n.op.shape(*shapes, *attrs), n.op.checks_at_run_time
@@ -2518,7 +2545,9 @@ class Checker:
         while progress:
             progress = False
             for d, _ in polys:
-                got = solve_size(d, 0, lambda n: 0 if n in known else None)
+                # (a known size taken as a number no arithmetic cancels: N * M with N known
+                # gives M, as each call with N from 1 does)
+                got = solve_size(d, 0, lambda n: 7919 if n in known else None)
                 if got is not None:
                     known.add(got[0])
                     progress = True
@@ -2527,10 +2556,10 @@ class Checker:
             if open_:
                 raise GoatError(
                     "a call of %s could not work out %s from the size %s: give %s a size of "
-                    "its own in a parameter's type (as x: tensor[N, %s]), or write the sizes "
-                    "so that one is open at a time" % (
+                    "its own in a parameter's type (%s alone, as in tensor[%s]), or write the "
+                    "sizes so that one is open at a time" % (
                         stmt.name, _and_list(open_), d,
-                        "one of them" if len(open_) > 1 else "it", open_[0]), loc)
+                        "one of them" if len(open_) > 1 else "it", open_[0], open_[0]), loc)
 
     def _define(self, stmt: ast.Def, rest=None, scope=None, outlined=False) -> Template:
         """Check a def.  ``rest``: the leading sizes its ``...`` stand for in this check (a
@@ -2947,6 +2976,17 @@ class Checker:
                 env[name] = (v, what)
                 todo.remove(item)
                 progress = True
+        if not any(is_symbolic(x) for sh in shapes for x in sh):
+            # (a call in a def's body, on its sizes, is worked out again for each of its calls)
+            self._open_sizes(tmpl, shapes, whats, locs, value)
+        for (pname, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
+            for d, x in zip(declared, actual):
+                v = size_value(d, value) if type(d) is SizePoly else None
+                if type(v) is int and v < 0:
+                    raise GoatError("%s must have shape %s, whose size %s is %d for this call "
+                                    "(%s): a size is a whole number from 0" % (
+                                        what, format_shape(declared), d, v, ", ".join(
+                                            "%s = %s" % (n, value(n)) for n in d.names)), loc)
         for d, at, said in tmpl.polys:
             v = size_value(d, value)
             if type(v) is int and v < 0:
@@ -2957,8 +2997,57 @@ class Checker:
                     raise GoatError("%s's size %s is %d for this call (%s): a size is a whole "
                                     "number from 0" % (tmpl.qualname, d, v, sizes), locs[0],
                                     notes=("the size is written on %s" % where,))
-                raise GoatError("in %s, %s for this call (%s)" % (tmpl.qualname, said, sizes),
-                                locs[0], notes=("the slice is on %s" % where,))
+                raise GoatError("in %s, %s %s for this call (%s)" % (
+                    tmpl.qualname, said[0], said[1], sizes), locs[0],
+                    notes=("%s is on %s" % ("the slice" if said[0].startswith("the slice")
+                                            else "it", where),))
+
+    @staticmethod
+    def _open_sizes(tmpl, shapes, whats, locs, value):
+        """A GoatError where a call leaves open, until it runs (a ``?`` size of an argument),
+        a size variable that arithmetic in the def's types or body needs: goat works each
+        out before the run (w: tensor[K + H, 4 * H] given a w of ?x?: which H?)."""
+        for (pname, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
+            for d, x in zip(declared, actual):
+                open_ = [n for n in size_names(d) if value(n) is None] \
+                    if type(d) is SizePoly else ()
+                if open_ and None not in actual:    # (N * M with M = 0: any N fits)
+                    raise GoatError(
+                        "%s has shape %s, and its type %s leaves %s open for this call (%s): "
+                        "give %s a size of its own in a parameter's type" % (
+                            what, format_shape(actual), format_type(declared),
+                            _and_list(open_), ", ".join(
+                                "%s = %s" % (n, value(n)) for n in size_names(d)
+                                if value(n) is not None) or "any size fits",
+                            _and_list(open_)), loc)
+                if open_:
+                    raise GoatError(
+                        "%s has shape %s, and its type %s needs %s, which this call gives only "
+                        "when the program runs (a ? size): give %s a shape known before the "
+                        "run (an annotation, let %s: tensor[...] = load(...))" % (
+                            what, format_shape(actual), format_type(declared),
+                            _and_list(open_), pname, pname), loc)
+        # (a size variable that is a parameter's size, given as ?, is read when the call runs:
+        # the body's arithmetic on it too, x[1:] of x: tensor[N])
+        plain = {d.name for _, dims, _ in tmpl.params for d in dims if type(d) is SizeVar}
+        for d, at, said in tmpl.polys:
+            open_ = [n for n in size_names(d) if value(n) is None and n not in plain]
+            if open_:
+                where = "line %d%s" % (at.line, "" if at.source is locs[0].source
+                                       else " of %s" % at.source.path)
+                unknown = [p for (p, dims, _), actual in zip(tmpl.params, shapes)
+                           for dd, x in zip(dims, actual) if x is None
+                           and set(size_names(dd)) & set(open_)]
+                unknown = list(dict.fromkeys(unknown))
+                raise GoatError(
+                    "%s works out %s from %s, which this call gives only when the program runs "
+                    "(a ? size%s): give %s a shape known before the run" % (
+                        tmpl.qualname, "%s (%s)" % (said[0], d) if said else "the size %s" % d,
+                        _and_list(open_), " of %s" % _and_list(unknown) if unknown else "",
+                        _and_list(unknown) if unknown else "its arguments"),
+                    locs[0], notes=("%s is on %s" % (
+                        "the size" if not said else "the slice"
+                        if said[0].startswith("the slice") else "it", where),))
 
     @staticmethod
     def unknown_sizes(tmpl, shapes):
@@ -3347,7 +3436,7 @@ class Checker:
             raise GoatError("a parameter's default is a number or a list written in the def "
                             "(eps: scalar = 1e-08), the same at every call", d.loc)
         shape = () if type(d) is not ast.Array else tuple(d.array.shape)
-        if any(isinstance(x, SizeVar) for x in dims) or ... in p.type.dims:
+        if any(is_symbolic(x) for x in dims) or ... in p.type.dims:
             raise GoatError("%s's type %s has sizes a call gives, so it cannot have a default "
                             "(the default's shape would not follow them): write its sizes, or "
                             "leave the default out" % (p.name, _written(p.type)), d.loc)
@@ -3386,11 +3475,15 @@ class Checker:
         if is_symbolic(size):
             part = size_div(size, n) if n >= 1 else None
             if part is None:
+                fresh = next(c for c in ("C", "D", "P", "Q", "Z")
+                             if c not in (self._sizes or {}))
+                shown = list(x.shape)
+                shown[axis] = size_mul(n, SizeVar(fresh))
                 raise GoatError("split needs the size of axis %d of %s to be %d times a whole "
                                 "number for every call of %s, and %s is not: write that size as "
-                                "%d times a size variable in the parameter's type (tensor[N, "
-                                "%d * C])" % (axis, format_type(x.shape), n, self._defining,
-                                              size, n, n), e.loc)
+                                "%d times a size variable in the parameter's type (%s)"
+                                % (axis, format_type(x.shape), n, self._defining, size, n,
+                                   format_type(tuple(shown))), e.loc)
             if n == 1:
                 return x
             # part k starts at size(x, axis) * k / n (exact: a whole number), a number once
@@ -3614,6 +3707,17 @@ class Checker:
                         and not a.name.startswith("...") and scope.find(a.name)[0] is None):
                     attrs.append(SizeVar(a.name))   # narrow(hp, 1, 2, L): each call's L
                     continue
+                if (pname in op.size_params and self._sizes and self._in_def(scope)
+                        and type(a) in (ast.Binary, ast.Unary)):
+                    size = self._size_bound(a, scope)   # narrow(x, 0, k, N - 1)
+                    if is_symbolic(size) and not any(
+                            v.startswith("...") for v in size_names(size)):
+                        if type(size) is SizePoly and self._polys is not None:
+                            text = a.loc.source.text[a.loc.start:a.loc.end]
+                            self._polys.append((size, a.loc, (
+                                "%s's %s %s" % (e.name, pname, text), "would be negative")))
+                        attrs.append(size)
+                        continue
                 if type(a) is ast.Name and scope.find(a.name)[0] is None:
                     self.value(a, scope, b)     # an unknown name: that error, with its hints
                 if type(a) is ast.Number:
@@ -3823,6 +3927,11 @@ class Checker:
             step = self._slice_step(item, scope, b)
             if item.lo is None and item.hi is None and step == 1:
                 continue                    # x[:, 1]: the whole axis
+            if step > 1 and not store and self._sizes and self._in_def(scope):
+                got = self._stepped_size_slice(x, axis, item, step, scope, b)
+                if got is not None:         # x[::2] of 2 * M cells: M of them
+                    parts.append(got)
+                    continue
             if item.lo is None and item.hi is None and size is None:
                 raise GoatError(
                     "the slice ::%d needs the size of axis %d of %s, which is known only when "
@@ -3903,12 +4012,16 @@ class Checker:
         if lo is None or hi is None or not (is_symbolic(lo) or is_symbolic(hi)) and not (
                 is_symbolic(n) and (item.hi is None or lo < 0 or hi < 0)):
             return None     # (bounds of numbers from 0: checked as any, for each call)
-        if (type(lo) is int and lo < 0) or (type(hi) is int and hi < 0):
-            if not is_symbolic(n):
+        def from_end(d):       # -1, -H, -2 * H - 1: a bound counted from the axis's end
+            return (d < 0 if type(d) is int else
+                    type(d) is not SizeVar and all(c < 0 for c in d.terms.values()))
+        if from_end(lo) or from_end(hi):
+            if n is None or not (is_symbolic(n) or is_symbolic(lo) or is_symbolic(hi)):
                 return None
-            # counted from the end of an axis of a def's size: x[:, 0:-1] is 0:K - 1
-            lo = size_add(n, lo) if type(lo) is int and lo < 0 else lo
-            hi = size_add(n, hi) if type(hi) is int and hi < 0 else hi
+            # counted from the end of an axis: x[:, 0:-1] of K is 0:K - 1, x[-H:] the last H
+            # (none when H is 0, where NumPy's -0 would take them all)
+            lo = size_add(n, lo) if from_end(lo) else lo
+            hi = size_add(n, hi) if from_end(hi) else hi
         if any(v.startswith("...") for v in size_names(lo) + size_names(hi)):
             return None     # (a leading size ... stands for: no type writes arithmetic on it)
         text = item.loc.source.text[item.loc.start:item.loc.end] if item.loc else ""
@@ -3926,15 +4039,37 @@ class Checker:
                                 % (text, past, "" if past == 1 else "s", axis, whole),
                                 item.loc)
         if self._polys is not None:     # each call checks them
+            what = "the slice %s" % text
             if is_symbolic(length):
-                self._polys.append((length, item.loc, "the slice %s would end before it "
-                                    "starts" % text))
+                self._polys.append((length, item.loc, (what, "would end before it starts")))
             if is_symbolic(lo):
-                self._polys.append((lo, item.loc, "the slice %s would start before 0" % text))
+                self._polys.append((lo, item.loc, (what, "would start before 0")))
             if n is not None and is_symbolic(size_add(n, hi, -1)):
-                self._polys.append((size_add(n, hi, -1), item.loc, "the slice %s would run "
-                                    "past axis %d of %s" % (text, axis, whole)))
+                self._polys.append((size_add(n, hi, -1), item.loc, (
+                    what, "would run past axis %d of %s" % (axis, whole))))
         return self._size_value_node(lo, item.loc, b), length
+
+    def _stepped_size_slice(self, x, axis, item, step, scope, b):
+        """A slice with a step in a def, over a run of cells whose number is arithmetic on
+        its size variables that the step divides for every call (x[::2] of an axis of 2 * M,
+        h[:, 1:2 * L + 1:2]): the part _take takes (M cells, every step-th); None when the
+        bounds are not sizes; a GoatError when the step does not divide the run."""
+        got = self._size_slice(x, axis, item, scope, b)
+        if got is None:
+            return None
+        start, span = got
+        if start is None:
+            start, span = b.const(0.0, item.loc), x.shape[axis]
+        if not is_symbolic(span):
+            return None
+        count = size_floordiv(size_add(span, step - 1), step)   # ceil(span / step)
+        if count is None:
+            text = item.loc.source.text[item.loc.start:item.loc.end]
+            raise GoatError("the slice %s takes every %s of %s cells, a number (rounded up) "
+                            "no type writes: write the axis's size as %d times a size "
+                            "variable, plus any number (tensor[%d * M])" % (
+                                text, _ordinal(step), span, step, step), item.loc)
+        return (axis, start, count, "span", item.loc, step, span)
 
     def _sized_slice(self, x, axis, item, sized, scope, b):
         """``x[..., lo:L + lo]`` in a def, L a size variable: (start, L) -- the whole axis
@@ -3989,6 +4124,16 @@ class Checker:
         if step == 1:
             return b.op(REGISTRY["narrow"], (x, start), loc, (axis, count, what))
         run = self._run(b, x, part)
+        if is_symbolic(count):              # (count * step cells, or a last group of one)
+            whole = size_mul(count, step)
+            if whole == span:
+                return self._firsts(b, run, axis, count, step, loc)
+            cut = size_add(whole, step, -1)
+            tail = b.op(REGISTRY["narrow"], (run, self._size_value_node(cut, loc, b)), loc,
+                        (axis, 1))
+            head = b.op(REGISTRY["narrow"], (run, b.const(0.0, loc)), loc, (axis, cut))
+            head = self._firsts(b, head, axis, size_add(count, 1, -1), step, loc)
+            return b.op(REGISTRY["concat"], (head, tail), loc, (axis,))
         zero = b.const(0.0, loc)
         if count * step <= span:
             if count * step < span:         # (the groups' cells, when the run holds more)
@@ -4248,6 +4393,12 @@ class Checker:
         return lo, int(length)
 
 
+def _ordinal(k: int) -> str:
+    """2nd, 3rd, 11th, 21st"""
+    tail = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return "%d%s" % (k, tail)
+
+
 def _size_var_end_of(e, sizes):
     """(the size variable, the other terms) of a slice's end written as a sum with one term a
     size variable L of ``sizes`` (L, L + E, s + 1 + L) and the others free of them; else
@@ -4502,14 +4653,28 @@ def _remap_run_dims(attrs, m):
     """A def's shape attributes for one call: a size read from a node of the def's body when
     it runs (a RunDim) read from that node's copy, or the size the copy has before the run."""
     def remap(d):
+        if type(d) is RunPoly:          # each size it reads remapped, then worked out
+            terms = {}
+            for mono, c in d.terms.items():
+                dims = []
+                for r in mono:
+                    v = remap(r)
+                    if type(v) is int:
+                        c *= v
+                    else:
+                        dims.append(v)
+                key = tuple(sorted(dims, key=lambda r: (r.node.id, r.axis)))
+                terms[key] = terms.get(key, 0) + c
+            terms = {k: c for k, c in terms.items() if c}
+            return RunPoly(terms) if any(terms) else sum(terms.values())
         node = m(d.node.id, d.node)
         size = None if isinstance(node, tuple) else node.shape[d.axis]
         return size if type(size) is int else RunDim(node, d.axis)
     out = []
     for a in attrs:
-        if type(a) is tuple and any(type(d) is RunDim for d in a):
-            a = tuple(remap(d) if type(d) is RunDim else d for d in a)
-        elif type(a) is RunDim:
+        if type(a) is tuple and any(type(d) in (RunDim, RunPoly) for d in a):
+            a = tuple(remap(d) if type(d) in (RunDim, RunPoly) else d for d in a)
+        elif type(a) in (RunDim, RunPoly):
             a = remap(a)
         out.append(a)
     return tuple(out)
@@ -4523,8 +4688,15 @@ def _run_dim_sources(attrs):
             for d in a:
                 if type(d) is RunDim and d.node not in out:
                     out.append(d.node)
+                for r in (d.dims if type(d) is RunPoly else ()):
+                    if r.node not in out:
+                        out.append(r.node)
         elif type(a) is RunDim and a.node not in out:     # a def's slice of length L
             out.append(a.node)
+        elif type(a) is RunPoly:                            # ... of length L - 1
+            for r in a.dims:
+                if r.node not in out:
+                    out.append(r.node)
     return out
 
 

@@ -71,7 +71,8 @@ class SizePoly:
 
     def __repr__(self):
         out = []
-        for mono, c in sorted(self.terms.items(), key=lambda t: t[0] == ()):
+        # the terms added first, as written, then those subtracted (3 - N, 2*N - 1)
+        for mono, c in sorted(self.terms.items(), key=lambda t: (t[1] < 0, t[0] == ())):
             factors = [str(abs(c))] if abs(c) != 1 or not mono else []
             text = "*".join(factors + list(mono))
             if not out:
@@ -168,6 +169,21 @@ def size_div(a, b):
     return size_poly(out)
 
 
+def size_floordiv(a, k: int):
+    """``a // k`` for a whole k >= 1 when it is arithmetic for every value of the
+    variables (each term but the constant a multiple of k), else None."""
+    if type(a) is int:
+        return a // k
+    if a is None or type(a) is RunDim:
+        return None
+    out = {}
+    for m, c in _poly(a).items():
+        if m and c % k:
+            return None
+        out[m] = c // k
+    return size_poly(out)
+
+
 def size_value(d, value):
     """A size for one call: ``value(name)`` gives each size variable's size (an int, a size of
     the def the call is written in, or None for one known only when the call runs); None where
@@ -240,13 +256,47 @@ class RunDim:
         return "?"
 
 
+class RunPoly:
+    """Arithmetic on sizes only the running program knows: a def's ``N - 1`` (a slice's
+    length, ``zeros(tensor[N - 1])``) at a call that binds N to a ``?`` size.  ``terms`` maps
+    each monomial (a tuple of RunDims) to its coefficient; :meth:`resolve` works it out when
+    the op runs.  In a node's shape the same size is ``?``."""
+
+    __slots__ = ("terms", "_key")
+
+    def __init__(self, terms: dict):
+        self.terms = terms
+        self._key = frozenset(terms.items())
+
+    def __eq__(self, other):
+        return type(other) is RunPoly and other._key == self._key
+
+    def __hash__(self):
+        return hash(("RunPoly", self._key))
+
+    def __repr__(self):
+        return "?"
+
+    @property
+    def dims(self) -> list:
+        """The RunDims it reads, in order."""
+        return list(dict.fromkeys(r for m in self.terms for r in m))
+
+    def resolve(self, size) -> int:
+        """Its value, ``size(run_dim)`` giving each size read."""
+        total = 0
+        for mono, c in self.terms.items():
+            for r in mono:
+                c *= size(r)
+            total += c
+        return total
+
+
 def format_dim(d) -> str:
-    if d is None or type(d) is RunDim:
+    if d is None or type(d) is RunDim or type(d) is RunPoly:
         return "?"
     if d is ...:
         return "..."
-    if type(d) is SizePoly:
-        return repr(d).replace(" ", "")
     return str(d)
 
 
