@@ -43,15 +43,19 @@ def test_rows_taken_by_a_tensor_of_indices_are_numpys(shape):
         assert g.shape == want.shape and np.array_equal(g, want), (idx, rest_text)
 
 
-def test_a_written_list_keeps_its_axis_and_a_one_cell_value_is_one_index():
+def test_a_written_list_keeps_its_axis_and_a_one_cell_value_is_a_tensor_of_indices():
+    """As NumPy's: a scalar is one index; a value of rank 1 or more, even of one cell (a
+    reduction's 1x1), a tensor of indices."""
     x = np.arange(12.0).reshape(3, 4)
     got = run("let x = %s\nprint x[[2, 0, -1]]\nprint x[[1]]\nprint x[[[0], [2]], 1:3]\n"
-              "print x[0:2][[1]]\nprint x[col_sum(row_sum([[1]]))]\n" % literal(x))
+              "print x[0:2][[1]]\nprint x[col_sum(row_sum([[1]]))]\nprint x[sum([[1]])]\n"
+              % literal(x))
     assert np.array_equal(got[0], x[[2, 0, -1]])
     assert got[1].shape == (1, 4) and np.array_equal(got[1], x[[1]])
     assert np.array_equal(got[2], x[[[0], [2]], 1:3]) and got[2].shape == (2, 1, 2)
     assert np.array_equal(got[3], x[0:2][[1]])
-    assert got[4].shape == (4,) and np.array_equal(got[4], x[1])
+    assert got[4].shape == (1, 1, 4) and np.array_equal(got[4], x[np.array([[1]])])
+    assert got[5].shape == (4,) and np.array_equal(got[5], x[1])
 
 
 def test_the_shapes_rows_give():

@@ -659,7 +659,8 @@ def test_a_stepped_slice_with_a_computed_start_must_fit_its_whole_run(tmp_path, 
      "the slice runs over 5 cells, more than axis 0 of 3x6 has (3)"),
     ("def h(x: tensor[N, C]) = x[1::2]",
      "the slice 1::2 takes every 2nd of N - 1 cells, a number (rounded up) no type writes: "
-     "write the axis's size as 2 times a size variable, plus any number (tensor[2 * M])"),
+     "the cells it runs over must be 2 times a size, plus any number (all of an axis of "
+     "tensor[2 * M])"),
     ("var v = 2\nprint zeros(tensor[4])[::v]",
      "v is a var, which may change, so it cannot be in a slice's step (the result's size depends "
      "on it): make it a let (let v = ...)"),

@@ -128,9 +128,9 @@ def resolve_shapes(program) -> dict:
                 if type(d) is RunPoly:
                     return d.resolve(size)
                 return shapes[d.node.id][d.axis] if type(d) is RunDim else d
-            attrs = tuple(tuple(size(d) for d in a) if type(a) is tuple else size(a)
-                          for a in node.attrs)
             try:
+                attrs = tuple(tuple(size(d) for d in a) if type(a) is tuple else size(a)
+                              for a in node.attrs)
                 s = tuple(op.shape(*ins[:real], *attrs))
             except ShapeError as e:
                 return Fail(e.message, *_site(node))

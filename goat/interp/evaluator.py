@@ -472,7 +472,10 @@ class Evaluator:
                     return a.resolve([_field_number(be, values[real + k], node)
                                       for k in range(a.fields)])
                 return a
-            resolved = tuple(resolve(a) for a in attrs)
+            try:
+                resolved = tuple(resolve(a) for a in attrs)
+            except ShapeError as e:     # a def's N - 1, negative for this call
+                raise GoatError(e.message, **_at(node)) from None
             if check:               # the shape rule, on the sizes now known
                 try:
                     op.shape(*[_shape_of(v) for v in values[:op.n_values]], *resolved)

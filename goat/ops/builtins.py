@@ -1448,7 +1448,7 @@ register(Op(name="narrow_backward", checks_values=True, callable_by_name=False,
             evaluate=_narrow_backward, cost=_spread_cost,
             lowering=lower.narrow_backward,
             vjp=lambda d, g, out, x, start, axis, target, *what: (
-                d.op("narrow", g, start, attrs=(axis, x.shape[axis % len(x.shape)])
+                d.op("narrow", g, start, attrs=(axis, _length_of(x, axis % len(x.shape)))
                      + tuple(what)), None)))
 
 
@@ -1519,8 +1519,16 @@ register(Op(name="put", checks_values=True, callable_by_name=False, overwrites=_
             shape=_put_shape, evaluate=_put, cost=_put_cost, lowering=lower.put,
             vjp=lambda d, g, out, x, v, start, axis, *what: (
                 d.op("put", g, d.fill_like(v, 0.0), start, attrs=(axis,) + tuple(what)),
-                d.op("narrow", g, start, attrs=(axis, v.shape[axis % len(v.shape)])
+                d.op("narrow", g, start, attrs=(axis, _length_of(v, axis % len(v.shape)))
                      + tuple(what)), None)))
+
+
+def _length_of(v, axis):
+    """A node's size along ``axis`` as an attribute: the number, or (a ? size, a def's
+    slice of L cells called on a ? size) the size read from v when it runs."""
+    from ..typecheck.shapes import RunDim
+    d = v.shape[axis]
+    return d if type(d) is int else RunDim(v, axis)
 
 
 # ------------------------------------------------------------- concat (joined along an axis)

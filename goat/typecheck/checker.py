@@ -285,14 +285,17 @@ def _run_poly(d, env, run):
     sizes read when it runs (``run``: name -> RunDim): a RunPoly, or None where a variable
     has no such size."""
     terms = {}
+    names = {}
     for mono, c in d.terms.items():
         dims = []
         for n in mono:
             v = env.get(n, (None,))[0]
             if type(v) is int:
                 c *= v
+                names[n] = v
             elif v is None and n in run:
                 dims.append(run[n])
+                names[n] = run[n]
             else:
                 return None
         key = tuple(sorted(dims, key=lambda r: (r.node.id, r.axis)))
@@ -300,7 +303,7 @@ def _run_poly(d, env, run):
     terms = {m: c for m, c in terms.items() if c}
     if all(not m for m in terms):
         return sum(terms.values())
-    return RunPoly(terms)
+    return RunPoly(terms, d, names)
 
 
 def _subst_attr(shape, env):
@@ -693,8 +696,9 @@ class Builder:
         except GoatError as err:
             widened = self.widen(args, loc, books) if books else None
             if widened is None:
-                if checker.calls and not err.notes:     # a call in a def's body: whose call
-                    err.notes = tuple(checker.call_notes(err.loc))
+                if checker.calls:       # a call in a def's body: whose call it is
+                    more = tuple(n for n in checker.call_notes(err.loc) if n not in err.notes)
+                    err.notes = tuple(err.notes) + more
                 raise
             args, env = checker.bind_arguments(tmpl, widened, loc, self)
             self.defer(err.message, err.loc)
@@ -2977,8 +2981,15 @@ class Checker:
                 todo.remove(item)
                 progress = True
         if not any(is_symbolic(x) for sh in shapes for x in sh):
-            # (a call in a def's body, on its sizes, is worked out again for each of its calls)
-            self._open_sizes(tmpl, shapes, whats, locs, value)
+            self._open_sizes(tmpl, shapes, whats, locs, value, env)
+        else:
+            # a call in a def's body, on its sizes, is worked out again for each call of that
+            # def; a size it cannot work out now (g(h: tensor[2 * L]) given T) is ? till then,
+            # not g's L, a name of another def
+            for _, declared, _ in tmpl.params:
+                for d in declared:
+                    for n in size_names(d):
+                        env.setdefault(n, (None, whats[0] if whats else ""))
         for (pname, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
             for d, x in zip(declared, actual):
                 v = size_value(d, value) if type(d) is SizePoly else None
@@ -3002,16 +3013,30 @@ class Checker:
                     notes=("%s is on %s" % ("the slice" if said[0].startswith("the slice")
                                             else "it", where),))
 
-    @staticmethod
-    def _open_sizes(tmpl, shapes, whats, locs, value):
+    def _open_sizes(self, tmpl, shapes, whats, locs, value, env):
         """A GoatError where a call leaves open, until it runs (a ``?`` size of an argument),
         a size variable that arithmetic in the def's types or body needs: goat works each
         out before the run (w: tensor[K + H, 4 * H] given a w of ?x?: which H?)."""
+        def unknown(names):
+            """The parameters given a ? size on an axis that names one of ``names``."""
+            return list(dict.fromkeys(
+                p for (p, dims, _), actual in zip(tmpl.params, shapes)
+                for dd, x in zip(dims, actual) if x is None and set(size_names(dd)) & names))
+
+        def give(params):
+            if self.calls:          # (a call in a def's body: its argument is the outer one's)
+                return "give the value%s this comes from a shape known before the run" % (
+                    "s" if len(params) > 1 else "")
+            return "give %s a shape known before the run (an annotation, let %s: " \
+                   "tensor[...] = load(...))" % (_and_list(params), params[0])
         for (pname, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
             for d, x in zip(declared, actual):
                 open_ = [n for n in size_names(d) if value(n) is None] \
                     if type(d) is SizePoly else ()
-                if open_ and None not in actual:    # (N * M with M = 0: any N fits)
+                if not open_:
+                    continue
+                runs = unknown(set(open_))
+                if not runs:                # (N * M with M = 0: any N fits)
                     raise GoatError(
                         "%s has shape %s, and its type %s leaves %s open for this call (%s): "
                         "give %s a size of its own in a parameter's type" % (
@@ -3020,13 +3045,11 @@ class Checker:
                                 "%s = %s" % (n, value(n)) for n in size_names(d)
                                 if value(n) is not None) or "any size fits",
                             _and_list(open_)), loc)
-                if open_:
-                    raise GoatError(
-                        "%s has shape %s, and its type %s needs %s, which this call gives only "
-                        "when the program runs (a ? size): give %s a shape known before the "
-                        "run (an annotation, let %s: tensor[...] = load(...))" % (
-                            what, format_shape(actual), format_type(declared),
-                            _and_list(open_), pname, pname), loc)
+                raise GoatError(
+                    "%s has shape %s, and its type %s needs %s, which this call gives only "
+                    "when the program runs (a ? size of %s): %s" % (
+                        what, format_shape(actual), format_type(declared),
+                        _and_list(open_), _and_list(runs), give(runs)), loc)
         # (a size variable that is a parameter's size, given as ?, is read when the call runs:
         # the body's arithmetic on it too, x[1:] of x: tensor[N])
         plain = {d.name for _, dims, _ in tmpl.params for d in dims if type(d) is SizeVar}
@@ -3035,16 +3058,13 @@ class Checker:
             if open_:
                 where = "line %d%s" % (at.line, "" if at.source is locs[0].source
                                        else " of %s" % at.source.path)
-                unknown = [p for (p, dims, _), actual in zip(tmpl.params, shapes)
-                           for dd, x in zip(dims, actual) if x is None
-                           and set(size_names(dd)) & set(open_)]
-                unknown = list(dict.fromkeys(unknown))
+                runs = unknown(set(open_))
                 raise GoatError(
                     "%s works out %s from %s, which this call gives only when the program runs "
-                    "(a ? size%s): give %s a shape known before the run" % (
+                    "(a ? size%s): %s" % (
                         tmpl.qualname, "%s (%s)" % (said[0], d) if said else "the size %s" % d,
-                        _and_list(open_), " of %s" % _and_list(unknown) if unknown else "",
-                        _and_list(unknown) if unknown else "its arguments"),
+                        _and_list(open_), " of %s" % _and_list(runs) if runs else "",
+                        give(runs) if runs else "give its arguments shapes known before the run"),
                     locs[0], notes=("%s is on %s" % (
                         "the size" if not said else "the slice"
                         if said[0].startswith("the slice") else "it", where),))
@@ -3927,7 +3947,7 @@ class Checker:
             step = self._slice_step(item, scope, b)
             if item.lo is None and item.hi is None and step == 1:
                 continue                    # x[:, 1]: the whole axis
-            if step > 1 and not store and self._sizes and self._in_def(scope):
+            if step > 1 and self._sizes and self._in_def(scope):
                 got = self._stepped_size_slice(x, axis, item, step, scope, b)
                 if got is not None:         # x[::2] of 2 * M cells: M of them
                     parts.append(got)
@@ -4015,6 +4035,18 @@ class Checker:
         def from_end(d):       # -1, -H, -2 * H - 1: a bound counted from the axis's end
             return (d < 0 if type(d) is int else
                     type(d) is not SizeVar and all(c < 0 for c in d.terms.values()))
+        for bound, written in ((lo, item.lo), (hi, item.hi)):
+            if type(bound) is SizePoly and not from_end(bound) and any(
+                    c < 0 for m, c in bound.terms.items() if m):
+                # -N + 1: negative for some calls (NumPy counts it from the end), not others
+                text = written.loc.source.text[written.loc.start:written.loc.end]
+                start = size_add(n, bound) if n is not None else None
+                raise GoatError(
+                    "the slice's bound %s is negative for some calls, where NumPy counts it "
+                    "from the end, and not for others: write it from the start%s" % (
+                        text, " (%s, on this axis of %s)" % (start, n)
+                        if start is not None and not from_end(start) else
+                        ", or as minus sizes (-N, the last N)"), written.loc)
         if from_end(lo) or from_end(hi):
             if n is None or not (is_symbolic(n) or is_symbolic(lo) or is_symbolic(hi)):
                 return None
@@ -4066,8 +4098,8 @@ class Checker:
         if count is None:
             text = item.loc.source.text[item.loc.start:item.loc.end]
             raise GoatError("the slice %s takes every %s of %s cells, a number (rounded up) "
-                            "no type writes: write the axis's size as %d times a size "
-                            "variable, plus any number (tensor[%d * M])" % (
+                            "no type writes: the cells it runs over must be %d times a size, "
+                            "plus any number (all of an axis of tensor[%d * M])" % (
                                 text, _ordinal(step), span, step, step), item.loc)
         return (axis, start, count, "span", item.loc, step, span)
 
@@ -4154,7 +4186,19 @@ class Checker:
             return b.op(REGISTRY["put"], (y, v, start), loc, (axis, what))
         run = self._run(b, y, part)
         zero = b.const(0.0, loc)
-        if count * step <= span:
+        if is_symbolic(count):              # (count * step cells, or a last group of one)
+            whole = size_mul(count, step)
+            if whole == span:
+                run2 = self._put_groups(b, run, v, axis, count, step, loc)
+            else:
+                less = size_add(count, 1, -1)
+                tail_v = b.op(REGISTRY["narrow"], (v, self._size_value_node(less, loc, b)),
+                              loc, (axis, 1))
+                head_v = b.op(REGISTRY["narrow"], (v, zero), loc, (axis, less))
+                run2 = self._put_groups(b, run, head_v, axis, less, step, loc)
+                last = self._size_value_node(size_add(whole, step, -1), loc, b)
+                run2 = b.op(REGISTRY["put"], (run2, tail_v, last), loc, (axis,))
+        elif count * step <= span:
             run2 = self._put_groups(b, run, v, axis, count, step, loc)
         else:
             last = b.const(float((count - 1) * step), loc)
@@ -4173,9 +4217,9 @@ class Checker:
         """``run`` with the first cell of each of its first ``count`` groups of ``step`` cells
         along axis replaced by v (count cells along the axis)."""
         zero = b.const(0.0, loc)
-        whole = run.shape[axis] == count * step
+        whole = run.shape[axis] == size_mul(count, step)
         part = run if whole else b.op(REGISTRY["narrow"], (run, zero), loc,
-                                      (axis, count * step))
+                                      (axis, size_mul(count, step)))
         groups = self._groups(b, part, axis, count, step, loc)
         shape = tuple(v.shape[:axis]) + (count, 1) + tuple(v.shape[axis + 1:])
         v = b.op(REGISTRY["reshape"], (v,), loc,
@@ -4666,7 +4710,10 @@ def _remap_run_dims(attrs, m):
                 key = tuple(sorted(dims, key=lambda r: (r.node.id, r.axis)))
                 terms[key] = terms.get(key, 0) + c
             terms = {k: c for k, c in terms.items() if c}
-            return RunPoly(terms) if any(terms) else sum(terms.values())
+            if not any(terms):
+                return sum(terms.values())
+            return RunPoly(terms, d.poly, {n: remap(v) if type(v) is RunDim else v
+                                           for n, v in d.names.items()})
         node = m(d.node.id, d.node)
         size = None if isinstance(node, tuple) else node.shape[d.axis]
         return size if type(size) is int else RunDim(node, d.axis)

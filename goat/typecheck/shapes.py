@@ -262,11 +262,13 @@ class RunPoly:
     each monomial (a tuple of RunDims) to its coefficient; :meth:`resolve` works it out when
     the op runs.  In a node's shape the same size is ``?``."""
 
-    __slots__ = ("terms", "_key")
+    __slots__ = ("terms", "_key", "poly", "names")
 
-    def __init__(self, terms: dict):
+    def __init__(self, terms: dict, poly=None, names=None):
         self.terms = terms
         self._key = frozenset(terms.items())
+        self.poly = poly            # the arithmetic as written (N - 1), for its message
+        self.names = names or {}    # each of its variables: a size, or the RunDim giving it
 
     def __eq__(self, other):
         return type(other) is RunPoly and other._key == self._key
@@ -283,12 +285,19 @@ class RunPoly:
         return list(dict.fromkeys(r for m in self.terms for r in m))
 
     def resolve(self, size) -> int:
-        """Its value, ``size(run_dim)`` giving each size read."""
+        """Its value, ``size(run_dim)`` giving each size read; ShapeError where it is no
+        size (negative: N - 1 of N = 0)."""
         total = 0
         for mono, c in self.terms.items():
             for r in mono:
                 c *= size(r)
             total += c
+        if total < 0:
+            raise ShapeError("the size %s is %d for this call (%s): a size is a whole number "
+                             "from 0" % (self.poly if self.poly is not None else "here", total,
+                                         ", ".join("%s = %d" % (n, v if type(v) is int
+                                                                else size(v))
+                                                   for n, v in self.names.items())))
         return total
 
 
