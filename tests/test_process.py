@@ -669,16 +669,19 @@ def test_deep_programs_under_a_memory_cap_run_or_say_why(tmp_path, cap_mb):
                            cwd=str(tmp_path), env=env(), timeout=300, preexec_fn=cap)
         # OpenBLAS, short of memory for its buffers, may write its own line first (from C,
         # past goat): "OpenBLAS error: Memory allocation still failed after 10 retries, ..."
-        lines = [line for line in p.stderr.decode("utf-8", "replace").splitlines()
-                 if not _OPENBLAS_OWN.match(line)]
-        results[name] = (p.returncode, lines[0] if lines else "")
-    for name, (status, first) in results.items():
+        # Under a loaded machine OpenBLAS may also give up by itself, exiting with status 1
+        # and its line alone ("giving up"): that too says why, in its words.
+        text = p.stderr.decode("utf-8", "replace").splitlines()
+        lines = [line for line in text if not _OPENBLAS_OWN.match(line)]
+        blas_only = bool(text) and not lines
+        results[name] = (p.returncode, lines[0] if lines else "", blas_only)
+    for name, (status, first, blas_only) in results.items():
         assert status in (0, 1), (name, status, first)
         assert "internal error" not in first and "Traceback" not in first, (name, first)
-        if status == 1:
+        if status == 1 and not blas_only:
             assert CLEAR.match(first), (name, first)
-    assert results["small.mg"] == (0, "")
-    assert results["blocks.mg"] == (0, "")
+    assert results["small.mg"][:2] == (0, "")
+    assert results["blocks.mg"][:2] == (0, "")
     assert results["exp20k.mg"][0] == 0 or cap_mb < 400
 
     # the Python API under the same cap: a GoatError or a MemoryError, never a SystemError
