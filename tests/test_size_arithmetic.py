@@ -457,3 +457,10 @@ print grad(sum(f(x) * f(x)), x)
     want = 2 * fy                                   # d sum(y*y) / dy
     want[::2] += 10 * want[1::2]                    # y[1::2] reads x[::2] times 10
     assert gx.tolist() == want.tolist()
+
+
+def test_an_open_end_on_an_axis_of_mixed_arithmetic():
+    """x[1:] of an axis of 3 - N: its end is the axis's size, not a bound written (it had
+    looked for the bound's text)."""
+    (y,) = run("def f(x: tensor[3 - N], y: tensor[N]) = x[1:]\nprint f([1, 2], [0])\n")
+    assert y.tolist() == [2]

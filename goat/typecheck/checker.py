@@ -4036,7 +4036,7 @@ class Checker:
             return (d < 0 if type(d) is int else
                     type(d) is not SizeVar and all(c < 0 for c in d.terms.values()))
         for bound, written in ((lo, item.lo), (hi, item.hi)):
-            if type(bound) is SizePoly and not from_end(bound) and any(
+            if written is not None and type(bound) is SizePoly and not from_end(bound) and any(
                     c < 0 for m, c in bound.terms.items() if m):
                 # -N + 1: negative for some calls (NumPy counts it from the end), not others
                 text = written.loc.source.text[written.loc.start:written.loc.end]
