@@ -93,7 +93,14 @@ print optim.sq_norm([1, 2, 2])
      "print nn.cross_entropy(z, y)\n",
      "... stands for the same leading sizes in every parameter of nn.cross_entropy, but z is "
      "8x32x76 (tensor[..., N, V]: ... = 8) and t is 8x32 (tensor[..., N, 1]: ... = none); t "
-     "looks one axis short: its last size must be 1, as in reshape(y, tensor[8x32x1])"),
+     "looks one axis short: its last size must be 1, as y[..., None] makes it (PyTorch's "
+     "unsqueeze(-1))"),
+    # the same in a def, on its sizes (a newcomer's stacked LSTM's loss)
+    ("import nn\ndef loss(z: tensor[S, N, V], y: tensor[S, N]) = nn.cross_entropy(z, y)\n",
+     "... stands for the same leading sizes in every parameter of nn.cross_entropy, but z is "
+     "SxNxV (tensor[..., N, V]: ... = S) and t is SxN (tensor[..., N, 1]: ... = none); t "
+     "looks one axis short: its last size must be 1, as y[..., None] makes it (PyTorch's "
+     "unsqueeze(-1))"),
     ("def f(x: tensor[..., N, C]) = x\nprint f([1, 2])\n",
      # "got 2" had read as a count of dimensions
      "argument x of f must have shape tensor[..., N, C]: at least 2 dimensions, got shape 2 "

@@ -2748,13 +2748,14 @@ class Checker:
                         ((pname, declared, actual, loc), (first,) + firsts),
                         ((first,) + firsts, (pname, declared, actual, loc))):
                     # t: 8x32 for tensor[..., N, 1] beside z: 8x32x76 for tensor[..., N, V]
+                    # (in a def, on its sizes too: t: SxN beside z: SxNxV)
                     if (sd[-1] == 1 and len(sa) == len(oa) - len(od) + len(sd) - 1
-                            and all(type(d) is int for d in sa)):
+                            and None not in sa):
                         written = sl.source.text[sl.start:sl.end] if sl is not None else ""
-                        hint = ("; %s looks one axis short: its last size must be 1, as in "
-                                "reshape(%s, tensor[%s])"
-                                % (short, written if _IDENT.fullmatch(written) else short,
-                                   "x".join([str(d) for d in sa] + ["1"])))
+                        hint = ("; %s looks one axis short: its last size must be 1, as "
+                                "%s[..., None] makes it (PyTorch's unsqueeze(-1))"
+                                % (short, written if re.fullmatch(r"[\w.]+", written)
+                                   else "(%s)" % written if written else short))
                         break
                 raise GoatError("... stands for the same leading sizes in every parameter of %s, "
                                 "but %s is %s (%s: ... = %s) and %s is %s (%s: ... = %s)%s"
