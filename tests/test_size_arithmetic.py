@@ -464,3 +464,45 @@ def test_an_open_end_on_an_axis_of_mixed_arithmetic():
     looked for the bound's text)."""
     (y,) = run("def f(x: tensor[3 - N], y: tensor[N]) = x[1:]\nprint f([1, 2], [0])\n")
     assert y.tolist() == [2]
+
+
+def test_the_third_breakers_findings(tmp_path, monkeypatch):
+    """A bound equal to its axis of H - K was refused as negative for some calls; an
+    argument of the wrong rank was said to leave a size open; z[[3]] -= 2 was refused where
+    z[u] of u = [3] was taken as one index; a slice bound N / 2 had the vague message; a
+    module's let could not be in arithmetic (tensor[N, m.D + H])."""
+    y, w = run("def f(x: tensor[K], y: tensor[H - K]) = y[0:H - K] + y[:H - K]\n"
+               "def g(x: tensor[K], y: tensor[H - K]) = y[H - K - 2:H - K]\n"
+               "print f([1, 2], [1, 2, 3])\nprint g([1, 2], [1, 2, 3])\n")
+    assert y.tolist() == [2, 4, 6] and w.tolist() == [2, 3]
+    e = error("def f(y: tensor[2 * H, 2]) = y[:, 0]\nprint f([1, 2, 3, 4])\n")
+    assert e.message == "argument y of f must have shape (2*H)x2, got 4", e.message
+    (z,) = run("var z = zeros(tensor[4, 3])\nz[[3]] -= 2\nz[[[1]]] = 1\nprint z\n")
+    want = np.zeros((4, 3))
+    want[[3]] -= 2
+    want[[[1]]] = 1
+    assert z.tolist() == want.tolist()
+    e = error("def f(x: tensor[N]) = x[0:N / 2]\n")
+    assert e.message == ("N / 2 divides a def's size, a whole number only for some of the "
+                         "sizes a call may give: write the size as a multiple (tensor[2 * M], "
+                         "then M)"), e.message
+    (h,) = run("def f(x: tensor[2 * N]) = x[0:2 * N / 2] + x[N:]\nprint f([1, 2, 3, 4])\n")
+    assert h.tolist() == [4, 6]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mymod.mg").write_text("let D = 3\n")
+    a, c = run("import mymod\ndef f(x: tensor[N, mymod.D + H], h: tensor[N, H]) = x\n"
+               "print f(zeros(tensor[1, 5]), zeros(tensor[1, 2]))\n"
+               "let z: tensor[mymod.D * 2 - 1] = zeros(tensor[5])\nprint z\n",
+               path=str(tmp_path / "p.mg"))
+    assert a.shape == (1, 5) and c.shape == (5,)
+    e = error("import mymod\ndef f(x: tensor[N, mymod.D + H], h: tensor[N, H]) = x\n"
+              "print f(zeros(tensor[1, 6]), zeros(tensor[1, 2]))\n", path=str(tmp_path / "p.mg"))
+    assert e.message == "argument x of f must have shape Nx(H + 3) (N = 1, H = 2), got 1x6"
+
+
+def test_an_argument_one_cells_subscript_too_deep_gets_the_hint():
+    e = error("def f(x: tensor[N, K]) = x\nlet E = ones(tensor[5, 3])\n"
+              "let t = argmax_rows([[1, 3, 2]])\nprint f(E[t])\n")
+    assert e.message == ("argument x of f must have shape NxK, got 1x1x3; if the value is a "
+                         "subscript by a tensor of one cell (E[t]), it keeps t's axes, as "
+                         "NumPy's does: 1 too many here (E[t[0]] takes one fewer)"), e.message

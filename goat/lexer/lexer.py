@@ -180,10 +180,12 @@ class SizeExpr(str):
 
     @property
     def names(self) -> tuple:
-        return tuple(dict.fromkeys(_IDENT.findall(self)))
+        """The names it reads, a module's let as written (m.D)."""
+        return tuple(dict.fromkeys(_DOTTED.findall(self)))
 
 
-_SIZE_CHARS = re.compile(r"[A-Za-z0-9_\s+\-*/()]+")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_SIZE_CHARS = re.compile(r"[A-Za-z0-9_.\s+\-*/()]+")
 
 
 def _size_expr(part: str):
@@ -198,7 +200,8 @@ def _size_expr(part: str):
     except (SyntaxError, ValueError):
         return None
     ok = (pyast.Expression, pyast.BinOp, pyast.UnaryOp, pyast.Add, pyast.Sub, pyast.Mult, pyast.Div,
-          pyast.USub, pyast.UAdd, pyast.Name, pyast.Load, pyast.Constant)
+          pyast.USub, pyast.UAdd, pyast.Name, pyast.Load, pyast.Constant,
+          pyast.Attribute)      # (a module's let: m.D + H)
     for node in pyast.walk(tree):
         if not isinstance(node, ok) or (type(node) is pyast.Constant
                                         and type(node.value) is not int):

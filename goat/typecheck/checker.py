@@ -1611,6 +1611,13 @@ class Checker:
         import ast as pyast
         values = {}
         for name in expr.names:
+            if "." in name:             # m.D: a module's let holding a size
+                v = self._let_size(name, scope if scope is not None else self.top, loc)
+                if v is None:
+                    raise GoatError("%s is not a size: a module's let named in a type holds "
+                                    "one whole number (let D = 32 in the module)" % name, loc)
+                values[name] = v
+                continue
             if self._sizes is not None and name in self._sizes or (
                     self._in_def(scope) and self._sizes is None and
                     not isinstance(scope.find(name)[0] if scope is not None else None, Node)):
@@ -1649,6 +1656,8 @@ class Checker:
                 return node.value
             if t is pyast.Name:
                 return values[node.id]
+            if t is pyast.Attribute:
+                return values[pyast.unparse(node)]
             if t is pyast.UnaryOp:
                 v = value(node.operand)
                 return size_mul(-1, v) if type(node.op) is pyast.USub else v
@@ -1666,11 +1675,12 @@ class Checker:
                     return a // b
                 q = size_div(a, b)
                 if q is None:
+                    k = b if type(b) is int and b > 1 else 2
                     raise GoatError(
                         "the size %s divides %s by %s, which is a whole number only for some "
                         "of the sizes a call may give: name the quotient instead, as a size of "
-                        "its own (tensor[2 * M] rather than tensor[N], then M for N / 2)"
-                        % (expr, paren(node.left), paren(node.right)), loc)
+                        "its own (tensor[%d * M] rather than tensor[N], then M for N / %d)"
+                        % (expr, paren(node.left), paren(node.right), k, k), loc)
                 return q
             if type(node.op) is pyast.Add:
                 return size_add(a, b)
@@ -1688,7 +1698,8 @@ class Checker:
         lets = [n for n in expr.names if type(values[n]) is int]
         if self._param_lets is not None and lets:
             # (a call of another size notes where it comes from)
-            self._param_lets[expr] = (v, scope.find(lets[0])[0].loc, lets[0])
+            self._param_lets[expr] = (v, self._resolve(
+                lets[0], loc, scope if scope is not None else self.top).loc, lets[0])
         return v
 
     def _let_size(self, name, scope, loc):
@@ -2935,6 +2946,16 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
+                elif (len(actual) > len(bound) and all(d == 1 for d in
+                                                      actual[:len(actual) - len(bound)])
+                        and all(type(d) is not int or x is None or d == x for d, x in
+                                zip(bound, actual[len(actual) - len(bound):]))):
+                    # E[t] of a 1x1 t (argmax_rows of one row) is 1x1xD, as NumPy's
+                    extra = len(actual) - len(bound)
+                    hint = ("; if the value is a subscript by a tensor of one cell (E[t]), it "
+                            "keeps t's axes, as NumPy's does: %d too many here (E[t[%s]] takes "
+                            "%s fewer)" % (extra, ", ".join("0" for _ in range(extra)),
+                                           "one" if extra == 1 else "%d" % extra))
                 pname = what.split()[1]
                 if pname in tmpl.layouts:       # p: theta
                     hint = (" (the vector of params block %s's members: %s)"
@@ -3031,6 +3052,8 @@ class Checker:
             return "give %s a shape known before the run (an annotation, let %s: " \
                    "tensor[...] = load(...))" % (_and_list(params), params[0])
         for (pname, declared, _), actual, what, loc in zip(tmpl.params, shapes, whats, locs):
+            if len(declared) != len(actual):
+                continue                    # (that argument's error: its rank)
             for d, x in zip(declared, actual):
                 open_ = [n for n in size_names(d) if value(n) is None] \
                     if type(d) is SizePoly else ()
@@ -3931,8 +3954,8 @@ class Checker:
             size = n if type(n) is int else None
             if type(item) is not ast.Slice:
                 node = self.value(item, scope, b)
-                if type(item) is ast.Array or (cells(node.shape) != 1 if store
-                                                else len(node.shape) >= 1):
+                if (cells(node.shape) != 1 if store
+                        else type(item) is ast.Array or len(node.shape) >= 1):
                     self._indices_subscript(node, item)
                     rows = rows or ([], indexed, [])
                     rows[0].append((node, axis, item.loc))
@@ -4003,11 +4026,19 @@ class Checker:
         if t is ast.Unary and e.op == "-":
             v = self._size_bound(e.operand, scope)
             return None if v is None else size_mul(-1, v)
-        if t is ast.Binary and e.op in ("+", "-", "*"):
+        if t is ast.Binary and e.op in ("+", "-", "*", "/"):
             a = self._size_bound(e.left, scope)
             c = self._size_bound(e.right, scope) if a is not None else None
             if c is None:
                 return None
+            if e.op == "/":
+                q = size_div(a, c) if c != 0 else None
+                if q is None and (is_symbolic(a) or is_symbolic(c)):
+                    raise GoatError("%s divides a def's size, a whole number only for some of "
+                                    "the sizes a call may give: write the size as a multiple "
+                                    "(tensor[2 * M], then M)"
+                                    % e.loc.source.text[e.loc.start:e.loc.end], e.loc)
+                return q
             return size_add(a, c) if e.op == "+" else size_add(a, c, -1) if e.op == "-" \
                 else size_mul(a, c)
         return None
@@ -4038,7 +4069,9 @@ class Checker:
                     type(d) is not SizeVar and all(c < 0 for c in d.terms.values()))
         for bound, written in ((lo, item.lo), (hi, item.hi)):
             if written is not None and type(bound) is SizePoly and not from_end(bound) and any(
-                    c < 0 for m, c in bound.terms.items() if m):
+                    c < 0 for m, c in bound.terms.items() if m) and not (
+                        n is not None and type(size_add(n, bound, -1)) is int):
+                # (H - K - 1 on an axis of H - K counts from the start: each call checks it)
                 # -N + 1: negative for some calls (NumPy counts it from the end), not others
                 text = written.loc.source.text[written.loc.start:written.loc.end]
                 start = size_add(n, bound) if n is not None else None
@@ -4280,7 +4313,7 @@ class Checker:
                                              store=True)
         if rows is not None:
             rows = rows[0][0]
-            raise GoatError("cannot assign through a tensor of indices (t of shape %s in "
+            raise GoatError("cannot assign through a tensor of indices (one of shape %s in "
                             "%s[...] = v; NumPy's would keep one of repeated indices' writes): "
                             "assign one index at a time, %s[k] = v, in a loop"
                             % (format_shape(rows[0].shape), stmt.name, stmt.name), rows[2])

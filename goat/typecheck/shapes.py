@@ -459,11 +459,11 @@ def matmul(a: tuple, b: tuple) -> tuple:
         if len(a) == 0 or len(b) == 0:
             hint = "; to scale by a number, use * (elementwise)"
         elif len(a) == 1:
-            hint = ("; a vector on the left is a row, a 1x%s matrix: reshape(x, tensor[1x%s])"
-                    % (format_dim(a[0]), format_dim(a[0])))
+            hint = ("; a vector on the left is a row, a %s matrix: reshape(x, %s)"
+                    % (format_shape((1, a[0])), format_type((1, a[0]))))
         else:
-            hint = ("; a vector on the right is a column, a %sx1 matrix: reshape(x, tensor[%sx1])"
-                    % (format_dim(b[0]), format_dim(b[0])))
+            hint = ("; a vector on the right is a column, a %s matrix: reshape(x, %s)"
+                    % (format_shape((b[0], 1)), format_type((b[0], 1))))
         raise ShapeError("cannot matrix-multiply shapes %s and %s: both operands of @ must be "
                          "matrices (rank 2 or more)%s" % (format_shape(a), format_shape(b), hint))
     k1, k2 = a[-1], b[-2]
