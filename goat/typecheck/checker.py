@@ -26,7 +26,7 @@ import re
 
 from ..diagnostics import GoatError, Loc, frame_notes
 from ..lexer import ast
-from ..lexer.lexer import IDENT as _IDENT, SizeExpr
+from ..lexer.lexer import SizeExpr
 from ..lexer.tokens import KEYWORDS, TYPE_WORDS
 from ..interp.fmt import field_shape_message
 from ..ops import OPERATORS, UNARY_OPERATORS, lookup
