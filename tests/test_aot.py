@@ -831,3 +831,33 @@ def test_compile_writes_through_a_symbolic_link(env, tmp_path):
         r = goat_cmd(["compile", "--aot", "p.mg", "-o", name], env, cwd=str(tmp_path))
         assert (r.returncode, r.stderr) == (1, "goat: error: %s\n" % message)
     assert sorted(os.listdir(tmp_path)) == ["dangling", "link", "p.mg", "pl", "ql", "real"]
+
+
+def test_run_aot_compiles_a_loads_unknown_size_for_its_file(tmp_path):
+    """A newcomer's: let text: tensor[?] = load("text.npy") could not be run with --aot
+    ("write its sizes in the type"); goat run --aot compiles for the file there when it
+    starts, as a JIT would -- another file of another shape compiles again (the shape is in
+    the cache key) -- and prints what goat run prints.  A file the program saves itself, or
+    goat compile, which runs later, still needs the sizes written."""
+    pytest.importorskip("llvmlite")
+    from conftest import goat_run_in
+    np.save(tmp_path / "x.npy", np.arange(6.0).reshape(3, 2))
+    (tmp_path / "p.mg").write_text(
+        'def diff(x: tensor[N, C]) = x[1:] - x[0:N - 1]\n'
+        'let x: tensor[?, 2] = load("x.npy")\nprint diff(x)\nprint sum(x)\n')
+    plain = goat_run_in(tmp_path)
+    compiled = goat_run_in(tmp_path, "--aot")
+    assert plain.returncode == 0 and compiled.returncode == 0, compiled.stderr
+    assert compiled.stdout == plain.stdout and "sizes = [2, 2]" in plain.stdout
+    np.save(tmp_path / "x.npy", np.arange(10.0).reshape(5, 2))
+    again = goat_run_in(tmp_path, "--aot")
+    assert again.returncode == 0 and again.stdout == goat_run_in(tmp_path).stdout
+    assert "sizes = [4, 2]" in again.stdout
+    (tmp_path / "x.npy").unlink()
+    gone = goat_run_in(tmp_path, "--aot")
+    assert gone.returncode == 1 and gone.stderr.startswith("p.mg:2: error: cannot load x.npy"), \
+        gone.stderr
+    (tmp_path / "p.mg").write_text('save([1, 2], "y.npy")\nlet y: tensor[?] = load("y.npy")\n'
+                                   'print y\n')
+    saved = goat_run_in(tmp_path, "--aot")
+    assert saved.returncode == 1 and "needs every size" in saved.stderr, saved.stderr

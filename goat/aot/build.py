@@ -354,14 +354,15 @@ def _libraries(portable: bool):
 
 
 def build_executable(program, output: str, opt: int = 2, timings: dict | None = None,
-                     portable: bool = False) -> None:
+                     portable: bool = False, loads=None) -> None:
     """Compile a checked program to the native executable ``output``; ``portable``: compute
-    with its own code only, not NumPy's libraries (goat/aot/numpy_libs.py)."""
+    with its own code only, not NumPy's libraries (goat/aot/numpy_libs.py); ``loads``: the
+    shapes of its ? loads' files (goat run --aot: lower.load_shapes)."""
     from .lower import lower
     cc = find_cc()
     t = time.perf_counter()
     try:
-        module = lower(program, numpy=_libraries(portable))
+        module = lower(program, numpy=_libraries(portable), loads=loads)
         llvm_ir = str(module)
     except BaseException:           # a size known only when it runs, Ctrl-C: --time says so
         if timings is not None:
@@ -417,9 +418,10 @@ def _umask() -> int:
     return mask
 
 
-def program_key(program, source, portable: bool = False) -> str:
+def program_key(program, source, portable: bool = False, loads=None) -> str:
     """The cache key of a compiled program: the text and path of every file it was checked
-    from, :func:`host_key` and the NumPy libraries it computes with."""
+    from, :func:`host_key`, the NumPy libraries it computes with, and the shapes of its ?
+    loads' files it was compiled for."""
     from .numpy_libs import describe
     libs = _libraries(portable)
     h = hashlib.sha256(host_key().encode())
@@ -434,6 +436,8 @@ def program_key(program, source, portable: bool = False) -> str:
     # resolved from the folder it is compiled in
     h.update(b"\0folder\0" + os.getcwd().encode("utf-8", "surrogateescape"))
     h.update(b"\0given\0" + repr(getattr(program, "given", ())).encode())    # --let
+    if loads:
+        h.update(b"\0loads\0" + repr(sorted(loads.items())).encode())
     for src in sorted(seen.values(), key=lambda s: str(s.path)):
         h.update(b"\0file\0" + os.path.abspath(str(src.path)).encode("utf-8", "surrogateescape"))
         h.update(b"\0shown\0" + str(src.path).encode("utf-8", "surrogateescape"))
@@ -443,13 +447,16 @@ def program_key(program, source, portable: bool = False) -> str:
 
 def cached_executable(program, source, timings: dict | None = None,
                       portable: bool = False) -> str:
-    """The path of ``program`` compiled, from the cache or compiled into it now."""
-    key = program_key(program, source, portable)
+    """The path of ``program`` compiled, from the cache or compiled into it now, for the
+    files its ? loads read now (their shapes are part of the key)."""
+    from .lower import load_shapes
+    loads = load_shapes(program)
+    key = program_key(program, source, portable, loads)
     folder = _cache_folder()
     exe = os.path.join(folder, "prog-%s" % key)
     if not (_sealed(exe) and os.access(exe, os.X_OK)):
         _remove_bad(exe)
-        build_executable(program, exe, timings=timings, portable=portable)
+        build_executable(program, exe, timings=timings, portable=portable, loads=loads)
         _seal(exe)
     elif timings is not None:
         timings["cached"] = True

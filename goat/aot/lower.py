@@ -37,7 +37,7 @@ from ..diagnostics import GoatError
 from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
 from ..interp.fmt import field_shape_message
-from ..ops.registry import REGISTRY, field_count
+from ..ops.registry import REGISTRY, OpError, field_count
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, condition_what,
                                  operand_loc, subregions)
 from ..typecheck.shapes import RunDim, RunPoly, ShapeError, format_shape
@@ -68,11 +68,53 @@ def _is_static(shape) -> bool:
     return all(type(d) is int for d in shape)
 
 
-def resolve_shapes(program) -> dict:
+def load_shapes(program) -> dict:
+    """{load node id: the shape its file holds now} for each ``load`` typed with a ``?`` size
+    whose file name has no {fields}: ``goat run --aot`` compiles for the files it will read,
+    as a JIT would (each file's shape is part of the compiled program's cache key, and the
+    compiled load checks it again).  A file it cannot read is left out: its load's error."""
+    from ..interp.npyio import npy_shape, read_npy
+    from ..typecheck.program import subregions
+    # a file the program saves may not be there yet, or hold another shape then: its loads
+    # are not compiled for what is there now
+    saved, named = set(), False
+    stack = [program.main]
+    while stack:
+        region = stack.pop()
+        for e in region.effects:
+            if e.kind == "save":
+                if isinstance(e.data[1], str):
+                    saved.add(os.path.abspath(e.data[0]))
+                else:
+                    named = True                # save(w, "w_{step}.npy")
+        for node in region.nodes:
+            stack.extend(subregions(node))
+        stack.extend(region.inner)
+    out = {}
+    for node in program.walk():
+        if (node.kind == OP and node.op.name == "load" and type(node.attrs[0]) is tuple
+                and None in tuple(node.attrs[-1])):
+            (path, shown), declared = node.attrs[0], tuple(node.attrs[-1])
+            if named or os.path.abspath(path) in saved:
+                continue
+            shape = npy_shape(path, declared)
+            if shape is None:           # the error its load would give when it runs
+                try:
+                    read_npy(path, declared, shown)
+                except OpError as e:
+                    raise GoatError(e.message, **_at(node)) from None
+                continue
+            out[node.id] = shape
+    return out
+
+
+def resolve_shapes(program, loads=None) -> dict:
     """Every node's actual shape (a tuple of ints; a tuple of them for a loop or an if), a
     :class:`Fail` where a run-time check fails, or :data:`DEAD` after one.  Raises GoatError
-    for a size known only when the program runs."""
+    for a size known only when the program runs.  ``loads``: the shapes of loads typed with
+    a ``?`` size, read from their files (:func:`load_shapes`)."""
     shapes = {}
+    loads = loads or {}
 
     def region(r):
         for node in r.nodes:
@@ -134,6 +176,9 @@ def resolve_shapes(program) -> dict:
                 s = tuple(op.shape(*ins[:real], *attrs))
             except ShapeError as e:
                 return Fail(e.message, *_site(node))
+            if node.id in loads:        # a ? size of a load: its file's, when it compiles
+                s = loads[node.id]
+                attrs = attrs[:-1] + (s,)
             if not _is_static(s) and op.name == "stack_new":
                 raise GoatError("--aot (goat run --aot, goat compile --aot) needs the number of "
                                 "iterations of a loop that grad differentiates through when "
@@ -147,8 +192,11 @@ def resolve_shapes(program) -> dict:
                 raise GoatError("--aot (goat run --aot, goat compile --aot) needs every size "
                                 "when it compiles, but the shape %s of this %s is known only "
                                 "when the program runs (write its sizes in the type, or run "
-                                "it with goat run)"
-                                % (format_shape(s), what), **_at(node))
+                                "it with goat run%s)"
+                                % (format_shape(s), what, "; goat run --aot compiles a load's ? "
+                                   "for the file there when it starts, unless the program "
+                                   "saves that file itself" if what == "load" else ""),
+                                **_at(node))
             if op.name == "reshape" and not all(type(d) is int for d in attrs[0]):
                 node_attrs = (s,)
             else:
@@ -166,7 +214,7 @@ def resolve_shapes(program) -> dict:
 class Lowering:
     """Builds the LLVM module of one program."""
 
-    def __init__(self, program, name="goat", numpy=None):
+    def __init__(self, program, name="goat", numpy=None, loads=None):
         from llvmlite import ir
         self.ir = ir
         self.program = program
@@ -177,7 +225,7 @@ class Lowering:
         self.i8p = ir.IntType(8).as_pointer()
         self.dp = self.f64.as_pointer()
         self.void = ir.VoidType()
-        self.shapes = resolve_shapes(program)
+        self.shapes = resolve_shapes(program, loads)
         self.attrs = self.shapes.pop("attrs")
         # NumPy's libraries to compute with (goat/aot/numpy_libs.py), or None: own code only
         self.numpy = numpy
@@ -725,10 +773,11 @@ class Lowering:
         return self.module
 
 
-def lower(program, name="goat", numpy=None):
+def lower(program, name="goat", numpy=None, loads=None):
     """The LLVM module (llvmlite.ir.Module) of a checked program; ``numpy``: the libraries of
-    :func:`goat.aot.numpy_libs.numpy_libraries` to compute with (None: own code only)."""
-    return Lowering(program, name, numpy).lower()
+    :func:`goat.aot.numpy_libs.numpy_libraries` to compute with (None: own code only);
+    ``loads``: the shapes of its ? loads' files (:func:`load_shapes`)."""
+    return Lowering(program, name, numpy, loads).lower()
 
 
 def missing_lowerings() -> list:

@@ -92,6 +92,29 @@ def read_npy(path: str, declared: tuple, shown: str | None = None) -> np.ndarray
         raise OpError(_os_message("load", path, name, e)) from None
 
 
+def npy_shape(path: str, declared: tuple):
+    """The shape of the array in the ``.npy`` file at ``path`` when it is one ``load`` with
+    the declared shape (ints and None for ``?``) would read, else None (no such file, not
+    one it reads, another shape: the load says why when it runs).  Reads the header only."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(path, "rb") as f:
+            start = _read_exact(f, _format.MAGIC_LEN)
+            if not start.startswith(_MAGIC_PREFIX) or len(start) < _format.MAGIC_LEN:
+                return None
+            version = _format.read_magic(io.BytesIO(start))
+            if version not in _VERSIONS:
+                return None
+            shape, _, dtype = _read_header(f, version, st.st_size, path)
+    except (OSError, OpError, ValueError):
+        return None
+    if _dtype_problem(dtype, path) or not _fits(shape, tuple(declared)):
+        return None
+    return tuple(int(d) for d in shape)
+
+
 class MemoryFiles:
     """The Python API's ``inputs`` and ``outputs``: NumPy arrays a run's ``load`` reads in
     place of files, and a dict its ``save`` writes into in place of the disk.
