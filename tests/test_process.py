@@ -694,6 +694,9 @@ def test_deep_programs_under_a_memory_cap_run_or_say_why(tmp_path, cap_mb):
             "        print(type(e).__name__)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env(),
                        timeout=300, preexec_fn=cap)
+    said = p.stderr.decode().splitlines()
+    if p.returncode == 1 and said and all(_OPENBLAS_OWN.match(line) for line in said):
+        return                          # OpenBLAS gave up by itself (a loaded machine), as above
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     assert set(p.stdout.decode().split()) <= {"ran", "GoatError", "MemoryError"}
 

@@ -158,18 +158,12 @@ def test_a_def_over_size_variables_takes_rows_at_each_calls_sizes():
                                    "3 do not"),
     ("print x[[0, 1], [1, 3]]", "an index must be a whole number from -3 to 2 (axis 1 of 2x3 "
                                 "has 3 cells), got 3 at position 1"),
-    ("x[[0], [1]] = 1", "cannot assign through a tensor of indices (t of shape 1 in x[...] = v; "
-                        "NumPy's would keep one of repeated indices' writes): assign one index "
-                        "at a time, x[k] = v, in a loop"),
     ("print x[x > 2]", "a subscript by a mask (x[x > 0], NumPy's boolean indexing) is not "
                        "supported: its result's size would be known only when the program runs; "
                        "where(mask, x, 0) keeps x's shape"),
-    ("x[[0, 1]] = 1", "cannot assign through a tensor of indices (t of shape 2 in x[...] = v; "
-                      "NumPy's would keep one of repeated indices' writes): assign one index at "
-                      "a time, x[k] = v, in a loop"),
-    ("x[[1], 0] += 1", "cannot assign through a tensor of indices (t of shape 1 in x[...] = v; "
-                       "NumPy's would keep one of repeated indices' writes): assign one index at "
-                       "a time, x[k] = v, in a loop"),
+    ("x[[0, 1]] = 1", "cannot assign through a tensor of indices (one of shape 2 in x[...] = "
+                      "v; NumPy's would keep one of repeated indices' writes): assign one index "
+                      "at a time, x[k] = v, in a loop"),
     # a list after a value and a blank is a comma forgotten, not a subscript
     ("print concat(x [[3, 4, 5]], 0)", "syntax error: expected an operator, '(', ')' or ',', "
      "found a list literal; is a comma missing before the list? (a subscript is written right "
@@ -178,6 +172,18 @@ def test_a_def_over_size_variables_takes_rows_at_each_calls_sizes():
 def test_what_is_wrong_with_rows_is_said_before_the_run(src, message):
     e = error("var x = [[1, 2, 3], [4, 5, 6]]\n" + src + "\n")
     assert e.message == message
+
+
+def test_an_assignment_through_one_written_index_is_that_index():
+    """x[[0], [1]] = 1 and x[[1], 0] += 1: one index in a list cannot be repeated, so no write
+    is lost; NumPy assigns them (they had been refused as tensors of indices)."""
+    a, c = run("var x = [[1, 2, 3], [4, 5, 6]]\nx[[0], [1]] = 10\nprint x\n"
+               "x[[1], 0] += 1\nprint x\n")
+    x = np.array([[1.0, 2, 3], [4, 5, 6]])
+    x[[0], [1]] = 10
+    assert a.tolist() == x.tolist()
+    x[[1], 0] += 1
+    assert c.tolist() == x.tolist()
 
 
 @pytest.mark.parametrize("aot", [False, True])
