@@ -450,7 +450,14 @@ def cached_executable(program, source, timings: dict | None = None,
     """The path of ``program`` compiled, from the cache or compiled into it now, for the
     files its ? loads read now (their shapes are part of the key)."""
     from .lower import load_shapes
-    loads = load_shapes(program)
+    t = time.perf_counter()
+    try:
+        loads = load_shapes(program)
+    except BaseException:           # a ? load's file that cannot be read: --time says so
+        if timings is not None:
+            timings["lower"] = time.perf_counter() - t
+            timings["failed"] = "lower"
+        raise
     key = program_key(program, source, portable, loads)
     folder = _cache_folder()
     exe = os.path.join(folder, "prog-%s" % key)
