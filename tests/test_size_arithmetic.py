@@ -506,3 +506,10 @@ def test_an_argument_one_cells_subscript_too_deep_gets_the_hint():
     assert e.message == ("argument x of f must have shape NxK, got 1x1x3; if the value is a "
                          "subscript by a tensor of one cell (E[t]), it keeps t's axes, as "
                          "NumPy's does: 1 too many here (E[t[0]] takes one fewer)"), e.message
+
+
+def test_a_body_size_too_large_for_a_call_is_that_calls_error():
+    e = error("def f(x: tensor[N]) = zeros(tensor[N * N * N * N])\n"
+              "print f(zeros(tensor[100000]))\n")
+    assert (e.line, e.message) == (2, "f's size N*N*N*N is 100000000000000000000 for this call "
+                                      "(N = 100000): too large to be a size (at most 2**53)")

@@ -3022,6 +3022,10 @@ class Checker:
                                             "%s = %s" % (n, value(n)) for n in d.names)), loc)
         for d, at, said in tmpl.polys:
             v = size_value(d, value)
+            if type(v) is int and v > 2 ** 53:
+                raise GoatError("%s's size %s is %d for this call (%s): too large to be a size "
+                                "(at most 2**53)" % (tmpl.qualname, d, v, ", ".join(
+                                    "%s = %s" % (n, value(n)) for n in d.names)), locs[0])
             if type(v) is int and v < 0:
                 sizes = ", ".join("%s = %s" % (n, value(n)) for n in d.names)
                 where = "line %d%s" % (at.line, "" if at.source is locs[0].source
