@@ -677,9 +677,11 @@ def _user_facing(fn):
         except GoatError as e:
             if not getattr(e, "_noted", False):
                 e._noted = True
-                shown = e.render()          # (several errors: each with its excerpt)
-                if not isinstance(e, GoatErrors):
-                    shown = shown.partition("\n")[2]       # the excerpt under the message
+                # the excerpt under the message; of several errors, whose headlines the
+                # message lists, each one's excerpt (its line number says whose)
+                shown = "\n".join(
+                    x for x in (err.render().partition("\n")[2] for err in
+                                (e.errors if isinstance(e, GoatErrors) else [e])) if x)
                 if shown and hasattr(e, "add_note"):        # Python 3.11 and newer
                     e.add_note(shown)
             raise e.with_traceback(None)

@@ -52,6 +52,9 @@ def test_several_errors_are_noted_once_each_and_a_run_time_error_keeps_its_print
         goat.check_source("print q\nprint [[1, 2]] @ [[1, 2]]\n")
     assert len(info.value.__notes__) == 1
     assert info.value.__notes__[0].count("^") == 2
+    # the message lists the headlines; the note adds each one's excerpt, not them again
+    assert "error:" not in info.value.__notes__[0], info.value.__notes__
+    assert info.value.__notes__[0].startswith("1 | print q\n")
     with pytest.raises(goat.GoatError) as info:
         goat.run_source('let x: tensor[?, 2] = load("x.npy")\nprint 1\nprint [[1, 2, 3]] @ x\n',
                         inputs={"x.npy": np.ones((4, 2))})
