@@ -1895,3 +1895,21 @@ def test_a_loop_bound_that_shows_as_whole_says_every_digit(tmp_path):
         first, _ = run_error_in(tmp_path, src, aot=True)
         assert first.endswith("error: a loop bound must be a whole number, got 2 "
                               "(2.0000000999999998)")
+
+
+def test_a_narrow_over_a_loop_in_a_def_is_checked_at_the_call_before_the_run():
+    """From an earlier note: x[k * 2:(k + 1) * 2] for k in 0..5 in a def over 6 rows was
+    found when it ran (after the output before it), where the same loop written outside a
+    def is an error before the run; the call's copy of the loop has its bounds too."""
+    src = ("def f(x: tensor[N, C]) {\n  var s = 0\n  for k in 0..5 {\n"
+           "    s = s + sum(x[k * 2:(k + 1) * 2])\n  }\n  return s\n}\n"
+           "print 1\nprint f(zeros(tensor[6, 3]))\n")
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source(src)
+    e = info.value
+    assert (e.line, e.message) == (4, "a slice's start must be a whole number from 0 to 4 (axis "
+                                      "0 of 6x3 has 6 cells, the slice takes 2), got 8")
+    assert e.notes == ("in f, called on line 9",
+                       "it is 8 when k = 4 (over the loop it runs from 0 to 8)")
+    (s,) = run(src.replace("zeros(tensor[6, 3])", "ones(tensor[10, 3])").replace("print 1\n", ""))
+    assert float(s) == 30

@@ -949,6 +949,10 @@ class Builder:
         dead = self.checker.dead_loops
         if body in dead or (first is not None and end is not None and first >= end):
             dead.add(region)        # for k in 0..size(x, 0) of a call with x empty: no index
+        elif first is not None and end is not None and region.params:
+            # a narrow its index computes is checked at its least and greatest start before
+            # the run, as the loop written outside a def is (x[k * 2:(k + 1) * 2])
+            self.checker.index_ranges[region.params[0].id] = (first, end - 1)
         self.sub(region)._copy_region(body, mapping, env)
         region.yields = [m(y.id, y) for y in body.yields]
         args = tuple(m(a.id, a) for a in n.args)
