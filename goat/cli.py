@@ -466,13 +466,20 @@ def _cmd_run(args) -> int:
     source = _read(args.file)
     program = with_deep_stack(_load, source, args.timings, _lets(args))
     args.program = program
+    loads, unreadable = None, ()
     if args.aot:
+        from .aot.lower import load_shapes
+        # a ? load is compiled for its file; one that cannot be read now leaves the program
+        # to goat run, whose output is then the same: what it prints before the load fails,
+        # or all of it where the load never runs
+        loads, unreadable = load_shapes(program)
+    if args.aot and not unreadable:
         from .aot.build import cached_executable, run_executable
         from .interp.evaluator import check_save_folders
         with _timed(args.timings, "run"):       # as goat run finds it, before anything runs
             check_save_folders(program)
         exe = with_deep_stack(cached_executable, program, source, args.timings,
-                              args.portable)
+                              args.portable, loads)
         with _timed(args.timings, "run"):
             status = run_executable(exe)
         if status != 0 and args.timings is not None:

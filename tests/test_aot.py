@@ -854,9 +854,15 @@ def test_run_aot_compiles_a_loads_unknown_size_for_its_file(tmp_path):
     assert again.returncode == 0 and again.stdout == goat_run_in(tmp_path).stdout
     assert "sizes = [4, 2]" in again.stdout
     (tmp_path / "x.npy").unlink()
-    gone = goat_run_in(tmp_path, "--aot")
+    gone = goat_run_in(tmp_path, "--aot")       # (goat run's error, after what it prints)
     assert gone.returncode == 1 and gone.stderr.startswith("p.mg:2: error: cannot load x.npy"), \
         gone.stderr
+    # a load that does not run, of a file not there: goat run's output, all of it
+    (tmp_path / "p.mg").write_text('print 1\nvar use = 1\nuse = 0\nif use {\n'
+                                   '  let x: tensor[?, 3] = load("x.npy")\n  print x\n}\n'
+                                   'print 2\n')
+    skipped = goat_run_in(tmp_path, "--aot")
+    assert skipped.returncode == 0 and skipped.stdout == goat_run_in(tmp_path).stdout
     (tmp_path / "p.mg").write_text('save([1, 2], "y.npy")\nlet y: tensor[?] = load("y.npy")\n'
                                    'print y\n')
     saved = goat_run_in(tmp_path, "--aot")

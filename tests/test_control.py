@@ -1913,3 +1913,13 @@ def test_a_narrow_over_a_loop_in_a_def_is_checked_at_the_call_before_the_run():
                        "it is 8 when k = 4 (over the loop it runs from 0 to 8)")
     (s,) = run(src.replace("zeros(tensor[6, 3])", "ones(tensor[10, 3])").replace("print 1\n", ""))
     assert float(s) == 30
+
+
+def test_a_narrow_over_a_loop_that_may_not_run_is_left_to_the_run():
+    """A breaker's: the call in a loop of no iterations (0..0, or a var's 0 when it runs) had
+    been refused before the run; NumPy would never take that slice."""
+    src = ("def f(x: tensor[N]) {\n  var s = 0\n  for k in 0..5 {\n"
+           "    s += sum(x[k * 2:(k + 1) * 2])\n  }\n  return s\n}\nprint 1\n"
+           "for i in 0..0 {\n  print f(iota(tensor[4], 0))\n}\nvar reps = 0\n"
+           "for i in 0..reps {\n  print f(iota(tensor[4], 0))\n}\nprint 2\n")
+    assert [float(v) for v in run(src)] == [1.0, 2.0]

@@ -258,10 +258,18 @@ def test_time_reports_the_phases_that_ran(files):
     assert status == 1 and out.endswith("[[7]]\n")
     assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, run failed after "
                         r"\d+\.\d{3} s", err.splitlines()[-1])
-    (files / "qm.mg").write_text('let q: tensor[?x2] = load("nothere.npy")\nprint q\n')
-    status, out, err = shell("%s -m goat run --aot --time qm.mg" % PYTHON, d)   # a ? size
+    # a ? size the compiled program cannot know: the file is the program's own save
+    (files / "qm.mg").write_text('save([[1, 2]], "q.npy")\nlet q: tensor[?x2] = load("q.npy")\n'
+                                 'print q\n')
+    status, out, err = shell("%s -m goat run --aot --time qm.mg" % PYTHON, d)
     assert status == 1 and re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, lower "
                                         r"failed after \d+\.\d{3} s", err.splitlines()[-1])
+    # a ? load of a file not there: goat run's error, where the load runs
+    (files / "qm.mg").write_text('let q: tensor[?x2] = load("nothere.npy")\nprint q\n')
+    status, out, err = shell("%s -m goat run --aot --time qm.mg" % PYTHON, d)
+    assert status == 1 and err.startswith("qm.mg:1: error: cannot load nothere.npy")
+    assert re.fullmatch(r"goat: parse \d+\.\d{3} s, check \d+\.\d{3} s, run failed after "
+                        r"\d+\.\d{3} s", err.splitlines()[-1])
     # the compiled program's own error: its run failed (it had been reported as "run 0.005 s")
     status, out, err = shell("%s -m goat run --aot --time runtime.mg" % PYTHON, d)
     assert status == 1 and out.endswith("[[7]]\n")

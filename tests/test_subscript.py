@@ -874,3 +874,32 @@ print x
     want[np.array([3])] = [7, 8, 9]
     want[np.array([[2]])] += 1
     assert x.tolist() == want.tolist()
+
+
+def test_an_assignment_through_a_vector_of_one_index_keeps_its_axis_as_numpy():
+    """A breaker's: E[:, seq[k:k + 1]] *= 2 read a 4x1 and put it back into a 4 (the write
+    took the one cell as an index); NumPy keeps the axis both ways."""
+    src = """var E = ones(tensor[4, 3])
+let seq = [2, 0]
+for k in 0..2 {
+    E[:, seq[k:k + 1]] *= 2
+}
+print E
+var z = zeros(tensor[5, 3])
+z[:, [1]] += 100
+z[:, [1]] = [[1], [2], [3], [4], [5]]
+z[[3]] -= 2
+z[[0], [1]] = 10
+print z
+"""
+    e, z = run(src)
+    E = np.ones((4, 3))
+    seq = np.array([2, 0])
+    for k in range(2):
+        E[:, seq[k:k + 1]] *= 2
+    Z = np.zeros((5, 3))
+    Z[:, [1]] += 100
+    Z[:, [1]] = [[1], [2], [3], [4], [5]]
+    Z[[3]] -= 2
+    Z[[0], [1]] = 10
+    assert e.tolist() == E.tolist() and z.tolist() == Z.tolist()

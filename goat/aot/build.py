@@ -446,18 +446,9 @@ def program_key(program, source, portable: bool = False, loads=None) -> str:
 
 
 def cached_executable(program, source, timings: dict | None = None,
-                      portable: bool = False) -> str:
-    """The path of ``program`` compiled, from the cache or compiled into it now, for the
-    files its ? loads read now (their shapes are part of the key)."""
-    from .lower import load_shapes
-    t = time.perf_counter()
-    try:
-        loads = load_shapes(program)
-    except BaseException:           # a ? load's file that cannot be read: --time says so
-        if timings is not None:
-            timings["lower"] = time.perf_counter() - t
-            timings["failed"] = "lower"
-        raise
+                      portable: bool = False, loads=None) -> str:
+    """The path of ``program`` compiled, from the cache or compiled into it now; ``loads``:
+    the shapes of the files its ? loads read (lower.load_shapes; part of the key)."""
     key = program_key(program, source, portable, loads)
     folder = _cache_folder()
     exe = os.path.join(folder, "prog-%s" % key)

@@ -37,7 +37,7 @@ from ..diagnostics import GoatError
 from ..interp.evaluator import (_at, _cast_check, _mismatch, _same_shape_check, _site,
                                 _same_size_check, schedule)
 from ..interp.fmt import field_shape_message
-from ..ops.registry import REGISTRY, OpError, field_count
+from ..ops.registry import REGISTRY, field_count
 from ..typecheck.program import (ARG, BRANCH, CAST, CONST, GET, LOOP, OP, condition_what,
                                  operand_loc, subregions)
 from ..typecheck.shapes import RunDim, RunPoly, ShapeError, format_shape
@@ -68,12 +68,14 @@ def _is_static(shape) -> bool:
     return all(type(d) is int for d in shape)
 
 
-def load_shapes(program) -> dict:
-    """{load node id: the shape its file holds now} for each ``load`` typed with a ``?`` size
-    whose file name has no {fields}: ``goat run --aot`` compiles for the files it will read,
-    as a JIT would (each file's shape is part of the compiled program's cache key, and the
-    compiled load checks it again).  A file it cannot read is left out: its load's error."""
-    from ..interp.npyio import npy_shape, read_npy
+def load_shapes(program):
+    """({load node id: the shape its file holds now}, [the loads whose file cannot be read
+    now]) for each ``load`` typed with a ``?`` size whose file name has no {fields} and which
+    the program does not save itself: ``goat run --aot`` compiles for the files it will
+    read, as a JIT would (each file's shape is part of the compiled program's cache key, and
+    the compiled load checks it again); a file it cannot read (missing, not an array it
+    reads) leaves the program to goat run, which reports it where the load runs, if it does."""
+    from ..interp.npyio import npy_shape
     from ..typecheck.program import subregions
     # a file the program saves may not be there yet, or hold another shape then: its loads
     # are not compiled for what is there now
@@ -90,22 +92,28 @@ def load_shapes(program) -> dict:
         for node in region.nodes:
             stack.extend(subregions(node))
         stack.extend(region.inner)
-    out = {}
+    out, unreadable = {}, []
     for node in program.walk():
         if (node.kind == OP and node.op.name == "load" and type(node.attrs[0]) is tuple
                 and None in tuple(node.attrs[-1])):
-            (path, shown), declared = node.attrs[0], tuple(node.attrs[-1])
+            (path, _), declared = node.attrs[0], tuple(node.attrs[-1])
             if named or os.path.abspath(path) in saved:
                 continue
             shape = npy_shape(path, declared)
-            if shape is None:           # the error its load would give when it runs
-                try:
-                    read_npy(path, declared, shown)
-                except OpError as e:
-                    raise GoatError(e.message, **_at(node)) from None
-                continue
-            out[node.id] = shape
-    return out
+            if shape is None:
+                unreadable.append(node)
+            else:
+                out[node.id] = shape
+    return out, unreadable
+
+
+def _load_why(node) -> str:
+    """Why a ? load cannot be compiled for its file, for its error."""
+    if type(node.attrs[0]) is not tuple:
+        return "; its file's name, with {fields}, is made when it runs"
+    return ("; goat run --aot compiles a load's ? for the file there when it starts, unless "
+            "the program may save that file itself (a save of that name, or of a name with "
+            "{fields}); goat compile --aot cannot know the file")
 
 
 def resolve_shapes(program, loads=None) -> dict:
@@ -193,10 +201,8 @@ def resolve_shapes(program, loads=None) -> dict:
                                 "when it compiles, but the shape %s of this %s is known only "
                                 "when the program runs (write its sizes in the type, or run "
                                 "it with goat run%s)"
-                                % (format_shape(s), what, "; goat run --aot compiles a load's ? "
-                                   "for the file there when it starts, unless the program "
-                                   "saves that file itself" if what == "load" else ""),
-                                **_at(node))
+                                % (format_shape(s), what, _load_why(node)
+                                   if what == "load" else ""), **_at(node))
             if op.name == "reshape" and not all(type(d) is int for d in attrs[0]):
                 node_attrs = (s,)
             else:

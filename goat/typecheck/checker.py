@@ -519,10 +519,15 @@ class Builder:
         greatest value in some iteration, so a start past the axis at either is an error
         before the run, as it would be when that iteration ran."""
         r = self.region
+        ranges = self.checker.index_ranges
         while r is not None:
             if r.kind in ("if", "def"):
                 return
+            if r.kind == "for" and (not r.params or r.params[0].id not in ranges):
+                return      # a loop around it whose bounds the run fixes: it may not run
             r = r.parent
+        if self._never_runs():
+            return          # (a loop around it of no iterations: for i in 0..0)
         span = _affine_range(args[1], self.checker.index_ranges)
         if span is None or span[0] == span[1]:
             return
@@ -3970,10 +3975,15 @@ class Checker:
                     rows[2].append(place(axis))
                     kept.append(axis)
                     continue
-                indexed.append(place(axis))
                 start = self._subscript_index(axis, item, node, size, whole, b)
                 parts.append((axis, start, 1, ("index", named) if named else "index",
                               item.loc, 1, 1))
+                if store and len(node.shape) == 1:
+                    # x[:, t] = v of a t of one cell: its cell, its axis kept, as NumPy's
+                    # (and as x[:, t] reads it: x[:, t] *= 2 puts back what it took)
+                    kept.append(axis)
+                else:
+                    indexed.append(place(axis))
                 continue
             kept.append(axis)
             step = self._slice_step(item, scope, b)
