@@ -1923,3 +1923,17 @@ def test_a_narrow_over_a_loop_that_may_not_run_is_left_to_the_run():
            "for i in 0..0 {\n  print f(iota(tensor[4], 0))\n}\nvar reps = 0\n"
            "for i in 0..reps {\n  print f(iota(tensor[4], 0))\n}\nprint 2\n")
     assert [float(v) for v in run(src)] == [1.0, 2.0]
+
+
+def test_an_assignment_to_a_slice_over_a_loop_is_checked_before_the_run():
+    """A breaker's: h[k * 2:k * 2 + 2] = k for k in 0..5 of 6 cells failed only at k = 3,
+    after the output before it, where the read of the same slice is an error before the
+    run; the put's start is checked as the narrow's."""
+    e = error("print 1\nvar h = zeros(tensor[6])\nfor k in 0..5 {\n    h[k * 2:k * 2 + 2] = k\n}\n")
+    assert (e.line, e.message) == (4, "a slice's start must be a whole number from 0 to 4 (axis "
+                                      "0 of 6 has 6 cells, the slice takes 2), got 8")
+    assert e.notes == ("it is 8 when k = 4 (over the loop it runs from 0 to 8)",)
+    assert not getattr(e, "printed", None)
+    (h,) = run("var h = zeros(tensor[10])\nfor k in 0..5 {\n    h[k * 2:k * 2 + 2] = k\n}\n"
+               "print h\n")
+    assert h.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]

@@ -1407,6 +1407,16 @@ def _narrow_static(values, shapes, attrs):
     _narrow_start(v, n, length, axis % len(shape), format_shape(shape), what=what)
 
 
+def _put_static(values, shapes, attrs):
+    """put's start, as narrow's: the cells it writes are those a narrow of v's length there
+    would take (x[k * 2:k * 2 + 2] = v, checked over a loop's indices before the run)."""
+    x, v = shapes[0], shapes[1]
+    axis = attrs[0]
+    if not x or len(v) != len(x):
+        raise ValueError("not a put of its own shape")
+    return _narrow_static([None, values[2]], [x], (axis, v[axis % len(x)]) + tuple(attrs[1:]))
+
+
 def _narrow_backward(be, axis, target, what=None):
     xp = be.xp
     target = tuple(target)
@@ -1509,7 +1519,8 @@ def _put_over(be, axis, what=None):
 
 # an assignment x[i] = v (goat/typecheck/checker.py: _store) is put: x with the cells v takes
 # replaced; its second attribute, as narrow's third, words an index or a slice
-register(Op(name="put", checks_values=True, callable_by_name=False, overwrites=_put_over,
+register(Op(name="put", checks_values=True, static_check=_put_static, callable_by_name=False,
+            overwrites=_put_over,
             arity=4, params=(("x", "value"), ("v", "value"), ("start", "value"),
                              ("axis", "int")),
             signature="(put(x, v, start, axis) -> x's shape)",

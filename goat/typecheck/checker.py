@@ -467,7 +467,7 @@ class Builder:
             from types import SimpleNamespace
             where, notes = _site(SimpleNamespace(loc=loc, via=tuple(self.checker.calls)))
             raise GoatError(verdict, where, notes=notes)
-        if verdict is None and op.name == "narrow" and self.checker.index_ranges:
+        if verdict is None and op.name in ("narrow", "put") and self.checker.index_ranges:
             self._narrow_over_loop(op, args, attrs, loc)
         if op.checks_values and home is not self.region and verdict is not True:
             # an op that may stop the program is not hoisted ahead of the loop body's
@@ -528,13 +528,15 @@ class Builder:
             r = r.parent
         if self._never_runs():
             return          # (a loop around it of no iterations: for i in 0..0)
-        span = _affine_range(args[1], self.checker.index_ranges)
+        pos = 1 if op.name == "narrow" else 2       # (put(x, v, start): its start)
+        span = _affine_range(args[pos], self.checker.index_ranges)
         if span is None or span[0] == span[1]:
             return
         for v, at in ((span[0], span[2]), (span[1], span[3])):
             import numpy as np
             try:
-                op.static_check([None, np.float64(v)], [a.shape for a in args], attrs)
+                op.static_check([None] * pos + [np.float64(v)], [a.shape for a in args],
+                                attrs)
             except OpError as e:
                 from ..interp.evaluator import _site
                 from types import SimpleNamespace
