@@ -513,3 +513,27 @@ def test_a_body_size_too_large_for_a_call_is_that_calls_error():
               "print f(zeros(tensor[100000]))\n")
     assert (e.line, e.message) == (2, "f's size N*N*N*N is 100000000000000000000 for this call "
                                       "(N = 100000): too large to be a size (at most 2**53)")
+
+
+def test_a_computed_start_and_an_end_a_size_more():
+    """A breaker's: y[k * T:(k + 1) * T] (the k-th run of T cells, k a loop's index) was
+    refused as a slice of unknown length, while y[k:k + T] was taken; the end minus the
+    start is read as arithmetic on the def's sizes, the other terms cancelling."""
+    src = """def rows(x: tensor[B, T]) {
+    let y = reshape(x, tensor[B * T])
+    var s = zeros(tensor[T])
+    for k in 0..B {
+        s = s + y[k * T:(k + 1) * T] + y[k * T:k * T + T]
+    }
+    return s
+}
+print rows([[1, 2, 3], [4, 5, 6]])
+def pairs(x: tensor[2 * N], k: scalar) = x[k * N:k * N + N]
+print pairs([1, 2, 3, 4], 1)
+"""
+    a, c = run(src)
+    assert a.tolist() == (2 * np.array([[1, 2, 3], [4, 5, 6]]).sum(0)).tolist()
+    assert c.tolist() == [3, 4]
+    e = error("def pairs(x: tensor[2 * N], k: scalar) = x[k * N:k * N + N]\n"
+              "print pairs([1, 2, 3, 4], 2)\n")
+    assert "start" in e.message and e.line == 1, e.message

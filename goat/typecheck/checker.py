@@ -4135,6 +4135,53 @@ class Checker:
                     what, "would run past axis %d of %s" % (axis, whole))))
         return self._size_value_node(lo, item.loc, b), length
 
+    def _computed_size_slice(self, item, scope, b):
+        """A slice in a def whose start is computed when it runs and whose end is a size of
+        the def's more (``y[k * T:(k + 1) * T]``, the k-th row of T cells, for k a loop's
+        index): (start node, the length, arithmetic on its size variables), or None where
+        the end minus the start is no such size.  Each bound is read as arithmetic on the
+        def's sizes and on the other terms as written (k), which must cancel."""
+        if item.lo is None or item.hi is None:
+            return None
+
+        def poly(e):
+            t = type(e)
+            if t is ast.Number:
+                return int(e.value) if e.value == int(e.value) and abs(e.value) <= 2 ** 53 \
+                    else None
+            if t is ast.Name and scope.find(e.name)[0] is None and e.name in self._sizes \
+                    and not e.name.startswith("..."):
+                return SizeVar(e.name)
+            if t is ast.Unary and e.op == "-":
+                v = poly(e.operand)
+                return None if v is None else size_mul(-1, v)
+            if t is ast.Binary and e.op in ("+", "-", "*"):
+                a, c = poly(e.left), poly(e.right)
+                if a is None or c is None:
+                    return None
+                return size_add(a, c) if e.op == "+" else size_add(a, c, -1) \
+                    if e.op == "-" else size_mul(a, c)
+            # any other term (k, i + j's parts, size(x, 0)): itself, by its text, which
+            # means the same value in both bounds of one slice
+            return SizeVar("\0" + e.loc.source.text[e.loc.start:e.loc.end])
+        lo, hi = poly(item.lo), poly(item.hi)
+        if lo is None or hi is None:
+            return None
+        length = size_add(hi, lo, -1)
+        if not is_symbolic(length) or any(n.startswith("\0") or n.startswith("...")
+                                          for n in size_names(length)):
+            return None
+        if not any(n.startswith("\0") for n in size_names(lo)):
+            return None     # (bounds all sizes: _size_slice's)
+        start = self.value(item.lo, scope, b)
+        if cells(start.shape) != 1:
+            return None
+        if type(length) is SizePoly and self._polys is not None:
+            text = item.loc.source.text[item.loc.start:item.loc.end]
+            self._polys.append((length, item.loc, ("the slice %s" % text,
+                                                   "would end before it starts")))
+        return start, length
+
     def _stepped_size_slice(self, x, axis, item, step, scope, b):
         """A slice with a step in a def, over a run of cells whose number is arithmetic on
         its size variables that the step divides for every call (x[::2] of an axis of 2 * M,
@@ -4421,6 +4468,8 @@ class Checker:
         the length is that size, each call's."""
         if step == 1 and self._sizes and self._in_def(scope):
             got = self._size_slice(x, axis, item, scope, b)
+            if got is None:
+                got = self._computed_size_slice(item, scope, b)
             if got is not None:
                 return got
         sized = self._size_var_end(item.hi, scope) if step == 1 else None
