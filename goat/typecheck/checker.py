@@ -268,16 +268,18 @@ def _subst(shape, env):
                  _poly_value(d, env) if type(d) is SizePoly else d for d in shape)
 
 
+def _env_size(env, n):
+    """The size a call's bindings ``env`` give size variable ``n``: a number, or arithmetic on
+    the sizes of the def the call is written in; None where it is open or known only when
+    the call runs."""
+    v = env.get(n)
+    return v[0] if v is not None and (type(v[0]) is int or is_symbolic(v[0])) else None
+
+
 def _poly_value(d, env):
     """A size written as arithmetic on size variables, for the call whose sizes ``env``
-    binds: a number, arithmetic on the sizes of the def the call is written in, or None
-    (``?``) where a size is known only when it runs."""
-    def value(n):
-        v = env.get(n)
-        if v is None:
-            return None
-        return v[0] if type(v[0]) is int or is_symbolic(v[0]) else None
-    return size_value(d, value)
+    binds (None, ``?``, where one is known only when it runs)."""
+    return size_value(d, lambda n: _env_size(env, n))
 
 
 def _run_poly(d, env, run):
@@ -2989,8 +2991,7 @@ class Checker:
         turn.  Then every size the body writes as arithmetic must be one (N - 1 of N = 0 is
         no size): a GoatError at the call."""
         def value(n):
-            v = env.get(n)
-            return v[0] if v is not None and (type(v[0]) is int or is_symbolic(v[0])) else None
+            return _env_size(env, n)
         todo = [(d, x, what, loc) for (_, declared, _), actual, what, loc
                 in zip(tmpl.params, shapes, whats, locs) if len(declared) == len(actual)
                 for d, x in zip(declared, actual) if type(d) is SizePoly
@@ -4027,10 +4028,14 @@ class Checker:
         sizes = {n for n in self._sizes if scope.find(n)[0] is None}
         return _size_var_end_of(hi, sizes) if sizes else None
 
-    def _size_bound(self, e, scope):
+    def _size_bound(self, e, scope, atoms=False):
         """A slice's bound in a def written with its size variables, numbers and lets holding
         numbers, with + - * (``T - 1``, ``2 * H``): the size it is (an int, SizeVar or
-        SizePoly), else None."""
+        SizePoly), else None.  With ``atoms``, any other term (``k``, ``size(x, 0)``) is
+        itself, a variable named by its text (which means one value in the two bounds of one
+        slice), so that ``(k + 1) * T - k * T`` is T."""
+        def other():
+            return SizeVar("\0" + e.loc.source.text[e.loc.start:e.loc.end]) if atoms else None
         t = type(e)
         if t is ast.Number:
             return int(e.value) if e.value == int(e.value) and abs(e.value) <= 2 ** 53 \
@@ -4039,16 +4044,17 @@ class Checker:
             found = scope.find(e.name)[0]
             if found is None:
                 return SizeVar(e.name) if e.name in self._sizes and \
-                    not e.name.startswith("...") else None
+                    not e.name.startswith("...") else other()
             v = known_number(found) if isinstance(found, Node) and \
                 found.shape in ((), (1,), (1, 1)) else None
-            return int(v) if v is not None and v == int(v) and abs(v) <= 2 ** 53 else None
+            return int(v) if v is not None and v == int(v) and abs(v) <= 2 ** 53 else other()
         if t is ast.Unary and e.op == "-":
-            v = self._size_bound(e.operand, scope)
+            v = self._size_bound(e.operand, scope, atoms)
             return None if v is None else size_mul(-1, v)
-        if t is ast.Binary and e.op in ("+", "-", "*", "/"):
-            a = self._size_bound(e.left, scope)
-            c = self._size_bound(e.right, scope) if a is not None else None
+        if t is ast.Binary and e.op in ("+", "-", "*") or (
+                t is ast.Binary and e.op == "/" and not atoms):
+            a = self._size_bound(e.left, scope, atoms)
+            c = self._size_bound(e.right, scope, atoms) if a is not None else None
             if c is None:
                 return None
             if e.op == "/":
@@ -4061,7 +4067,7 @@ class Checker:
                 return q
             return size_add(a, c) if e.op == "+" else size_add(a, c, -1) if e.op == "-" \
                 else size_mul(a, c)
-        return None
+        return other()
 
     def _size_value_node(self, d, loc, b):
         """A size of a def (a SizePoly, a SizeVar, an int) as a number: the size of a
@@ -4143,28 +4149,7 @@ class Checker:
         def's sizes and on the other terms as written (k), which must cancel."""
         if item.lo is None or item.hi is None:
             return None
-
-        def poly(e):
-            t = type(e)
-            if t is ast.Number:
-                return int(e.value) if e.value == int(e.value) and abs(e.value) <= 2 ** 53 \
-                    else None
-            if t is ast.Name and scope.find(e.name)[0] is None and e.name in self._sizes \
-                    and not e.name.startswith("..."):
-                return SizeVar(e.name)
-            if t is ast.Unary and e.op == "-":
-                v = poly(e.operand)
-                return None if v is None else size_mul(-1, v)
-            if t is ast.Binary and e.op in ("+", "-", "*"):
-                a, c = poly(e.left), poly(e.right)
-                if a is None or c is None:
-                    return None
-                return size_add(a, c) if e.op == "+" else size_add(a, c, -1) \
-                    if e.op == "-" else size_mul(a, c)
-            # any other term (k, i + j's parts, size(x, 0)): itself, by its text, which
-            # means the same value in both bounds of one slice
-            return SizeVar("\0" + e.loc.source.text[e.loc.start:e.loc.end])
-        lo, hi = poly(item.lo), poly(item.hi)
+        lo, hi = self._size_bound(item.lo, scope, True), self._size_bound(item.hi, scope, True)
         if lo is None or hi is None:
             return None
         length = size_add(hi, lo, -1)
