@@ -412,3 +412,61 @@ def test_tensors_of_indices_in_a_def_that_do_not_pair_say_so_when_called(tmp_pat
     e = error(src.replace("print f(x, r, c)", "print f(x, [0, 1, 2], [0, 1])"),
               str(tmp_path / "t.mg"))
     assert e.message == words
+
+
+@pytest.mark.parametrize("text,idx", [
+    ("[r, c]", (np.array([0, 2, -1]), np.array([3, -1, 0]))),
+    ("[:, r, c]", (slice(None), np.array([1, 0]), np.array([2, -2]))),
+    ("[r, 1, c]", (np.array([1, 0]), 1, np.array([3, 2]))),
+    ("[r, c, d]", (np.array([[1, 0]]), np.array([2, 2]), np.array([1, -2]))),
+])
+def test_paired_tensors_of_indices_on_axes_known_when_it_runs_or_a_defs_sizes(tmp_path, text,
+                                                                              idx):
+    """x[rows, cols] of a loaded ?-sized x, and in a def over size variables (N, D), for
+    calls of known and of ? sizes: NumPy's cells (they had been refused: "needs the sizes of
+    the axes ... before the run"), compiled the same bit for bit."""
+    c = RNG.normal(size=(2, 3, 4)) if len(idx) == 3 or text.startswith("[:") else \
+        RNG.normal(size=(3, 4))
+    np.save(tmp_path / "c.npy", c)
+    axes = ", ".join("?" for _ in c.shape)
+    params = ", ".join("ABC"[k] for k in range(c.ndim))
+    names = iter("rcd")
+    args, src = [], ""
+    for item in idx:
+        if isinstance(item, np.ndarray):
+            name = next(names)
+            args.append("%s: tensor[%s]" % (name, ", ".join(str(n) for n in item.shape)))
+            src += "let %s = %s\n" % (name, literal(item))
+    call = ", ".join(a.split(":")[0] for a in args)
+    src += ('let x: tensor[%s] = load("c.npy")\nlet k = %s\n'
+            'def f(x: tensor[%s], %s) = x%s\n'
+            'def h(x: tensor[N, ?%s], %s) = x%s\n'   # a def's size beside a ?
+            'print x%s\nprint f(x, %s)\nprint f(k, %s)\nprint h(x, %s)\nprint h(k, %s)\n'
+            % (axes, literal(c), params, ", ".join(args), text,
+               ", ?" if c.ndim == 3 else "", ", ".join(args), text, text, call, call, call,
+               call))
+    want = c[idx]
+    (tmp_path / "p.mg").write_text(src)
+    got = run(src, str(tmp_path / "p.mg"))
+    assert len(got) == 5
+    for g in got:
+        assert g.shape == want.shape and np.array_equal(g, want)
+    pytest.importorskip("llvmlite")
+    assert compiled_numbers(tmp_path) == [np.ravel(want).tolist()] * 5
+
+
+def test_paired_indices_in_a_def_are_checked_at_each_calls_sizes_and_their_gradient(tmp_path):
+    """E[i, j] in a def over NxD: an index past a call's axis is that call's error (the
+    axis's words); the gradient of a loss through it adds each read, against NumPy."""
+    src = ("def pick(E: tensor[N, D], i: tensor[K], j: tensor[K]) = E[i, j]\n"
+           "let w = %s\n"
+           "print grad(sum(pick(w, [0, 2, 2], [1, 1, -1]) * [1, 2, 3]), w)\n"
+           "print pick(w, [0, 3], [0, 0])\n")
+    w = RNG.normal(size=(3, 4))
+    e = error(src % literal(w), str(tmp_path / "p.mg"))
+    assert e.message == ("an index must be a whole number from -3 to 2 (axis 0 has 3 cells), "
+                         "got 3 at position 1") and e.loc.line == 1
+    (g,) = run((src % literal(w)).replace("print pick(w, [0, 3], [0, 0])\n", ""))
+    want = np.zeros((3, 4))
+    np.add.at(want, ([0, 2, 2], [1, 1, -1]), [1.0, 2.0, 3.0])
+    assert np.array_equal(g, want)

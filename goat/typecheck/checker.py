@@ -3888,25 +3888,45 @@ class Checker:
             raise GoatError(pairing.format(" and ".join(format_shape(sh) for sh in shapes)),
                             loc) from None
         positions = [kept.index(axis) for _, axis, _ in tensors]
+        # each axis's size: a number, a def's size (each call's), or ? (read when it runs)
         sizes = [x.shape[p] for p in positions]
-        if not all(type(n) is int for n in sizes):
-            raise GoatError("x[rows, cols] needs the sizes of the axes its tensors index before "
-                            "the run, and %s has %s" % (whole or format_type(x.shape),
-                                                        format_shape(x.shape)), loc)
+        if None in sizes:       # (a def's size beside a ?: read when it runs, as the ?)
+            sizes = [n if type(n) is int else RunDim(x, p) for n, p in zip(sizes, positions)]
+        whole_x = x
         for j, p in enumerate(positions):
             x = self._moved(b, x, p, j, loc)
-        combined, stride = None, 1
-        for (idx, axis, iloc), n in reversed(list(zip(tensors, sizes))):
-            table = b.op(REGISTRY["iota"], (), iloc, ((n,), 0))
+        combined, stride, count = None, 1, None     # count: stride's cells as a value
+
+        def value(n, at):
+            """A size as a number the program computes (a ? one: the axis's size)."""
+            if type(n) is RunDim:
+                return b.op(REGISTRY["size"], (whole_x,), iloc, (at,))
+            return self._size_value_node(n, iloc, b)
+        for j, ((idx, axis, iloc), n, p) in reversed(list(enumerate(zip(tensors, sizes,
+                                                                          positions)))):
+            table = b.op(REGISTRY["iota"], (), iloc, ((n,), 0),
+                         **({"shape": (None,), "check": False} if type(n) is RunDim else {}))
             at = self._rows(table, idx, whole, axis, iloc, b)      # checked, from 0
-            if stride != 1:
-                at = b.op(OPERATORS["*"], (at, b.const(float(stride), iloc)), iloc)
+            if count is not None:
+                at = b.op(OPERATORS["*"], (at, count), iloc)
             combined = at if combined is None else b.op(OPERATORS["+"], (at, combined), iloc)
             if combined.check and combined.what is None:
                 combined.what = pairing     # shapes known when it runs: its words, then
-            stride *= n
+            if type(n) is RunDim or type(stride) is RunPoly:
+                terms = ({(): stride} if type(stride) is not RunPoly else stride.terms)
+                stride = RunPoly({tuple(sorted(m + ((n,) if type(n) is RunDim else ()),
+                                               key=lambda r: (r.node.id, r.axis))):
+                                  c * (n if type(n) is int else 1) for m, c in terms.items()})
+            else:
+                stride = size_mul(stride, n)
+            if j:                   # (the first axis's size multiplies none)
+                count = value(n, p) if count is None else b.op(OPERATORS["*"], (count, value(
+                    n, p)), iloc)
         rest = tuple(x.shape[len(tensors):])
-        x = b.op(REGISTRY["reshape"], (x,), loc, ((stride,) + rest,))
+        merged = (None if type(stride) is RunPoly else stride,) + rest
+        x = b.op(REGISTRY["reshape"], (x,), loc,
+                 ((stride,) + _run_shape(rest, [(x, a) for a in range(len(tensors), len(
+                     x.shape))]),), shape=merged, check=False)
         x = self._rows(x, combined, None, 0, loc, b)
         together = sorted(indexed)          # (the places of the tensors and numbers)
         if together == list(range(together[0], together[-1] + 1)) and positions[0]:
