@@ -470,3 +470,80 @@ def test_paired_indices_in_a_def_are_checked_at_each_calls_sizes_and_their_gradi
     want = np.zeros((3, 4))
     np.add.at(want, ([0, 2, 2], [1, 1, -1]), [1.0, 2.0, 3.0])
     assert np.array_equal(g, want)
+
+
+def _new_axes_case(shape, rng):
+    """A random subscript of x (of ``shape``) with tensors of indices and Nones among slices,
+    numbers and a ...: (goat's text, NumPy's index, the tensors' lets)."""
+    items, np_items, lets = [], [], []
+    axes = list(range(len(shape)))
+    dots = rng.integers(3) == 0
+    if dots:                                    # a ... stands for some axes (or none)
+        cut = sorted(int(v) for v in rng.integers(0, len(shape) + 1, size=2))
+        where = int(rng.integers(len(axes) + 1))
+    rank = int(rng.integers(1, 3))
+    for a in axes:
+        if dots and a == cut[0]:
+            items.append("...")
+            np_items.append(Ellipsis)
+        if dots and cut[0] <= a < cut[1]:
+            continue
+        kind = rng.integers(3)
+        if kind == 0:
+            idx = rng.integers(-shape[a], shape[a], size=(2,) * rank).astype(float)
+            lets.append("let t%d = %s" % (a, literal(idx)))
+            items.append("t%d" % a)
+            np_items.append(idx.astype(np.intp))
+        else:
+            text, i = _item(shape[a], rng)
+            items.append(text)
+            np_items.append(i)
+    if dots and cut[0] == len(shape):
+        items.append("...")
+        np_items.append(Ellipsis)
+    if not any(isinstance(i, np.ndarray) for i in np_items):
+        idx = np.array([0.0, -1.0])
+        lets.append("let t = %s" % literal(idx))
+        k = next(k for k, i in enumerate(np_items) if i is not Ellipsis) if any(
+            i is not Ellipsis for i in np_items) else 0
+        if np_items and np_items[k] is not Ellipsis:
+            items[k], np_items[k] = "t", idx.astype(np.intp)
+        else:
+            items.insert(0, "t")
+            np_items.insert(0, idx.astype(np.intp))
+    for _ in range(int(rng.integers(1, 3))):        # the Nones, anywhere
+        at = int(rng.integers(len(items) + 1))
+        items.insert(at, "None")
+        np_items.insert(at, None)
+    return ", ".join(items), tuple(np_items), lets
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5, 2), (3, 2, 2, 4)])
+def test_new_axes_beside_tensors_of_indices_are_numpys(shape, tmp_path):
+    """x[None, t], x[t, None, u], x[..., None, t]: NumPy's result (the indices' axes where
+    NumPy's rule puts them, a None parting them as a slice does); they had been refused.
+    Compiled: the same bits; the gradient adds each read into its cell."""
+    x = RNG.normal(size=shape)
+    lines = ["let x = %s" % literal(x)]
+    want, texts = [], []
+    for k in range(25):
+        text, index, lets = _new_axes_case(shape, RNG)
+        lines += [ln.replace("let t", "let c%d_t" % k) for ln in lets]
+        text = ", ".join("c%d_%s" % (k, t) if t.startswith("t") else t
+                         for t in text.split(", "))
+        lines.append("print x[%s]" % text)
+        texts.append(text)
+        want.append(x[index])
+    src = "\n".join(lines) + "\n"
+    got = run(src)
+    for g, w, text in zip(got, want, texts):
+        assert g.shape == w.shape and np.array_equal(g, w), text
+    (g,) = run("var x = %s\nlet t = [[0, -1], [1, 1]]\nprint grad(sum(x[None, t, None] * "
+               "x[None, t, None]), x)\n" % literal(x))
+    grad_want = np.zeros_like(x)
+    np.add.at(grad_want, np.array([[0, -1], [1, 1]]), 2 * x[np.array([[0, -1], [1, 1]])])
+    assert np.array_equal(g, grad_want)
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(src)
+    for numbers, w in zip(compiled_numbers(tmp_path), want):
+        assert np.array_equal(np.array(numbers), w.ravel())

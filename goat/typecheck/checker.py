@@ -3805,13 +3805,15 @@ class Checker:
                 attrs.append(int(v))
         return b.op(op, nodes + fields, e.loc, tuple(attrs))
 
-    def _index(self, e: ast.Index, scope, b):
+    def _index(self, e: ast.Index, scope, b, x=None):
         """``x[s1, s2, ...]``: a narrow per subscripted axis (the cells an index or a slice
         takes, its start checked when it runs where the program computes it), then, when an
         index dropped an axis, a reshape to the axes left -- so grad, goat compile and every
         back end take a subscript as they take narrow and reshape.  A first subscript that is
-        a tensor of indices (``E[tokens]``, ``x[[0, 2]]``) takes those rows: a gather."""
-        x = self.value(e.value, scope, b)
+        a tensor of indices (``E[tokens]``, ``x[[0, 2]]``) takes those rows: a gather.
+        ``x``: the subscripted value's node, where it is made already."""
+        if x is None:
+            x = self.value(e.value, scope, b)
         whole = format_shape(x.shape) if x.shape and all(type(d) is int for d in x.shape) \
             else None
         items = e.items
@@ -3832,8 +3834,7 @@ class Checker:
                 else:
                     node = self.value(item, scope, b)
                     if type(item) is ast.Array or len(node.shape) >= 1:
-                        raise GoatError("a subscript with a tensor of indices takes no None "
-                                        "(a new axis): reshape the result", item.loc)
+                        return self._new_axes_beside_indices(x, e, scope, b)
             items = [item for item in items if not _is_newaxis(item)]
         parts, kept, rows = self._subscripts(x, items, e.bracket_loc, scope, b)
         for part in parts:
@@ -3861,6 +3862,60 @@ class Checker:
                 for i in range(p):          # the axes that were before it go back before
                     x = self._moved(b, x, s + i, i, loc)
         return x
+
+    def _new_axes_beside_indices(self, x, e, scope, b):
+        """``x[None, t]``, ``x[t, None, u]``: a subscript with both new axes and tensors of
+        indices, as NumPy's -- the value the subscript without its Nones takes, its axes then
+        put in the order NumPy's rule gives with them (the indices' axes in place when the
+        subscripts that index stand side by side, a None parting them as any slice does,
+        else first) and the new axes of size 1 added."""
+        kinds = []
+        for item in e.items:
+            if _is_newaxis(item):
+                kinds.append(("new", 0))
+            elif type(item) is ast.Ellipsis:
+                kinds.append(("dots", 0))
+            elif type(item) is ast.Slice:
+                kinds.append(("slice", 0))
+            else:
+                node = self.value(item, scope, b)
+                kinds.append(("tensor", len(node.shape))
+                             if type(item) is ast.Array or len(node.shape) >= 1 else ("int", 0))
+        if ("dots", 0) not in kinds:
+            kinds.append(("dots", 0))   # (the axes after the last subscript: x[t, None, ...])
+        taken = sum(k in ("tensor", "int", "slice") for k, _ in kinds)
+        spread = max(0, len(x.shape) - taken)        # (the axes the ... stands for)
+        block = max(r for k, r in kinds if k == "tensor")   # the indices' broadcast rank
+
+        def layout(with_new):
+            """NumPy's result axes for the subscripts (with or without the Nones), each
+            labelled by the subscript it comes from."""
+            ks = [(k, kind) for k, (kind, _) in enumerate(kinds) if with_new or kind != "new"]
+            idx = [i for i, (_, kind) in enumerate(ks) if kind in ("tensor", "int")]
+            together = idx == list(range(idx[0], idx[-1] + 1))
+            out = [] if together else [("a", j) for j in range(block)]
+            for i, (k, kind) in enumerate(ks):
+                if kind in ("slice", "new"):
+                    out.append((kind, k))
+                elif kind == "dots":
+                    out += [("dots", j) for j in range(spread)]
+                elif together and i == idx[0]:
+                    out += [("a", j) for j in range(block)]
+            return out
+        item_list = [item for item in e.items if not _is_newaxis(item)]
+        x = self._index(ast.Index(e.value, item_list, e.loc, e.bracket_loc), scope, b, x)
+        have, want = layout(False), [l for l in layout(True) if l[0] != "new"]
+        for i, label in enumerate(want):
+            at = have.index(label)
+            x = self._moved(b, x, at, i, e.loc)
+            have.insert(i, have.pop(at))
+        sources = [(x, a) for a in range(len(want))]
+        for i, label in enumerate(layout(True)):
+            if label[0] == "new":
+                sources.insert(i, None)
+        out_shape = tuple(1 if src is None else x.shape[src[1]] for src in sources)
+        return b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
+                    shape=out_shape, check=False)
 
     @staticmethod
     def _moved(b, x, at, to, loc):
