@@ -11,7 +11,7 @@ import pytest
 
 import goat
 from conftest import (ROOT, assert_compiled_equal, assert_same_on_the_gpu_test_back_end,
-                      printed_numbers)
+                      central_differences, literal, printed_numbers)
 
 RNG = np.random.default_rng(7)
 
@@ -612,3 +612,34 @@ def test_a_name_a_loop_s_bound_reads_is_still_said_to_choose():
     with pytest.raises(goat.GoatError) as info:
         goat.check_source(text)
     assert "only through what chooses values" in info.value.message
+
+
+@pytest.mark.parametrize("block,use", [
+    # an if that sets the loss's part and an index beside it (a sampling rollout's shape)
+    ("if 1 {\n    acc += E[0, 0]\n    j = 1\n}\n", "acc += E[j, 0]\n"),
+    ("if 1 {\n    if 1 {\n        acc += E[0, 0] * E[1, 1]\n        j = 1\n    }\n}\n",
+     "acc += sum(narrow(E, 0, j, 1)) + sum(onehot(reshape(j, tensor[1, 1]), 2) * E[0:1, :])"
+     " + sum(rand(tensor[1], j) * E[1, 1])\n"),
+    ("for i in 0..3 {\n    if i >= 1 {\n        acc += E[j, 0] * E[0, 1]\n        j = 1 - j\n"
+     "    }\n}\n", "acc += E[j, 1] * E[j, 1]\n"),
+    ("for i in 0..3 {\n    acc += E[j, 1] * E[j, 0]\n    j = 1 - j\n}\n", "acc += E[j, 0]\n"),
+    ("if 1 {\n    acc, j = step(acc, E)\n}\n", "acc += E[j, 1]\n"),
+])
+def test_an_index_set_beside_the_loss_in_a_block_is_a_constant_to_grad(block, use):
+    """Found by a newcomer: a var assigned in the same if (or loop) as one that depends on
+    the weights was taken to depend on them too, so using it as an index (a subscript,
+    narrow's start, onehot's indices, a seed) stopped grad with "no derivative with respect
+    to its index".  Each result of an if or a loop now depends on what it is computed from;
+    the gradient against central differences."""
+    head = ("def step(a: scalar, w: tensor[2, 2]) {\n    return (a + w[0, 0] * w[1, 0], 1)\n}\n"
+            "var j = 0\nvar acc = 0\n")
+    E = np.array([[1.0, 2.0], [0.5, 0.1]])
+    src = "let E = %s\n" % literal(E) + head + block + use
+
+    def loss(dE):
+        (v,) = goat.run_source(src.replace("let E = %s" % literal(E), "let E = %s"
+                                           % literal(E + dE)) + "print acc\n")
+        return float(np.ravel(v)[0])
+    (g,) = goat.run_source(src + "print grad(acc, E)\n")
+    assert np.allclose(g, central_differences(loss, E), rtol=1e-7, atol=1e-9)
+    assert np.any(g != 0)

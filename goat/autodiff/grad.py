@@ -180,6 +180,16 @@ def _inputs(node, nodes):
     return tuple(own) + _flows_in(node, nodes)
 
 
+def _depends(node, nodes) -> tuple:
+    """What :func:`_inputs` gives, but for one result of a loop or an if (a GET) the values
+    that result alone is computed from (:func:`_result_inputs`): whether it depends on a
+    value differentiated is its own, not its siblings' (``if c { acc += E[0, 0]; j = 1 }``
+    leaves j a constant)."""
+    if node.kind == GET and node.args[0].kind in (LOOP, BRANCH):
+        return _result_inputs(node.args[0], node.attrs[0], nodes)
+    return _inputs(node, nodes)
+
+
 def _flows_in(node, nodes, roots=None, reads=None) -> tuple:
     """The outside values that a LOOP's or BRANCH's results are computed from: found by
     walking back from its regions' yields (``roots``: from these of them), so a value only a
@@ -187,7 +197,7 @@ def _flows_in(node, nodes, roots=None, reads=None) -> tuple:
     by id.  ``reads(node)``: the values a node is computed from (default :func:`_inputs`,
     those its value changes with)."""
     if reads is None:
-        reads = lambda n: _inputs(n, nodes)       # noqa: E731
+        reads = lambda n: _depends(n, nodes)      # noqa: E731
     if node.kind == LOOP:
         body = node.value
         regions = (body.parent, body)
@@ -387,6 +397,9 @@ class _Pass:
                 active[i] = True
             elif self.boundary is None and i < lo:
                 active[i] = False
+            elif n.kind == GET and n.args[0].kind in (LOOP, BRANCH):
+                active[i] = active[n.args[0].id] and any(
+                    active.get(a.id, False) for a in _depends(n, nodes))
             else:
                 active[i] = any(active.get(a.id, False) for a in inputs[i])
         for n, g in seeds:
@@ -1063,12 +1076,13 @@ def _carried_activity(n, active, nodes) -> list:
     on = [bool(active.get(x.id)) for x in inits]
     ordered = list(body.parent.nodes) + list(body.nodes)     # (each in running order)
     own = {p.id for p in params}
+    reads = {x.id: _depends(x, nodes) for x in ordered if x.id not in own}
     while True:
         state = {p.id: (k > 0 and on[k - 1]) for k, p in enumerate(params)}
         for x in ordered:
             if x.id in own:
                 continue
-            state[x.id] = any(state.get(a.id, active.get(a.id, False)) for a in _inputs(x, nodes))
+            state[x.id] = any(state.get(a.id, active.get(a.id, False)) for a in reads[x.id])
         grown = [on[k] or state.get(y.id, active.get(y.id, False))
                  for k, y in enumerate(body.yields)]
         if grown == on:
