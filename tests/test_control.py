@@ -766,7 +766,7 @@ def test_a_loop_bound_the_programs_lets_fix_is_checked_before_anything_runs(tmp_
     for src, shown in (("let a = 10\nlet b = 3\nprint 1\nfor j in 0..a / b {\n  print j\n}",
                         "3.33333 (3.3333333333333335)"),
                        ("import cfg\nprint 1\nfor j in 0..cfg.N / cfg.B {\n  print j\n}",
-                        "4.8 (4.7999999999999998)")):
+                        "4.8")):   # (4.8 is 96 / 20: every digit only where %g rounds)
         (tmp_path / "cfg.mg").write_text("let N = 96\nlet B = 20\n")
         result, text = run_out(src, str(tmp_path / "p.mg"))
         assert isinstance(result, goat.GoatError) and text == ""
@@ -1937,3 +1937,14 @@ def test_an_assignment_to_a_slice_over_a_loop_is_checked_before_the_run():
     (h,) = run("var h = zeros(tensor[10])\nfor k in 0..5 {\n    h[k * 2:k * 2 + 2] = k\n}\n"
                "print h\n")
     assert h.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+
+
+@pytest.mark.parametrize("bound, message", [
+    ("7 / 2", "got 3.5"), ("n / b", "got 5.12"), ("n / 3", "got 170.667 (170.66666666666666)"),
+    ("2.0000001 * 1", "got 2 (2.0000000999999998)")])
+def test_a_computed_loop_bound_that_is_not_whole_is_said_once(bound, message):
+    """A newcomer's: a bound the lets make (7 / 2) said 'got 3.5 (3.5)', and 5.12 as
+    '5.12 (5.1200000000000001)'; every digit is added only where %g does not show it exactly, as
+    the run (and the compiled program) says it: where %g rounds it."""
+    e = error("let n = 512\nlet b = 100\nfor k in 0..%s { print k }\n" % bound)
+    assert e.message == "a loop bound must be a whole number, " + message and e.loc.line == 3

@@ -247,7 +247,7 @@ def _bound(be, x, node, k):
                         "number, or run in f64)" % (limit, limit, limit, v), loc)
     if not math.isfinite(v) or v != int(v):
         shown = format_number(v)
-        if math.isfinite(v) and float(shown) == int(float(shown)):     # 2.0000001 shows as 2
+        if math.isfinite(v) and float(shown) != v:      # %g rounds it: 2.0000001 shows as 2
             shown += " (%.17g)" % v
         raise GoatError("a loop bound must be a whole number, got %s" % shown, loc)
     if abs(v) > MAX_BOUND:

@@ -2389,8 +2389,9 @@ class Checker:
                             loc)
         if v is not None:
             if v != int(v):
+                shown = "%g" % v        # (every digit too where %g rounds it: 2.0000001)
                 raise GoatError("a loop bound must be a whole number, got %s%s" % (
-                    "%g" % v, "" if node.kind == CONST else " (%.17g)" % v), loc)
+                    shown, " (%.17g)" % v if float(shown) != v else ""), loc)
             if abs(v) > 2 ** 53:
                 from ..ops.rng import _format_seed
                 raise GoatError("a loop bound must be a whole number from -%d to %d (the loop "

@@ -223,7 +223,7 @@ int64_t goat_bound(double v, const char *site)
     if (!isfinite(v) || v != floor(v)) {
         number(buf, sizeof buf, v);
         double shown = strtod(buf, NULL);
-        if (isfinite(v) && shown == floor(shown))   /* 2.0000001 shows as 2: every digit too */
+        if (isfinite(v) && shown != v)      /* %g rounds it (2.0000001 shows as 2): every digit */
             goat_fail(site, "a loop bound must be a whole number, got %s (%.17g)", buf, v);
         goat_fail(site, "a loop bound must be a whole number, got %s", buf);
     }
