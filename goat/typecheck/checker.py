@@ -3796,6 +3796,13 @@ class Checker:
                                         % (name, e.name, pname, name), a.loc)
                 node = self.value(a, scope, b)
                 v = known_number(node) if node.shape in ((), (1,), (1, 1)) else None
+                if v is None and pname in op.size_params:
+                    raise GoatError("argument %s of %s must be a whole number known before "
+                                    "the run (written, a let holding one, or a def's size "
+                                    "variable): it is a size of the result, and every shape "
+                                    "is known before the run; a window that grows can be a "
+                                    "fixed one, its cells past the end masked" % (
+                                        pname, e.name), a.loc)
                 if v is None:
                     raise GoatError("argument %s of %s must be a whole number written in the "
                                     "program (or a let holding one), such as 0"
