@@ -67,7 +67,7 @@ def test_batches_taken_in_a_loop_are_the_rows_gather_takes():
      "argument axis of narrow must be a whole number written in the program (or a let holding "
      "one), such as 0"),
     # a newcomer's growing window: why, and what to do instead (it said "such as 0")
-    ("for k in 0..3 {\n    print narrow(x, 0, 0, k + 1)\n}",
+    ("for k in 0..3 { print narrow(x, 0, 0, k + 1) }",
      "argument length of narrow must be a whole number known before the run (written, a let "
      "holding one, or a def's size variable): it is a size of the result, and every shape is "
      "known before the run; a window that grows can be a fixed one, its cells past the end "
