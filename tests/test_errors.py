@@ -128,7 +128,15 @@ def test_a_program_may_name_its_own_values_after_built_ins():
     np.testing.assert_allclose(out[2][0], want, rtol=1e-15)
     assert float(out[3]) == 1.0
     e = error("let exp = [[1]]\nprint exp([[2]])")
-    assert e.line == 2 and e.message == "'exp' is a value, not a function"
+    assert e.line == 2 and e.message == ("'exp' is a value here, not a function: the let named "
+                                         "exp on line 1 hides the built-in exp; give the value "
+                                         "another name")
+    e = error("var sum = 1\nfor split in 0..2 {\n    print sum(split([[1, 2]], 2, 1))\n}")
+    assert e.line == 3 and e.message.startswith("'sum' is a value here, not a function: the var "
+                                                "named sum on line 1 hides the built-in sum")
+    e = error("for split in 0..2 {\n    print split([[1, 2]], 2, 1)\n}")
+    assert e.message.startswith("'split' is a value here, not a function: the loop variable "
+                                "named split on line 1 hides")
 
 
 def test_recursion_is_an_error():

@@ -345,7 +345,9 @@ let g = grad(col_sum(row_sum(exp(w) * c)), w)
      "to its argument seed"),
     ("def f(w: tensor[1x2]) = grad(w, w)\n", 1,
      "grad needs a loss of one element, got shape 1x2"),
-    ("let grad = 1\nlet w = [[1]]\nprint grad(w, w)\n", 3, "'grad' is a value, not a function"),
+    ("let grad = 1\nlet w = [[1]]\nprint grad(w, w)\n", 3,
+     "'grad' is a value here, not a function: the let named grad on line 1 hides the built-in "
+     "grad"),
 ])
 def test_errors(src, line, words):
     e = error(src)

@@ -3381,6 +3381,16 @@ class Checker:
             what = scope.find(name)[1].what.get(name) if "." not in name else None
             if what == "parameter":
                 raise GoatError("'%s' is a parameter (a value), not a function" % name, e.name_loc)
+            if name in REGISTRY or name in TRANSFORMS or name == "split":
+                # let exp = 3, then exp(x): the built-in is hidden, not gone
+                found = scope.find(name)[1]
+                line = found.lines.get(name) if found is not None else None
+                raise GoatError("'%s' is a value here, not a function: the %s named %s%s hides "
+                                "the built-in %s; give the value another name" % (
+                                    name, what or ("var" if isinstance(target, VarBinding)
+                                                   else "let"),
+                                    name, " on line %d" % line if line else "", name),
+                                e.name_loc)
             raise GoatError("'%s' is a value, not a function" % name, e.name_loc)
         if isinstance(target, Module):
             raise GoatError("'%s' is a module, not a function; call its defs as %s.NAME(...)"
