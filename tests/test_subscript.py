@@ -306,6 +306,14 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     ("x[0] += [[1, 2, 3], [4, 5, 6]]", "cannot assign a value of shape 2x3 to x[...], of shape "
                                        "3: the value's shape must be that one, or broadcast to "
                                        "it"),
+    # a column for a vector, as argmax_rows gives (a newcomer's): the cells to take
+    ("x[:, 0] = argmax_rows(x)", "cannot assign a value of shape 2x1 to x[...], of shape 2: the "
+     "value's shape must be that one, or broadcast to it; the value has one axis of 1 more, "
+     "last: argmax_rows(x)[:, 0] takes its cells (argmax_rows and sample_rows give a column)"),
+    ("x[:, 1] = [[1], [2]] * 2", "cannot assign a value of shape 2x1 to x[...], of shape 2: "
+     "the value's shape must be that one, or broadcast to it; the value has one axis of 1 "
+     "more, last: ([[1], [2]] * 2)[:, 0] takes its cells (argmax_rows and sample_rows give a "
+     "column)"),
     # NumPy's ellipsis and newaxis (found by a newcomer)
     ("print x[..., 0, ...]", "a subscript holds one ... at most (it stands for every axis the "
                              "others leave)"),

@@ -4478,10 +4478,21 @@ class Checker:
             e = stmt.expr
             compound = type(e) is ast.Binary and type(e.left) is ast.Index and \
                 e.left.items is stmt.items          # x[i] += v: v's place
+            hint = ""
+            if vs[-1:] == (1,) and len(vs) > 1 and vs[:-1] == target[len(target) - len(vs) + 1:]:
+                # seq[:, k] = argmax_rows(p): a column (Rx1) for a vector (R)
+                at = e.right.loc if compound else e.loc
+                text = at.source.text[at.start:at.end]
+                text = text if len(text) <= 40 and "\n" not in text else "v"
+                if not (text.replace("_", "").isalnum() or text.endswith(")")):
+                    text = "(%s)" % text
+                hint = ("; the value has one axis of 1 more, last: %s%s takes its cells "
+                        "(argmax_rows and sample_rows give a column)" % (
+                            text, "[:, 0]" if len(vs) == 2 else "[..., 0]"))
             raise GoatError("cannot assign a value of shape %s to %s[...], of shape %s: the "
-                            "value's shape must be that one, or broadcast to it" % (
-                                format_shape(source.shape), stmt.name, format_shape(target)),
-                            e.right.loc if compound else e.loc)
+                            "value's shape must be that one, or broadcast to it%s" % (
+                                format_shape(source.shape), stmt.name, format_shape(target),
+                                hint), e.right.loc if compound else e.loc)
         loc = stmt.loc
         # v at rank r: its sizes on the kept axes (1 where it broadcasts), 1 on the indexed;
         # then broadcast to the part's shape
