@@ -537,3 +537,20 @@ print pairs([1, 2, 3, 4], 1)
     e = error("def pairs(x: tensor[2 * N], k: scalar) = x[k * N:k * N + N]\n"
               "print pairs([1, 2, 3, 4], 2)\n")
     assert "start" in e.message and e.line == 1, e.message
+
+
+@pytest.mark.parametrize("src, why", [
+    # a newcomer's ViT patches: 64*M cells to 128*M differ for every batch but 0
+    ("def patches(img: tensor[M, 8, 8]) = reshape(swapaxes(reshape(img, tensor[M, 4, 2, 4, 2]),"
+     " 2, 3), tensor[M, 16, 8])",
+     "cannot reshape Mx4x4x2x2 (64*M cells) to Mx16x8 (128*M cells): the numbers of cells "
+     "differ for every size from 1"),
+    ("def g(x: tensor[N]) = reshape(x, tensor[N + 1])",
+     "cannot reshape N (N cells) to N + 1 (N + 1 cells): the numbers of cells differ for every "
+     "size from 1"),
+    ("def g(x: tensor[N, K]) = reshape(x, tensor[N, N])",
+     "cannot reshape NxK (K*N cells) to NxN (N*N cells): the numbers of cells differ for some "
+     "sizes, and a def's body must fit every call"),
+])
+def test_a_defs_reshape_that_changes_the_cells_says_for_which_sizes(src, why):
+    assert error(src + "\n").message == why

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..typecheck.shapes import (ShapeError, broadcast, cells, format_dim, is_symbolic,
                                 size_add, size_div, size_mul, format_huge, format_shape,
-                                format_type, known_cells, matmul)
+                                format_type, known_cells, matmul, SizeVar)
 from ..aot import kernels as lower
 from .registry import ZERO, Op, OpError, identity, register
 
@@ -510,6 +510,19 @@ def _count(n):
     return format_dim(n) + " cells"
 
 
+def _cells_differ(src, dst) -> str:
+    """Why a def's reshape of ``src`` cells to ``dst`` (arithmetic on its size variables) is
+    refused: they differ for every size from 1 (64*M and 128*M: each term of the difference
+    has one sign), or for some of the calls (the body is checked for all of them)."""
+    diff = size_add(src, dst, -1)
+    signs = {c > 0 for c in ([diff] if type(diff) is int else
+                             [1] if type(diff) is SizeVar else diff.terms.values())}
+    if len(signs) == 1:
+        return "the numbers of cells differ for every size from 1"
+    return ("the numbers of cells differ for some sizes, and a def's body must fit every "
+            "call")
+
+
 def _reshape_shape(s, target):
     unknown = sum(d is None for d in target)
     if unknown > 1:
@@ -538,7 +551,7 @@ def _reshape_shape(s, target):
     dst = _factors(target)
     if src != dst:
         why = ("the number of cells must stay the same" if type(src) is int and type(dst) is int
-               else "the numbers of cells may differ")
+               else _cells_differ(src, dst))
         raise ShapeError("cannot reshape %s (%s) to %s (%s): %s"
                          % (format_shape(s), _count(src), format_shape(target), _count(dst), why))
     return tuple(target)
