@@ -164,8 +164,14 @@ print tail([1, 1], [5, 6, 7, 8])
     # a quotient that is a size only for some calls
     ("def f(x: tensor[N]) = zeros(tensor[N / 2])\n", 1,
      "the size N / 2 divides N by 2, which is a whole number only for some of the sizes a "
-     "call may give: name the quotient instead, as a size of its own (tensor[2 * M] rather "
-     "than tensor[N], then M for N / 2)"),
+     "call may give: name the quotient instead, as a size of its own (tensor[2 * R] rather "
+     "than tensor[N], then R for N / 2)"),
+    # a newcomer's: the example's new name is none of the def's own (M was the batch)
+    ("def f(x: tensor[M, R, S]) = zeros(tensor[M, S / 3])
+", 1,
+     "the size S / 3 divides S by 3, which is a whole number only for some of the sizes a "
+     "call may give: name the quotient instead, as a size of its own (tensor[3 * Q] rather "
+     "than tensor[S], then Q for S / 3)"),
     # a body's size that is negative for one call
     ("def f(x: tensor[N]) = zeros(tensor[N - 1])\nprint f([1, 2])\nprint f(zeros(tensor[0]))\n",
      3, "f's size N - 1 is -1 for this call (N = 0): a size is a whole number from 0"),

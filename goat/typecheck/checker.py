@@ -1689,11 +1689,17 @@ class Checker:
                 q = size_div(a, b)
                 if q is None:
                     k = b if type(b) is int and b > 1 else 2
+                    # the example's names: the def's own where it divides one, and a new one
+                    taken = set(self._sizes or ()) | set(re.findall(r"[A-Za-z_]\w*", expr))
+                    whole = node.left.id if type(node.left) is pyast.Name else "N"
+                    part = next(c for c in ("R", "Q", "P", "H", "W", "Z", "R1", "R2", "R3")
+                                if c not in taken and c != whole)
                     raise GoatError(
                         "the size %s divides %s by %s, which is a whole number only for some "
                         "of the sizes a call may give: name the quotient instead, as a size of "
-                        "its own (tensor[%d * M] rather than tensor[N], then M for N / %d)"
-                        % (expr, paren(node.left), paren(node.right), k, k), loc)
+                        "its own (tensor[%d * %s] rather than tensor[%s], then %s for %s / %d)"
+                        % (expr, paren(node.left), paren(node.right), k, part, whole, part,
+                           whole, k), loc)
                 return q
             if type(node.op) is pyast.Add:
                 return size_add(a, b)
