@@ -167,8 +167,7 @@ print tail([1, 1], [5, 6, 7, 8])
      "call may give: name the quotient instead, as a size of its own (tensor[2 * R] rather "
      "than tensor[N], then R for N / 2)"),
     # a newcomer's: the example's new name is none of the def's own (M was the batch)
-    ("def f(x: tensor[M, R, S]) = zeros(tensor[M, S / 3])
-", 1,
+    ("def f(x: tensor[M, R, S]) = zeros(tensor[M, S / 3])\n", 1,
      "the size S / 3 divides S by 3, which is a whole number only for some of the sizes a "
      "call may give: name the quotient instead, as a size of its own (tensor[3 * Q] rather "
      "than tensor[S], then Q for S / 3)"),
