@@ -36,7 +36,8 @@ def causal_mask(s: tensor[T, T]) = ((iota(tensor[T, T], 1) <= iota(tensor[T, T],
 
 # one head of scaled dot-product attention (Vaswani et al. 2017): softmax_rows(q k^T * scale +
 # mask) v, for T queries over S keys.  scale is usually 1/sqrt(D); mask is 0 where a query may
-# look and -1000000000 where it may not (causal_mask), or 0 everywhere.
+# look and -1000000000 where it may not (causal_mask), or 0 everywhere (zeros(tensor[T, S]): no
+# mask, as a ViT's or an encoder's attention has).
 def attention(q: tensor[..., T, D], k: tensor[..., S, D], v: tensor[..., S, E], mask: tensor[T, S], scale: scalar) = softmax_rows(q @ transpose(k) * scale + mask) @ v
 
 # the gradient of softmax_rows's output a with respect to its input, given da, the gradient

@@ -2136,3 +2136,18 @@ def test_a_line_not_read_in_a_def_of_leading_sizes_is_its_syntax_error(params, b
         goat.check_source(text)
     errors = getattr(info.value, "errors", [info.value])
     assert len(errors) == 1 and errors[0].message.startswith(("syntax error", "'}' does not"))
+
+
+def test_a_number_for_a_tensor_parameter_says_how_to_fill_one():
+    """A newcomer's: nn.attention's mask given 0 (its comment says "or 0 everywhere") was
+    refused without a word on what to write; a parameter's shape is exact."""
+    e = error("import nn\nlet q = randn(tensor[2x2x4x3], 1)\nprint nn.attention(q, q, q, 0, 0.5)\n")
+    assert e.line == 3 and e.message == (
+        "argument mask of nn.attention must have shape TxS (T = 4, S = 4), got scalar; a "
+        "parameter's shape is exact, and a number is not spread over it: write "
+        "zeros(tensor[4x4]) for 0 in every cell")
+    e = error("def f(x: tensor[2, 3]) = x\nlet m = 3\nprint f(m * 2)\n")
+    assert e.message.endswith("write zeros(tensor[2x3]) + m * 2 for m * 2 in every cell")
+    (got,) = goat.run_source("import nn\nlet q = randn(tensor[2x4x3], 1)\n"
+                             "print nn.attention(q, q, q, zeros(tensor[4, 4]), 0.5)\n")
+    assert got.shape == (2, 4, 3)

@@ -2966,6 +2966,14 @@ class Checker:
                 if _cells(actual) == 1 and None not in bound and _cells(bound) == 1:
                     hint = ("; both hold one number: write reshape(VALUE, %s) to change its "
                             "shape" % format_type(bound))
+                elif actual == () and bound and all(type(d) is int for d in bound):
+                    # attention's mask given 0: a parameter's shape is exact, not broadcast
+                    text = loc.source.text[loc.start:loc.end] if loc is not None else ""
+                    text = text if 0 < len(text) <= 30 and "\n" not in text else "VALUE"
+                    hint = ("; a parameter's shape is exact, and a number is not spread over "
+                            "it: write %s for %s in every cell" % (
+                                "zeros(%s)" % format_type(bound) if text in ("0", "0.0") else
+                                "zeros(%s) + %s" % (format_type(bound), text), text))
                 elif (len(actual) > len(bound) and all(d == 1 for d in
                                                       actual[:len(actual) - len(bound)])
                         and all(type(d) is not int or x is None or d == x for d, x in
