@@ -376,7 +376,7 @@ def test_the_repl_completes_a_params_blocks_members_and_shows_their_shapes():
         Document("print m.w"), CompleteEvent(completion_requested=True))}
     assert got == {"w1": "tensor[2x3]"}
     assert ("theta", "params tensor[9] (w1 tensor[2x3], b1 tensor[3])") in s.names()
-    assert ("m", "var tensor[9]") in s.names()
+    assert ("m", "var tensor[9] (theta)") in s.names()
     results = s.run("theta.b1 = theta.b1 * 10\ntheta")
     assert results[0].name == "theta.b1" and results[0].shape == (3,)
     assert np.array_equal(results[1].value, [1, 1, 1, 1, 1, 1, 10, 20, 30])
@@ -804,3 +804,23 @@ def test_a_fill_given_an_expression_says_its_shape_or_its_layout(src, written):
     """A breaker's: zeros(theta * 2) suggested zeros(tensor[2x3]), a placeholder."""
     e = error(src)
     assert e.message.endswith("got a value; write " + written), e.message
+
+
+def test_the_repl_shows_the_block_a_value_is_laid_out_as(tmp_path):
+    """A newcomer's: the REPL showed `var m2 : tensor[9]` and `g : tensor[9]` where goat check
+    --shapes and :type show the block, (theta); :env lists it too."""
+    from conftest import cli
+    src = ("params theta {\n    w: tensor[2, 3] = randn(tensor[2, 3], 1)\n"
+           "    b: tensor[1, 3] = zeros(tensor[1, 3])\n}\nvar m2 = zeros(theta)\n"
+           "let l = sum(theta.w * theta.w)\nlet g = grad(l, theta)\nlet h = theta * 2\n"
+           "let k = [1, 2]\n:env\n")
+    status, out, err = cli("repl", stdin=src.encode(), cwd=str(tmp_path))
+    assert status == 0, err
+    for line in ("var m2 : tensor[9] (theta)\n", "g : tensor[9] (theta)\n",
+                 "h : tensor[9] (theta)\n", "k : tensor[2]\n", "l : scalar\n"):
+        assert line in out, out
+    (tmp_path / "p.mg").write_text(src.replace(":env\n", ""))
+    status, shapes, err = cli("check", "--shapes", str(tmp_path / "p.mg"))
+    for line in ("var m2 : tensor[9] (theta)\n", "g : tensor[9] (theta)\n"):
+        assert line in shapes
+    assert "m2" in out.split(":env")[-1] and "var tensor[9] (theta)" in out.split(":env")[-1]

@@ -757,9 +757,11 @@ class Repl:
         elif r.kind == "value":
             self.write(show(r.value, self._width()) + "\n")
         elif r.kind in ("let", "assign"):
-            self.write("%s : %s\n" % (r.name, _type(r.shape)), "type")
+            self.write("%s : %s%s\n" % (r.name, _type(r.shape),
+                                        self.session.laid_out(r.name, r.shape)), "type")
         elif r.kind == "var":
-            self.write("var %s : %s\n" % (r.name, _type(r.shape)), "type")
+            self.write("var %s : %s%s\n" % (r.name, _type(r.shape),
+                                            self.session.laid_out(r.name, r.shape)), "type")
         elif r.kind == "lets":
             for name, shape in zip(r.name.split(", "), r.shape):
                 self.write("%s : %s\n" % (name, _type(shape)), "type")

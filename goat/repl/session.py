@@ -573,6 +573,15 @@ class Session:
                 return named
             return self._describe(text, path)[1]
 
+    def laid_out(self, name: str, shape) -> str:
+        """`` (theta)`` where the name a statement bound holds a vector laid out as a params
+        block (``var m = zeros(theta)``, ``let g = grad(l, theta)``), as goat check --shapes
+        shows it; else ""."""
+        layout = self.checker.top.layouts.get(name)
+        if layout is None or tuple(shape or ()) != (layout.size,):
+            return ""
+        return " (%s)" % layout.name
+
     def parameter_names(self, name: str) -> list:
         """The names the arguments of the def or built-in ``name`` may be given by (f(x,
         scale=2)), in order; [] for anything else."""
@@ -683,6 +692,8 @@ class Session:
             try:
                 stmt, checked = self._within(budget, self._check_all, stmts)
                 later = deferred[n:]
+                # (the layout the check gave a name: the snapshot takes it back)
+                bound = self.checker.top.layouts.get(getattr(stmt, "name", None))
             finally:
                 self._restore(snap)
         if later:       # the book's run-time error (a ? def's result): the bar shows it too
@@ -690,10 +701,12 @@ class Session:
         t = type(stmt)
         if t is ast.Let:
             return "let", "%s : %s%s" % (stmt.name, format_type(checked.shape),
-                                         self._laid_out(stmt.expr, checked, stmt.type)), stmt
+                                         self._laid_out(stmt.expr, checked, stmt.type,
+                                                        bound)), stmt
         if t is ast.Var:
             return "let", "var %s : %s%s" % (stmt.name, format_type(checked.shape),
-                                             self._laid_out(stmt.expr, checked, stmt.type)), stmt
+                                             self._laid_out(stmt.expr, checked, stmt.type,
+                                                            bound)), stmt
         if t is ast.Assign:
             return "let", "%s : %s" % (stmt.name, format_type(
                 self._assigned_shape(stmt, checked))), stmt
@@ -714,14 +727,17 @@ class Session:
             return "expr", format_type(checked.shape) + self._laid_out(stmt.expr, checked), stmt
         return "let", "", stmt          # a block, a format print, a save: nothing to show
 
-    def _laid_out(self, expr, checked, ann=None) -> str:
-        """`` (theta)`` where the value of ``expr`` (checked: ``checked``) is laid out as a
-        params block, as goat check --shapes shows it; else ""."""
+    def _laid_out(self, expr, checked, ann=None, bound=None) -> str:
+        """`` (theta)`` where the value of ``expr`` (checked: ``checked``; ``bound``: the
+        Layout the check gave the name it binds) is laid out as a params block, as goat check
+        --shapes shows it; else ""."""
         checker = self.checker
         if not checker.layout_types or isinstance(checked, tuple):
             return ""
         if ann is not None:
             return " (%s)" % ann.layout if ann.layout is not None else ""
+        if bound is not None and tuple(checked.shape) == (bound.size,):
+            return " (%s)" % bound.name     # (what the checker gave the name: zeros(theta))
         try:
             layout = checker._expr_layout(expr, checker.top)
         except Exception:           # (a name the snapshot took back: nothing to show)
@@ -904,11 +920,12 @@ class Session:
                 layout = self.checker.top.layouts.get(name)
                 out.append((name, ("params %s (%s)" % (format_type(v.declared), layout.describe()))
                             if layout is not None and layout.name == name
-                            else "var " + format_type(v.declared)))
+                            else "var " + format_type(v.declared)
+                            + self.laid_out(name, v.declared)))
             elif isinstance(v, Module):
                 out.append((name, "module"))
             elif v is not None:
-                out.append((name, format_type(v.shape)))
+                out.append((name, format_type(v.shape) + self.laid_out(name, v.shape)))
         return out
 
     @staticmethod
