@@ -95,7 +95,9 @@ def test_use_before_definition():
 @pytest.mark.parametrize("src, hint", [
     ("print 1 ! 2", "'not x' negates a condition, and a != b compares"),
     ("print 2 ** 3", "there is no power operator"),
-    ("let a = [[1, 2]]\nprint a[::-1]", "goat has no reversed slice: a step of -1"),
+    ("let a = [[1, 2]]\nprint a[::-1]", "goat has no reversed slice: a tensor of indices "
+                                         "reverses an axis of N cells, x[..., N - 1 - "
+                                         "iota(tensor[N], 0)] the last"),
     ("a = 3", "a new name needs let (let a = ...), or var (var a = ...) to assign to it later"),
 ])
 def test_hints_for_common_slips(src, hint):
@@ -2151,3 +2153,18 @@ def test_a_number_for_a_tensor_parameter_says_how_to_fill_one():
     (got,) = goat.run_source("import nn\nlet q = randn(tensor[2x4x3], 1)\n"
                              "print nn.attention(q, q, q, zeros(tensor[4, 4]), 0.5)\n")
     assert got.shape == (2, 4, 3)
+
+
+def test_the_reversal_the_reversed_slices_error_suggests_is_numpys_and_differentiable():
+    """The flip a newcomer's image augmentation needed (x[..., ::-1] is refused): the tensor of
+    indices the message writes, here and in a def over N, against NumPy, and its gradient."""
+    x = np.arange(24.0).reshape(2, 3, 4)
+    src = ("let x = %s\nprint x[..., 3 - iota(tensor[4], 0)]\n"
+           "def flip(v: tensor[B, N]) = v[..., N - 1 - iota(tensor[N], 0)]\n"
+           "print flip(x[0])\nprint grad(sum(flip(x[1]) * [1, 2, 3, 4]), x)\n"
+           % np.array2string(x, separator=", "))
+    a, b, g = goat.run_source(src)
+    assert np.array_equal(a, x[..., ::-1]) and np.array_equal(b, x[0][..., ::-1])
+    want = np.zeros_like(x)
+    want[1] = [4, 3, 2, 1]
+    assert np.array_equal(g, want)

@@ -4335,8 +4335,9 @@ class Checker:
                             item.step.loc)
         if not (v == v and abs(v) <= 2 ** 53 and v == int(v)) or v < 1:
             raise GoatError("a slice's step must be a whole number from 1, got %s%s"
-                            % (_number_text(v), " (goat has no reversed slice: a step of -1)"
-                               if v < 0 else ""), item.step.loc)
+                            % (_number_text(v), " (goat has no reversed slice: a tensor of "
+                               "indices reverses an axis of N cells, x[..., N - 1 - iota("
+                               "tensor[N], 0)] the last)" if v < 0 else ""), item.step.loc)
         return int(v)
 
     def _take(self, b, x, part):
