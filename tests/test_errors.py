@@ -644,10 +644,15 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
 
 
 @pytest.mark.parametrize("src, line, ends", [
-    ("for i in range(10):\n  print i\n", 1, "; a loop over 0, 1, ..., n - 1 is written for i in "
-                                            "0..n { ... }"),
-    ("for i in range(3) {\n  print i\n}\n", 1, "; a loop over 0, 1, ..., n - 1 is written for "
-                                               "i in 0..n { ... }"),
+    # Python's loop: the range to write, the caret under range(...) (it was under the { )
+    ("for i in range(10):\n  print i\n", 1, "goat's loop has no range(...): write for i in "
+                                            "0..10 { ... } (a half-open range, as range's)"),
+    ("for i in range(3) {\n  print i\n}\n", 1, "goat's loop has no range(...): write for i in "
+                                               "0..3 { ... } (a half-open range, as range's)"),
+    ("for step in range(a, b * 2) {\n}\n", 1, "write for step in a..b * 2 { ... } (a half-open "
+                                             "range, as range's)"),
+    ("for i in range(0, 9, 3) {\n}\n", 1, "goat's loop has no range(...): it runs over a "
+                                          "half-open range of step 1, for i in a..b { ... }"),
     ("for i in 0..3:\n  print i\n", 1, "; a loop's body is a block in braces: for i in 0..n "
                                        "{ ... }"),
     ("let x = 1\nif x = 1 {\n  print x\n}\n", 2, "; a comparison is written =="),

@@ -836,6 +836,47 @@ def _opening_bracket(tokens, i: int) -> int:
     return stack[-1] if stack else -1
 
 
+def _python_range(build, tokens):
+    """(message, loc) for ``for i in range(10) {``, Python's loop: the range to write in its
+    place (0..10, a..b), the caret under range(...); else None."""
+    k = next((k for k, t in enumerate(tokens[:4]) if t.type == "IN"), None)
+    if k is None or k + 2 >= len(tokens) or tokens[k + 1].value != "range" or \
+            tokens[k + 2].type != "LPAR":
+        return None
+    level, args, start = 0, [], k + 3
+    for j in range(k + 2, len(tokens)):
+        t = tokens[j]
+        if t.type in ("LPAR", "LSQB", "SUBSCRIPT"):
+            level += 1
+        elif t.type in ("RPAR", "RSQB"):
+            level -= 1
+            if level == 0:
+                args.append((start, j))
+                break
+        elif t.type == "_COMMA" and level == 1:
+            args.append((start, j))
+            start = j + 1
+    else:
+        return None
+    loc = build._loc(tokens[k + 1]).to(build._loc(tokens[j]))
+    text = loc.source.text
+
+    def arg(a, b):
+        return text[build._loc(tokens[a]).start:build._loc(tokens[b - 1]).end] if b > a else ""
+    parts = [arg(a, b) for a, b in args]
+    if len(parts) == 1 and parts[0]:
+        written = "0..%s" % parts[0]
+    elif len(parts) == 2 and all(parts):
+        written = "%s..%s" % tuple(parts)
+    else:
+        written = None
+    if written is None:
+        return ("syntax error: goat's loop has no range(...): it runs over a half-open range "
+                "of step 1, for i in a..b { ... }", loc)
+    return ("syntax error: goat's loop has no range(...): write for %s in %s { ... } (a "
+            "half-open range, as range's)" % (tokens[k - 1].value, written), loc)
+
+
 def _hint(tokens, tok) -> str:
     """A word on what the user probably meant, for a few common slips."""
     i = next((k for k, t in enumerate(tokens) if t is tok), 0)
@@ -1031,6 +1072,9 @@ def _first_parse(build: _Build, tokens: list, start: str = "single"):
                                 "program: write print before it to show it (the REPL shows a "
                                 "value typed on its own)",
                                 build._loc(first).to(build._loc(tokens[-2]))) from None
+            ranged = _python_range(build, tokens) if first.type == "FOR" else None
+            if ranged is not None:
+                raise GoatError(*ranged) from None
             expected = _describe_expected(e.expected)
             k = tokens.index(tok) if tok in tokens else 0
             if expected == "a number" and k >= 2 and tokens[k - 2].type in ("ARRAY", "RSQB"):
