@@ -282,7 +282,8 @@ def test_the_gpu_test_back_end_gives_the_same_bits_without_stray_host_reads():
     ("print x[:, 2:1]", "the slice 2:1 ends before it starts: it would hold no cells, and goat "
                         "does not make an empty slice of that"),
     ("print x[::-1]", "a slice's step must be a whole number from 1, got -1 (goat has no "
-                      "reversed slice: a step of -1)"),
+                      "reversed slice: a tensor of indices reverses an axis of N cells, "
+                      "x[..., N - 1 - iota(tensor[N], 0)] the last)"),
     ("print x[:, 0:3:0]", "a slice's step must be a whole number from 1, got 0"),
     ("for k in 1..2 {\n    print x[::k]\n}", "a slice's step must be a whole number written in "
      "the program (or a let holding one): the result's size depends on it"),
