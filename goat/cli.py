@@ -744,7 +744,11 @@ def _dispatch(args) -> int:
             data = _read("-", raw=True)     # read as goat run - reads it; each input is
             if data.startswith(b"\xef\xbb\xbf"):   # decoded alone (a bad byte fails only it)
                 data = data[3:]
-            lines = data.decode("utf-8", "surrogateescape").splitlines()
+            # lines end where the lexer's do (\n, \r\n, \r), not at a form feed or U+2028
+            text = data.decode("utf-8", "surrogateescape")
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()             # (the newline that ends the last line)
             return main_piped(lines, _Output(), backend, dtype, start)
         from .repl.app import main as repl_main
         _ran_repl = True

@@ -955,3 +955,38 @@ def test_a_tuple_of_cells_shows_each_var_s_shape():
     s.run("var i = 0")
     got = s.run("i, h[i] = (2, [9, 9])")
     assert [r.shape for r in got][-1] == ((), (3, 2))
+
+
+def test_the_piped_repl_reads_lines_and_loose_values_as_goat_run_does(tmp_path):
+    """A breaker's: goat repl < file split lines at a form feed and U+2028 (Python's
+    splitlines), where the lexer does not; and it took `continue`, and a value on its own line
+    inside a block, as a name and a value shown, where goat run says what is wrong."""
+    from conftest import cli
+    status, out, err = cli("repl", stdin="# page\x0cnext\nprint \"a\u2028b\"\n".encode())
+    assert (status, err) == (0, "") and out.endswith("a\u2028b\n")
+    src = ("for i in 0..2 {\n  continue\n}\nbreak\nfor i in 0..2 {\n  i * 2\n}\n"
+           "def f(x: scalar) {\n  x + 1\n  return x\n}\nlet y = 2\ny * 3\n")
+    status, out, err = cli("repl", stdin=src.encode())
+    assert status == 1
+    said = [line for line in out.splitlines() if ": error: " in line]
+    assert said == [
+        "<input 1>:2: error: syntax error: 'continue' is not a statement; goat has no continue: "
+        "put the rest of the loop's body in an if",
+        "<input 2>:1: error: syntax error: 'break' is not a statement; goat has no break: put "
+        "the rest of the loop's body in an if, with a var as a flag",
+        "<input 3>:2: error: syntax error: a value on its own line does nothing inside a block: "
+        "write print before it to show it (the REPL shows a value typed on its own, outside "
+        "any block)",
+        "<input 4>:2: error: syntax error: a value on its own line does nothing inside a block: "
+        "write print before it to show it (the REPL shows a value typed on its own, outside "
+        "any block)"]
+    assert out.endswith("goat> y * 3\nscalar\n6\n")     # outside any block: shown
+    (tmp_path / "p.mg").write_text(src.replace("y * 3\n", ""))
+    status, _, err = cli("check", str(tmp_path / "p.mg"))
+    assert [line.split(": error: ")[1].split(";")[0] for line in err.splitlines()
+            if ": error: " in line] == [
+        "syntax error: 'continue' is not a statement", "syntax error: 'break' is not a statement",
+        "syntax error: a value on its own line does nothing in a program: write print before "
+        "it to show it (the REPL shows a value typed on its own)"] + [
+        "syntax error: a value on its own line does nothing in a program: write print before "
+        "it to show it (the REPL shows a value typed on its own)"]

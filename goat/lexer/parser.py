@@ -1547,7 +1547,40 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
         stmts = _assemble(stmts, errors)
         if errors is not None and len(errors) > first:
             errors[first:] = sorted(errors[first:], key=_where)
+    if interactive:
+        _loose_values(stmts, errors, True)
     return ast.Module(source, stmts)
+
+
+def _loose_values(stmts, errors, top):
+    """The REPL's bare expressions that a program refuses too: one inside a block (it shows
+    nothing there), and ``break`` or ``continue`` (words of other languages, not names): each
+    the program's error (raised, or appended to ``errors`` with the statement made Broken)."""
+    for k, stmt in enumerate(stmts):
+        t = type(stmt)
+        if t is ast.ExprStmt:
+            e = stmt.expr
+            if type(e) is ast.Name and e.name in _STATEMENT_HABITS:
+                error = GoatError("syntax error: '%s' is not a statement%s"
+                                  % (e.name, _STATEMENT_HABITS[e.name]), e.loc)
+            elif not top:
+                error = GoatError(_ON_ITS_OWN + " does nothing inside a block: write print "
+                                  "before it to show it (the REPL shows a value typed on its "
+                                  "own, outside any block)", stmt.loc)
+            else:
+                continue
+            if errors is None:
+                raise error
+            errors.append(error)
+            stmts[k] = ast.Broken((), stmt.loc)
+        elif t is ast.For or (t is ast.Def and stmt.block):
+            _loose_values(stmt.body, errors, False)
+        elif t is ast.If:
+            _loose_values(stmt.body, errors, False)
+            if isinstance(stmt.orelse, list):
+                _loose_values(stmt.orelse, errors, False)
+            elif stmt.orelse is not None:
+                _loose_values([stmt.orelse], errors, False)
 
 
 _HEADS = frozenset(("FOR", "IF", "ELSE", "DEF", "PARAMS"))
