@@ -311,6 +311,26 @@ def test_zero_trip_loop_body_raises_nothing():
     # found by a newcomer: sample_rows's seed had been checked only when it ran
     ("print [[1]]\nprint sample_rows([[0.2, 0.8]], 2.5)",
      "a seed must be a whole number from 0 to 9007199254740991, got 2.5"),
+    # a breaker's: numbers the program computes from its numbers, and a def's size at a call
+    # (they had passed goat check and stopped the run after its output)
+    ("print 1\nprint randn(tensor[2], 0 - 1)",
+     "a seed must be a whole number from 0 to 9007199254740991, got -1"),
+    ("print 1\nprint rand(tensor[2], 1 / 2)",
+     "a seed must be a whole number from 0 to 9007199254740991, got 0.5"),
+    ("print 1\nprint narrow([1, 2, 3], 0, 2 + 3, 1)",
+     "narrow's start must be a whole number from 0 to 2 (the axis has 3 cells, the length is 1),"
+     " got 5"),
+    ("print 1\nprint gather([[1], [2]], [[0]] + 5)",
+     "gather's indices must be whole numbers from 0 to 1, got 5 at position 0"),
+    ("print 1\nprint onehot([[0]] + 5, 3)",
+     "onehot's indices must be whole numbers from 0 to 2, got 5 at position 0"),
+    ("def f(x: tensor[N]) = x[N]\nprint 1\nprint f([1, 2, 3])",
+     "an index must be a whole number from -3 to 2 (axis 0 of 3 has 3 cells), got 3"),
+    ("def f(x: tensor[N]) = x[-N - 1]\nprint 1\nprint f([1, 2, 3])",
+     "an index must be a whole number from -3 to 2 (axis 0 of 3 has 3 cells), got -4"),
+    ("def f(x: tensor[N]) = narrow(x, 0, N, 1)\nprint 1\nprint f([1, 2])",
+     "narrow's start must be a whole number from 0 to 1 (the axis has 2 cells, the length is 1),"
+     " got 2"),
 ])
 def test_a_value_check_written_in_the_program_fails_before_it_runs(src, said):
     """Indices and seeds written in the program (constants) that are sure to fail are errors

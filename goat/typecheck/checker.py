@@ -452,7 +452,9 @@ class Builder:
             if sources:                     # sizes read from these values when the op runs
                 args = tuple(args) + tuple(s for s in sources if s not in args)
         pure = op.pure
-        verdict = _static_verdict(op, args, attrs) if op.checks_values else None
+        # (a number computed from others, not written: checked where the code may run)
+        verdict = _static_verdict(op, args, attrs, not self._never_runs()) \
+            if op.checks_values else None
         if type(verdict) is str and op.name in ("narrow", "put") and self._never_runs():
             verdict = None                  # (x[k * 8:(k + 1) * 8] for k in 0..0: never taken)
         # an op checked again when it runs stays where it is written -- unless its check is
@@ -5363,13 +5365,19 @@ def _unbound(node):
     return node
 
 
-def _constant(node):
-    """The value of ``node`` when the program writes it: a constant, or a reshape of one (a
-    subscript's tensor of indices, x[[5, 0]], made a column), else None."""
+def _constant(node, fold=True):
+    """The value of ``node`` when the program writes it: a constant, a reshape of one (a
+    subscript's tensor of indices, x[[5, 0]], made a column), or one number the program's
+    numbers fix (0 - 1, [[0]] + 5, a def's size N at a call: known_number, where --dtype f32
+    computes the same), else None."""
     import numpy as np
     node = _unbound(node)
     if node.kind == CONST:
         return node.value
+    if fold and all(type(d) is int for d in node.shape) and _cells(node.shape) == 1:
+        v = known_number(node, "f32")
+        if v is not None:
+            return np.full(node.shape, v)
     if node.kind == OP and node.op.name == "reshape" and all(
             type(d) is int for d in node.shape):
         inner = _constant(node.args[0])
@@ -5378,15 +5386,16 @@ def _constant(node):
     return None
 
 
-def _static_verdict(op, args, attrs):
+def _static_verdict(op, args, attrs, fold=True):
     """What the run-time check of ``op`` (``Op.checks_values``) on ``args`` is sure to give
     from its operands written in the program (constants): True (it passes), the message of
     its failure (an index out of range, a seed that is not whole: an error found before the
-    program runs, as a shape error is), or None (not known before it runs)."""
+    program runs, as a shape error is), or None (not known before it runs).  ``fold``: a
+    number the program computes from its numbers counts too (:func:`_constant`)."""
     if op.static_check is None:
         return None
     import numpy as np
-    values = [_constant(v) for v in args[:op.n_values]]
+    values = [_constant(v, fold) for v in args[:op.n_values]]
     try:
         # a number beyond float32's range (an index or seed of 1e39, rounded as --dtype f32
         # would) is a verdict, not a warning to show the user
