@@ -867,3 +867,31 @@ def test_run_aot_compiles_a_loads_unknown_size_for_its_file(tmp_path):
                                    'print y\n')
     saved = goat_run_in(tmp_path, "--aot")
     assert saved.returncode == 1 and "needs every size" in saved.stderr, saved.stderr
+
+
+@pytest.mark.parametrize("claim, extra, said", [
+    ((10 ** 12,), b"", "x.npy is truncated: its header promises 8000000000000 bytes of data, "
+                       "the file holds 16"),
+    ((1,), b"", "x.npy has 8 bytes after its data"),
+])
+def test_run_aot_of_a_load_whose_file_holds_other_than_its_header_promises(tmp_path, claim,
+                                                                           extra, said):
+    """A breaker's: a .npy whose header promises 10**12 numbers and holds 2 made goat run
+    --aot compile for that shape and fail 'out of memory'; such a file is left to the load,
+    which says what goat run says."""
+    pytest.importorskip("llvmlite")
+    import io
+    from conftest import goat_run_in
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.zeros(2))
+    raw = buf.getvalue()
+    end = raw.index(b"\n") + 1
+    header = raw[10:end].decode("latin1").replace("(2,)", repr(claim)).rstrip()
+    header += " " * ((64 - (11 + len(header)) % 64) % 64) + "\n"
+    (tmp_path / "x.npy").write_bytes(raw[:8] + len(header).to_bytes(2, "little")
+                                     + header.encode("latin1") + raw[end:] + extra)
+    (tmp_path / "p.mg").write_text('print 1\nlet a = load("x.npy", tensor[?])\nprint a[0]\n')
+    plain, compiled = goat_run_in(tmp_path), goat_run_in(tmp_path, "--aot")
+    assert (compiled.returncode, compiled.stdout) == (1, plain.stdout)
+    assert compiled.stderr.splitlines()[0] == plain.stderr.splitlines()[0]
+    assert said in plain.stderr.splitlines()[0]

@@ -108,10 +108,16 @@ def npy_shape(path: str, declared: tuple):
             if version not in _VERSIONS:
                 return None
             shape, _, dtype = _read_header(f, version, st.st_size, path)
+            data = st.st_size - f.tell()
     except (OSError, OpError, ValueError):
         return None
     if _dtype_problem(dtype, path) or not _fits(shape, tuple(declared)):
         return None
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count * dtype.itemsize != data:
+        return None         # (truncated, or more after its data: the load says which)
     return tuple(int(d) for d in shape)
 
 
