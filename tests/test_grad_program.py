@@ -226,6 +226,12 @@ def test_a_value_the_loss_does_not_depend_on_is_an_error():
     e = error("var w = [[1, 2]]\nlet l = col_sum(row_sum(w * w))\nw -= grad(l, w) * 0.1\n"
               "print grad(l, w)\n")
     assert e.loc.line == 4 and "computed before w got its current value" in e.message
+    # a let never gets another value: not asked (a breaker's: the gradient of a linear loss,
+    # a constant, differentiated again)
+    e = error("let w = [[1.0]]\nlet g = grad(sum(w), w)\nprint grad(sum(g), w)\n")
+    assert e.message == ("the loss does not depend on 'w', so its gradient would be zero "
+                         "everywhere: w is not used in it, or only through values that do not "
+                         "change with it (a gradient of a linear function of it is constant)")
     # cut off by stop_gradient: said so, not asked whether it is used at all
     for loss in ("stop_gradient(w) * v", "stop_gradient(w * w) + v", "v * stop_gradient(exp(w))"):
         e = error("let w = [[1, 2]]\nlet v = [[5, 6]]\n"

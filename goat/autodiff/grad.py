@@ -1155,10 +1155,15 @@ def _grad(builder, loss, wrt, names, loc):
                                 "zero everywhere: a module's value is not what a var taken "
                                 "from it holds (var theta = %s): name the value the loss "
                                 "reads, grad(loss, theta)" % (name, name), loc)
+            if name in getattr(builder.checker, "grad_vars", ()):
+                raise GoatError("the loss does not depend on '%s', so its gradient would be "
+                                "zero everywhere: was the loss computed before %s got its "
+                                "current value (compute it again after the assignment), or is "
+                                "%s not used in it?" % (name, name, name), loc)
             raise GoatError("the loss does not depend on '%s', so its gradient would be zero "
-                            "everywhere: was the loss computed before %s got its current value "
-                            "(compute it again after the assignment), or is %s not used in it?"
-                            % (name, name, name), loc)
+                            "everywhere: %s is not used in it, or only through values that do "
+                            "not change with it (a gradient of a linear function of it is "
+                            "constant)" % (name, name), loc)
     out = []
     for w in wrt:
         g = cts.get(w.id)

@@ -1036,6 +1036,7 @@ class Checker:
         self.grad_targets = set()     # names the program differentiates with respect to
         self._rest = ()               # the leading sizes ... stands for in the def being checked
         self._generic_def = False     # the def being checked has a parameter typed [..., ...]
+        self.grad_vars = set()        # the names of vars a grad being made differentiates
         self._polys = None            # while a def's body is checked: its sizes written as
         #                               arithmetic on its size variables (Template.polys)
         self._param_lets = None       # while a def's parameters are read: the lets their
@@ -3645,7 +3646,13 @@ class Checker:
                             "first argument must be a loss of one element, and %s is %s)"
                             % (ones[0][0], ", ".join(order), e.args[0].name,
                                format_shape(loss.shape)), e.loc)
-        return b.grad([loss] + wrt, tuple(names), e.loc)
+        outer = self.grad_vars
+        # (the vars among them: the loss may have been computed before one got its value)
+        self.grad_vars = {n for n in names if isinstance(scope.find(n)[0], VarBinding)}
+        try:
+            return b.grad([loss] + wrt, tuple(names), e.loc)
+        finally:
+            self.grad_vars = outer
 
     def _op_call(self, op, e, scope, b, want):
         params = op.params
