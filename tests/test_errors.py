@@ -660,6 +660,8 @@ def test_an_error_line_stays_one_line_with_a_newline_in_a_string(tmp_path, stmt,
     ('print(f"x = {1}")\n', 1, '; a string\'s {fields} are formatted without an f: print '
                                '"x = {x}"'),
     ("// a comment\nprint 1\n", 1, "; a comment starts with #"),
+    # a breaker's: one error, not a second for the value inside the braces
+    ("print {1}\n", 1, "; a value to format is a field of a string, in quotes: print \"{x}\""),
     ("let x = [[1, 2]]\nprint x[x > 1]\n", 2, "NumPy's boolean indexing) is not supported: its "
                                               "result's size would be known only when the "
                                               "program runs; where(mask, x, 0) keeps x's shape"),

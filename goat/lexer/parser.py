@@ -977,6 +977,9 @@ def _hint(tokens, tok) -> str:
             "PLUS", "MINUS", "STAR", "SLASH", "AT", "PERCENT"):
         return ("; a list literal holds numbers only, not expressions: compute the value "
                 "outside it, or write the number")
+    if tokens[0].type == "PRINT" and tok.type == "LBRACE" and i == 1:
+        # print {x}: a format string's field without its quotes
+        return "; a value to format is a field of a string, in quotes: print \"{x}\""
     if tokens[0].type == "PRINT" and tok.type == "_COMMA" and _open_parens(tokens[:i]) == 0:
         return ('; print takes one value: to print several on a line, print "{a} {b}"')
     if tokens[0].type == "FOR" and tok.type == "_COLON":
@@ -1513,7 +1516,9 @@ def parse(source: Source, interactive: bool = False, errors: list | None = None)
                     names = () if tokens[0].type in _HEADS and tokens[0].type != "DEF" \
                         else _names_of(tokens)
                     append(ast.Header("broken", ast.Broken(names, loc), loc))
-                    if e.message.endswith(_IF_VALUE) and if_value == 0:
+                    if (e.message.endswith(_IF_VALUE) or tokens[0].type not in _HEADS) \
+                            and if_value == 0:
+                        # (no block's header: what is inside the braces is its error's too)
                         if_value = 1
                     continue
                 if not (dangling and e.message.startswith(_ON_ITS_OWN)):
