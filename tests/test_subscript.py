@@ -833,7 +833,8 @@ def test_a_tuple_of_cells_is_differentiated_through_a_loop():
      "index 5 is out of range for axis 0 of 2x3, which has 2 cells: an index is from -2 to 1 "
      "(a negative one counts from the end)"),
     ("h[0], h[1] = ones(tensor[3])",
-     "this assigns 2 names here, but the value is a single tensor of shape 3"),
+     "this assigns 2 targets here, but the value is a single tensor of shape 3; cells of one "
+     "value are assigned one statement each (h[0] = v[0]), or as one slice (h[0:2] = v)"),
     ("_[k], h[1] = (1, 2)", "_ leaves a value out: it has no cells to assign (write _ alone)"),
     ("h[0], h[1] = (1, 2, 3)", "this assigns 2 names, but the value holds 3; a value not wanted "
                                "is bound to _ (h[0], h[1], _)"),

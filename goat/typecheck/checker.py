@@ -2203,8 +2203,13 @@ class Checker:
         value = self.expr(stmt.expr, scope, b)
         what = {"let": "let binds", "var": "var binds", "assign": "this assigns"}[stmt.kind]
         if not isinstance(value, tuple):
-            raise GoatError("%s %d names here, but the value is a single tensor of shape %s"
-                            % (what, n, format_shape(value.shape)), stmt.expr.loc)
+            cells = stmt.items is not None and any(i is not None for i in stmt.items)
+            raise GoatError("%s %d %s here, but the value is a single tensor of shape %s%s"
+                            % (what, n, "targets" if cells else "names",
+                               format_shape(value.shape),
+                               "; cells of one value are assigned one statement each (h[0] = "
+                               "v[0]), or as one slice (h[0:2] = v)" if cells else ""),
+                            stmt.expr.loc)
         if len(value) != n:
             hint = ""
             whole = _split_size(stmt.expr, value)
