@@ -1414,6 +1414,11 @@ def test_a_let_holding_a_whole_number_is_a_size():
      "B is a var, which may change, so it cannot be a size: make it a let (let B = ...)"),
     ("let B = 2.5\nprint zeros(tensor[B, 1])\n", "the size B is 2.5, not a whole number from 0"),
     ("let B = -3\nprint zeros(tensor[B, 1])\n", "the size B is -3, not a whole number from 0"),
+    # a newcomer's PyTorch -1: what goat writes for a size worked out from the others
+    ("print reshape(ones(tensor[4, 3]), tensor[2, -1])\n",
+     "the size -1 is not a whole number from 0; a size worked out from the others (PyTorch's "
+     "-1, in a reshape's target) is written ?: tensor[2, ?]"),
+    ("print zeros(tensor[-2])\n", "the size -2 is not a whole number from 0"),
     ("for B in 0..3 {\n    print zeros(tensor[B, 1])\n}\n",
      "B is a value computed when the program runs, so it cannot be a size: a type's sizes are "
      "known before; a let holding a whole number written in the program can (let B = 32)"),

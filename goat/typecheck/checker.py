@@ -1715,8 +1715,11 @@ class Checker:
                 self._polys.append((v, loc, None))  # (each call checks it is a size: N - 1)
             return v
         if not 0 <= v <= 2 ** 53:
-            raise GoatError("the size %s is %d, not a whole number from 0%s" % (
-                expr, v, " (too large to be a size)" if v > 0 else ""), loc)
+            written = str(expr).replace(" ", "") == str(v)       # (-1, not N - 4)
+            raise GoatError("the size %s %s not a whole number from 0%s" % (
+                expr, "is" if written else "is %d," % v, " (too large to be a size)" if v > 0
+                else "; a size worked out from the others (PyTorch's -1, in a reshape's "
+                "target) is written ?: tensor[2, ?]" if v == -1 and written else ""), loc)
         lets = [n for n in expr.names if type(values[n]) is int]
         if self._param_lets is not None and lets:
             # (a call of another size notes where it comes from)
