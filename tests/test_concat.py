@@ -183,3 +183,21 @@ def test_an_axis_is_any_whole_number_known_before_the_run(tmp_path):
     e = error("let x = [[1, 2]]\nprint concat(x, x, row_sum(x))\n")
     assert e.message.startswith("argument axis of concat must be a whole number written in "
                                 "the program (or a let holding one)")
+
+
+def test_a_concat_of_transposes_is_row_major_as_the_compiled_program_reads_it(tmp_path):
+    """A breaker's: NumPy's concatenate of two transposes is column-major, so a product or a
+    sum of it added in another order than goat run --aot's (0.060000000000000005 against
+    0.059999999999999998); the concat is row-major, its sums NumPy's of the row-major cells."""
+    a = np.array([[1, 0.2, 0.1, 0.7, 0.3, 0.9, 0.11, 0.13],
+                  [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]])
+    b = np.array([[0.4, -0.7, 0.1, 0.7, 0.3, 0.9, 0.11, 0.13]])
+    src = ("let a = %s\nlet b = %s\nlet c = concat(transpose(a), transpose(b), 1)\n"
+           "print col_sum(c)\nprint sum(c)\nprint [[0.6, -0.2, 0.3, 0.1, 0.2, 0.5, 0.7, 0.9]] @ c\n"
+           % (_literal(a), _literal(b)))
+    got = run(src)
+    c = np.ascontiguousarray(np.concatenate((a.T, b.T), 1))
+    assert np.array_equal(got[0], c.sum(0, keepdims=True)) and float(got[1]) == c.sum()
+    pytest.importorskip("llvmlite")
+    (tmp_path / "p.mg").write_text(src)
+    assert compiled_numbers(tmp_path) == [np.ravel(v).tolist() for v in got]

@@ -1587,10 +1587,13 @@ def _concat_shape(a, b, axis):
 
 
 def _concat(be, axis):
-    concatenate = be.xp.concatenate
+    concatenate, contiguous = be.xp.concatenate, be.xp.ascontiguousarray
 
     def run(a, b):
-        return concatenate((a, b), axis=axis)
+        # row-major, whatever the operands' layout (NumPy's concatenate of two transposes is
+        # column-major, and a product or a sum of it then adds in another order than the
+        # compiled program's)
+        return contiguous(concatenate((a, b), axis=axis))      # (no copy when it is)
     return run
 
 
