@@ -258,3 +258,17 @@ def test_max_and_min_of_every_cell_split_a_ties_gradient_as_torch_amax():
     t = torch.tensor(x, requires_grad=True)
     torch.amax(t).backward()
     assert t.grad.tolist() == gmax.tolist()
+
+
+def test_grad_of_maximum_and_minimum_of_a_column_and_a_vector_is_pytorchs():
+    """A breaker's: maximum(a, b) of a column and a vector (a table, as NumPy broadcasts it)
+    was computed, but its gradient stopped with the comparison's 'column of 3 with a vector
+    of 3' error, which is for comparisons the program writes.  Against PyTorch's (ties
+    split in halves)."""
+    out = goat.run_source(
+        "let a = [[0.5], [2.0], [1.5]]\nlet b = [1.0, 2.5, 0.2]\n"
+        "print grad(sum(maximum(a, b)), a)\nprint grad(sum(maximum(a, b)), b)\n"
+        "let ga, gb = grad(sum(minimum(a, b) * [[1, 2, 3]]), a, b)\nprint ga\nprint gb\n"
+        "let c = [[[0.5], [2.0]]]\nprint grad(sum(minimum(c, [1.0, 2.0])), c)\n")
+    want = [[[1], [2], [2]], [1, 3, 0], [[3], [2], [2]], [2, 0, 9], [[[2], [0.5]]]]
+    assert [v.tolist() for v in out] == want

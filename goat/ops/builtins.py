@@ -284,7 +284,7 @@ for _name, _verb, _doc in (
                 tags=("elementwise",), lowering=lower.extremum(_name == "maximum"),
                 kernel="goat_%s({0}, {1})" % _name,
                 vjp=lambda d, g, out, a, b, _n=_name: _extremum_vjp(
-                    d, g, a, b, "gt" if _n == "maximum" else "lt")))
+                    d, g, out, a, b, "gt" if _n == "maximum" else "lt")))
 
 
 def _where_shape(c, a, b):
@@ -319,12 +319,16 @@ register(Op(name="where", arity=3, params=(("c", "value"), ("a", "value"), ("b",
                 d.unbroadcast(d.op("where", c, d.const(0.0), g), b))))
 
 
-def _extremum_vjp(d, g, a, b, wins):
+def _extremum_vjp(d, g, out, a, b, wins):
     """maximum/minimum: the gradient goes to the operand chosen; at a tie it is split in
-    halves (as PyTorch's maximum does)."""
-    half = d.mul(d.mask("eq", a, b), d.const(0.5))
-    to_a = d.add(d.mask(wins, a, b), half)
-    to_b = d.add(d.mask(wins, b, a), half)
+    halves (as PyTorch's maximum does).  The operands are compared at the result's shape (a
+    column and a vector broadcast, which a comparison written in the program refuses)."""
+    x, y = a, b
+    if a.shape != b.shape:
+        x, y = (v if v.shape == out.shape else d.expand(v, out) for v in (a, b))
+    half = d.mul(d.mask("eq", x, y), d.const(0.5))
+    to_a = d.add(d.mask(wins, x, y), half)
+    to_b = d.add(d.mask(wins, y, x), half)
     return d.unbroadcast(d.mul(g, to_a), a), d.unbroadcast(d.mul(g, to_b), b)
 
 
@@ -946,10 +950,12 @@ def _broadcast_to(be, target, what=None):
         cells *= d
     if cells > 65536 or not be.host:    # a view: no copy of a large array (on a device,
         # g * 1 would give a NaN the GPU's sign; a number is made an array first)
-        return lambda g: g if g.shape == target else xp.broadcast_to(_as_array(be, g), target)
+        return lambda g: g if getattr(g, "shape", ()) == target else xp.broadcast_to(
+            _as_array(be, g), target)
     one = xp.ones(target, dtype=be.dtype)   # g * 1 is g exactly, and a small product is faster than the
                                 # view broadcast_to builds
-    return lambda g: g if g.shape == target else g * one
+    # (a scalar may be a Python float: the interpreter's one-number values)
+    return lambda g: g if getattr(g, "shape", ()) == target else g * one
 
 
 def _broadcast_to_shape(x, target, what=None):
