@@ -303,3 +303,20 @@ def test_argmax_beyond_2_24_columns_in_f32_is_refused_not_rounded():
         _f32(text % "")
     assert goat.run_source(text % "")[0].tolist() == [[16777217.0]]
     assert _f32(text % "-")[0].tolist() == [[0.0]]
+
+
+def test_f32_numbers_an_op_takes_are_float32s_as_numpy_float32_computes_them():
+    """A breaker's: in f32 an op on numbers written in the program alone computed in float64
+    (sin(16777217) was sin of 16777217, -1e300 - -1e300 was 0); each is float32's, as NumPy
+    float32 gives -- while a seed or a loop bound written so stays the number written."""
+    f = np.float32
+    got = goat.run_source("print sin(16777217)\nlet n = 16777217\nprint n - 16777216\n"
+                          "let a = -1e300\nprint a - a\nprint sin([16777217])\n"
+                          "print randn(tensor[2], 20240101)\nfor i in 0..16777217 - 16777215 {\n"
+                          "    print i\n}\n", dtype="f32")
+    with np.errstate(all="ignore"):
+        assert float(got[0]) == float(np.sin(f(16777217))) == float(got[3][0])
+        assert float(got[1]) == 0.0 and np.isnan(float(got[2]))
+    draws = goat.run_source("print randn(tensor[2], 20240101)\n")[0]
+    assert np.array_equal(got[4], draws.astype(np.float32))
+    assert [float(v) for v in got[5:]] == [0.0]     # 16777216 - 16777215 in float32: 1 step

@@ -155,12 +155,21 @@ def _same_shape_check(node):
 _identity = identity        # an op or cast that passes its value on: compiled as a copy
 
 
-def _in_precision(fn, be):
+def _in_precision(fn, be, values=False):
     """``fn`` (an op computing one number), its result in the back end's precision: NumPy
     makes a float64 scalar of an op on two Python floats (numbers written in the program that
-    float32 cannot hold exactly stay Python floats, see XpBackend.constant)."""
+    float32 cannot hold exactly stay Python floats, see XpBackend.constant).  ``values``: an
+    elementwise op, whose operands are values, each such number rounded first, as where it
+    meets a float32 value (sin(16777217) is sin of 16777216 in f32; -1e300 - -1e300 is
+    -inf - -inf, a NaN)."""
     precise = be.in_precision
-    return lambda *xs: precise(fn(*xs))
+    if not values:
+        return lambda *xs: precise(fn(*xs))
+    rounded = be.dtype.type
+
+    def run(*xs):           # (under the run's errstate: 1e300 is inf in float32, quietly)
+        return precise(fn(*[rounded(x) if type(x) is float else x for x in xs]))
+    return run
 
 
 def _located_kind(e) -> bool:
@@ -433,7 +442,7 @@ class Evaluator:
             if node.check:
                 fn = _checked(fn, node)
             if node.shape == () and self.be.dtype_name != "f64":
-                fn = _in_precision(fn, self.be)
+                fn = _in_precision(fn, self.be, "elementwise" in node.op.tags)
             return fn
         if kind == CAST:
             if len(node.args) == 2:
