@@ -216,3 +216,19 @@ def test_a_load_after_a_save_to_the_disk_reads_what_was_saved(tmp_path):
     (x,) = goat.run_source('print load("x.npy", tensor[2x2])\n', path=path,
                            inputs={"x.npy": np.eye(2) * 3})
     assert x.tolist() == [[3.0, 0.0], [0.0, 3.0]]
+
+
+def test_an_input_may_be_what_numpy_reads_as_an_array_such_as_a_pytorch_tensor(tmp_path):
+    """A newcomer's: a torch.Tensor in inputs= was refused ("not a NumPy array"); what NumPy
+    reads through its array protocol is read as the file would be, and what it cannot read
+    says why (a tensor that requires grad)."""
+    torch = pytest.importorskip("torch")
+    src = 'let a: tensor[2] = load("x.npy")\nprint a * 2\n'
+    (got,) = goat.run_source(src, path=str(tmp_path / "p.mg"),
+                             inputs={"x.npy": torch.tensor([1.0, 2.5], dtype=torch.float64)})
+    assert got.tolist() == [2.0, 5.0]
+    with pytest.raises(goat.GoatError) as info:
+        goat.run_source(src, path=str(tmp_path / "p.mg"),
+                        inputs={"x.npy": torch.tensor([1.0, 2.0], requires_grad=True)})
+    assert info.value.message.startswith("cannot load x.npy: the value given for it in inputs "
+                                         "is not an array of numbers (Can't call numpy()")

@@ -202,7 +202,10 @@ def _from_array(given, declared, name: str, where: str) -> np.ndarray:
     the rules read_npy applies to a file's array; OpError naming ``where`` it came from."""
     if not isinstance(given, np.ndarray) or type(given) is not np.ndarray:
         if given is None or isinstance(given, (str, bytes, dict, set)) or not (
-                isinstance(given, (list, tuple, numbers.Number, np.generic))):
+                isinstance(given, (list, tuple, numbers.Number, np.generic))
+                or (hasattr(type(given), "__array__")      # (a PyTorch CPU tensor: NumPy's
+                    and not isinstance(given, np.ndarray))):   # array protocol; a masked
+            #                                                     array would lose its mask)
             kind = type(given)
             shown = kind.__name__ if kind.__module__ == "builtins" else "%s.%s" % (
                 kind.__module__.split(".")[0], kind.__name__)
@@ -210,9 +213,11 @@ def _from_array(given, declared, name: str, where: str) -> np.ndarray:
                           "array (numpy.ndarray)" % (name, where, shown))
         try:
             given = np.asarray(given)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError) as e:
+            why = str(e).strip().splitlines()[0] if str(e).strip() else ""
             raise OpError("cannot load %s: the value given for it in %s is not an array of "
-                          "numbers" % (name, where)) from None
+                          "numbers%s" % (name, where, " (%s)" % why if why and hasattr(
+                              type(given), "__array__") else "")) from None
     dtype = given.dtype
     if dtype.hasobject:
         raise OpError("cannot load %s: the array given for it in %s holds Python objects; goat "
