@@ -2180,3 +2180,20 @@ def test_the_reversal_the_reversed_slices_error_suggests_is_numpys_and_different
     want = np.zeros_like(x)
     want[1] = [4, 3, 2, 1]
     assert np.array_equal(g, want)
+
+
+@pytest.mark.parametrize("aot", [False, True])
+def test_a_save_through_a_link_into_a_missing_folder_is_refused_before_anything_runs(tmp_path,
+                                                                                     aot):
+    """A breaker's: save("dangling.npy"), a link to /nonexistent/x.npy, ran the program first
+    and failed at the save; a plain missing folder was refused before anything ran."""
+    if aot:
+        pytest.importorskip("llvmlite")
+    (tmp_path / "dangling.npy").symlink_to(tmp_path / "gone" / "x.npy")
+    (tmp_path / "p.mg").write_text('print 1\nsave([1, 2], "dangling.npy")\n')
+    status, out, err = cli("run", *(["--aot"] if aot else []), "p.mg", cwd=str(tmp_path))
+    assert (status, out) == (1, "")
+    assert err.splitlines()[0] == (
+        "p.mg:2: error: cannot save dangling.npy: it links to %r, in a directory that does not "
+        "exist (%r); found before anything ran" % (str(tmp_path / "gone" / "x.npy"),
+                                                   str(tmp_path / "gone")))

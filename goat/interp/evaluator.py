@@ -892,6 +892,8 @@ def _save_folder(effect) -> str | None:
     ckpt, relative to the program's folder); None where a field names it (``run_{k}/w.npy``)."""
     path, shown = effect.data
     if isinstance(shown, str):
+        if os.path.islink(path):        # a link: the folder of the file it names
+            return os.path.dirname(os.path.realpath(path)) or None
         return os.path.dirname(path) or None
     head = shown[0] if shown and isinstance(shown[0], str) else ""
     if "/" not in head and not (os.sep != "/" and os.sep in head):
@@ -914,8 +916,15 @@ def _check_save_folders(nodes, effects, dtype: str = "f64"):
     errors = []
     for folder, written, effect in save_folders(nodes, effects, dtype):
         if not os.path.isdir(folder):
-            errors.append(GoatError(save_folder_message(written, os.path.exists(folder)),
-                                    **_at(effect)))
+            path, shown = effect.data
+            if isinstance(shown, str) and os.path.islink(path):
+                # a link into a folder that is not there: save's own words when it runs
+                message = ("cannot save %s: it links to %r, in a directory that does not "
+                           "exist (%r); found before anything ran" % (
+                               shown, os.readlink(path), folder))
+            else:
+                message = save_folder_message(written, os.path.exists(folder))
+            errors.append(GoatError(message, **_at(effect)))
     if len(errors) == 1:
         raise errors[0]
     if errors:
