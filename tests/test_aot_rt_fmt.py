@@ -182,7 +182,8 @@ def test_examples(rt):
     assert rt.format(0.123456789, ".6f") == "0.123457"
     assert rt.format(1234567.0, ",") == "1,234,567"      # a whole number: every digit
     assert rt.format(1234567.891, ",") == "1.23457e+06"  # any other: %g, grouped
-    assert rt.format(-0.0, "z_") == "0" and rt.format(2.0 ** 53, ",") == "9.0072e+15"
+    assert rt.format(-0.0, "z_") == "0" and rt.format(2.0 ** 53, ",") == "9,007,199,254,740,992"
+    assert rt.format(1e20, "_") == "100_000_000_000_000_000_000"
     assert rt.format(1234567.0, ",.1f") == "1,234,567.0"
     assert rt.format(5.0, "08,d") == "0,000,005"
     assert rt.format(100.0, ".3") == "1e+02"

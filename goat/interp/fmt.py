@@ -29,9 +29,9 @@ Specs (:func:`check_spec`, :func:`format_value`):
 * a spec with neither a type nor a precision (``{x:>8}``, ``{x:+}``) is ``%g`` too, padded
   and signed as the spec says: it is the spec with ``g`` appended, so ``{x:>8}`` is ``{x}``
   right-aligned in 8 columns (Python itself would use ``repr`` here); with a grouping option
-  (``{n:,}``, ``{n:_}``), a whole number below 2**53 in magnitude is written with all its
-  digits, grouped, as Python writes an int (``1,234,567``: a count of steps or tokens, which
-  %g would make ``1.23457e+06``), any other number as ``%g`` grouped;
+  (``{n:,}``, ``{n:_}``), a whole number is written with all its digits, grouped, as Python
+  writes an int (``1,234,567``: a count of steps or tokens, which %g would make
+  ``1.23457e+06``; 1e20 as ``:d`` writes it), any other number as ``%g`` grouped;
 * the float types ``e E f F g G %``, and no type with a precision (``{x:.3}``), are Python's
   ``format(x, spec)``;  ``n`` is ``g`` (it is Python's ``n`` in the C locale: goat's output
   never depends on the locale);
@@ -313,7 +313,7 @@ def format_value(x: float, spec: str | None, name: bool = False) -> str:
         return format(int(x), spec)
     m = _SPEC.match(spec)
     if (kind is None and m.group("grouping") and m.group("precision") is None
-            and math.isfinite(x) and x == math.floor(x) and abs(x) < NAME_DIGITS_BELOW):
+            and math.isfinite(x) and x == math.floor(x)):
         # {n:,}: a whole number's digits, grouped (an int's spec takes no z: -0.0 is 0 here)
         return format(int(x), spec[:m.start("z")] + spec[m.end("z"):] if m.group("z")
                       else spec)

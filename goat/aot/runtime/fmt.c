@@ -653,8 +653,7 @@ void goat_format_value(goat_str *s, double x, const char *spec, const char *site
         format_int(s, x, &sp);
         return;
     default:
-        if (sp.type == 0 && sp.grouping && sp.precision < 0 && isfinite(x) && x == floor(x)
-            && fabs(x) < 9007199254740992.0) {
+        if (sp.type == 0 && sp.grouping && sp.precision < 0 && isfinite(x) && x == floor(x)) {
             format_int(s, x, &sp);      /* {n:,}: a whole number's digits, grouped */
             return;
         }
