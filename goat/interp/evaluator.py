@@ -155,20 +155,28 @@ def _same_shape_check(node):
 _identity = identity        # an op or cast that passes its value on: compiled as a copy
 
 
-def _in_precision(fn, be, values=False):
+def _written_number(node) -> bool:
+    """Is ``node`` a number written in the program (a constant, or a let's name for one)?"""
+    while node.kind == OP and node.op.name == "bind":
+        node = node.args[0]
+    return node.kind == CONST
+
+
+def _in_precision(fn, be, values=()):
     """``fn`` (an op computing one number), its result in the back end's precision: NumPy
     makes a float64 scalar of an op on two Python floats (numbers written in the program that
-    float32 cannot hold exactly stay Python floats, see XpBackend.constant).  ``values``: an
-    elementwise op, whose operands are values, each such number rounded first, as where it
-    meets a float32 value (sin(16777217) is sin of 16777216 in f32; -1e300 - -1e300 is
-    -inf - -inf, a NaN)."""
+    float32 cannot hold exactly stay Python floats, see XpBackend.constant).  ``values``: for
+    an elementwise op, which operands are numbers written in the program, each rounded first,
+    as where it meets a float32 value (sin(16777217) is sin of 16777216 in f32; -1e300 -
+    -1e300 is -inf - -inf, a NaN)."""
     precise = be.in_precision
-    if not values:
+    if not any(values):
         return lambda *xs: precise(fn(*xs))
     rounded = be.dtype.type
 
     def run(*xs):           # (under the run's errstate: 1e300 is inf in float32, quietly)
-        return precise(fn(*[rounded(x) if type(x) is float else x for x in xs]))
+        return precise(fn(*[rounded(x) if v and type(x) is float else x
+                            for x, v in zip(xs, values)]))
     return run
 
 
@@ -442,7 +450,11 @@ class Evaluator:
             if node.check:
                 fn = _checked(fn, node)
             if node.shape == () and self.be.dtype_name != "f64":
-                fn = _in_precision(fn, self.be, "elementwise" in node.op.tags)
+                # (numbers written in the program rounded as values; a loop's index, a count
+                # grad's tape rows are computed from, is left exact)
+                fn = _in_precision(fn, self.be, tuple(
+                    _written_number(a) for a in node.args) if "elementwise" in node.op.tags
+                    else ())
             return fn
         if kind == CAST:
             if len(node.args) == 2:
