@@ -301,6 +301,20 @@ def test_zero_trip_loop_body_raises_nothing():
     assert scalars(run(src)) == [5.0]
 
 
+@pytest.mark.parametrize("use", ["x[0 - 5]", "x[[[0]] + 5]", "narrow(x, 0, 3 - 1, 2)",
+                                 "rand(tensor[1], 0 - 1)", "gather([[1], [2]], [[0]] + 5)",
+                                 "onehot([[1]] + 2, 3)"])
+def test_a_number_computed_from_the_programs_numbers_in_a_loop_of_no_steps_is_left_to_it(use):
+    """A breaker's: a computed index in a subscript inside for i in 0..0 was refused before
+    the run while a computed start, seed or gather index there was left to the run; each is
+    left to the run (which never takes it), and outside such a loop each is found before."""
+    src = "let x = [1, 2, 3]\nprint 7\nfor i in 0..0 {\n  print %s\n}\nprint 8\n" % use
+    assert scalars(run(src)) == [7.0, 8.0]
+    with pytest.raises(goat.GoatError) as info:
+        goat.check_source("let x = [1, 2, 3]\nprint 7\nprint %s\n" % use)
+    assert info.value.loc.line == 3
+
+
 @pytest.mark.parametrize("src, said", [
     ("let s = -1\nfor i in 0..0 {\n  print rand(tensor[2], s)\n}\nprint 5",
      "a seed must be a whole number from 0 to 9007199254740991, got -1"),

@@ -4563,6 +4563,8 @@ class Checker:
             # (known only when it runs, or a number --dtype f32 computes otherwise, 2**24 + 1:
             # each precision's run reads its own, as it reads a computed index)
             return node
+        if _unbound(node).kind != CONST and b._never_runs():
+            return node     # (computed, in a loop of no steps: left to the run, as a start is)
         if not (v == v and abs(v) <= 2 ** 53 and v == int(v)):
             raise GoatError("an index is a whole number, got %s" % _number_text(v), item.loc)
         v = int(v)
@@ -5395,7 +5397,7 @@ def _constant(node, fold=True):
             return np.full(node.shape, v)
     if node.kind == OP and node.op.name == "reshape" and all(
             type(d) is int for d in node.shape):
-        inner = _constant(node.args[0])
+        inner = _constant(node.args[0], fold)
         if inner is not None:
             return np.reshape(inner, node.shape)
     return None
