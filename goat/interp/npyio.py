@@ -113,10 +113,7 @@ def npy_shape(path: str, declared: tuple):
         return None
     if _dtype_problem(dtype, path) or not _fits(shape, tuple(declared)):
         return None
-    count = 1
-    for d in shape:
-        count *= int(d)
-    if count * dtype.itemsize != data:
+    if _count(int(d) for d in shape) * dtype.itemsize != data:
         return None         # (truncated, or more after its data: the load says which)
     return tuple(int(d) for d in shape)
 
@@ -297,9 +294,7 @@ def _read_open(f, file_size: int, declared: tuple, name: str) -> np.ndarray:
         raise OpError("%s holds %s, but %s was declared%s" % (name, held, wanted, hint))
 
     # exactly the bytes the header promises
-    count = 1
-    for d in shape:
-        count *= d
+    count = _count(shape)
     nbytes = count * dtype.itemsize
     data_start = f.tell()
     held = file_size - data_start

@@ -3890,12 +3890,7 @@ class Checker:
             x = self._take(b, x, part)
         if len(kept) != len(x.shape) or new:
             # drop the axes indexed, and add the new ones: a reshape to the others
-            sources = [(x, a) for a in kept]
-            for at in new:
-                sources.insert(at, None)
-            out_shape = tuple(1 if src is None else x.shape[src[1]] for src in sources)
-            x = b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
-                     shape=out_shape, check=False)
+            x = self._kept_axes(b, x, kept, new, e.loc)
         if rows is not None and len(rows[0]) > 1:
             x = self._paired(x, rows[0], rows[1] + rows[2], kept, whole, b)
         elif rows is not None:
@@ -3958,12 +3953,18 @@ class Checker:
             at = have.index(label)
             x = self._moved(b, x, at, i, e.loc)
             have.insert(i, have.pop(at))
-        sources = [(x, a) for a in range(len(want))]
-        for i, label in enumerate(layout(True)):
-            if label[0] == "new":
-                sources.insert(i, None)
+        return self._kept_axes(b, x, range(len(want)), [
+            i for i, label in enumerate(layout(True)) if label[0] == "new"], e.loc)
+
+    @staticmethod
+    def _kept_axes(b, x, kept, new, loc):
+        """x's axes ``kept`` (in order), with a new axis of size 1 at each place of ``new``
+        (ascending places in the result): a reshape, its ? sizes read when it runs."""
+        sources = [(x, a) for a in kept]
+        for at in new:
+            sources.insert(at, None)
         out_shape = tuple(1 if src is None else x.shape[src[1]] for src in sources)
-        return b.op(REGISTRY["reshape"], (x,), e.loc, (_run_shape(out_shape, sources),),
+        return b.op(REGISTRY["reshape"], (x,), loc, (_run_shape(out_shape, sources),),
                     shape=out_shape, check=False)
 
     @staticmethod
